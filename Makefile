@@ -1,0 +1,20 @@
+# The two commands a newcomer needs (see README.md):
+#   make console   set everything up, start the local cluster, open the console
+#   make test      set everything up, run the whole test suite (what CI runs)
+.PHONY: setup console test lint
+
+setup:
+	@bash scripts/setup.sh
+
+console: setup
+	@.venv/bin/kconsole cluster up
+	@.venv/bin/kconsole
+
+test: setup
+	@.venv/bin/python -m pytest
+
+lint: setup
+	@.venv/bin/ruff check kconsole tests
+	@.venv/bin/ruff format --check kconsole tests
+	@.venv/bin/mypy
+	@.venv/bin/lint-imports

@@ -1,0 +1,271 @@
+"""The `kconsole` command line."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from kconsole import __version__, paths
+from kconsole.cluster import jars
+from kconsole.cluster.control import BrokerAction, LocalBrokerControl
+from kconsole.cluster.errors import ClusterError
+from kconsole.cluster.local import (
+    ClusterStatus,
+    LocalCluster,
+    LocalClusterSpec,
+    UpResult,
+    parse_set_options,
+)
+from kconsole.cluster.procs import ProcState, tail_lines
+from kconsole.cluster.settings import KAFKA_VERSION, TEST_TOPIC, ZOOKEEPER_VERSION
+from kconsole.commands import Commands
+
+
+def _quiet_libraries() -> None:
+    # kazoo logs every dropped connection as a warning; a stopped ZooKeeper is reported by us.
+    logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("kazoo").setLevel(logging.CRITICAL)
+
+
+def _fail(exc: Exception) -> None:
+    click.echo(f"error: {exc}", err=True)
+    sys.exit(1)
+
+
+@click.group(invoke_without_command=True)
+@click.version_option(__version__, prog_name="kconsole")
+@click.option("--read-only", is_flag=True, envvar="KCONSOLE_READ_ONLY",
+              help="Refuse every modifying action (brokers, partitions, produce).")
+@click.pass_context
+def main(ctx: click.Context, read_only: bool) -> None:
+    """A keyboard-driven console for operating and drilling Apache Kafka clusters.
+
+    With no command it shows the embedded local cluster.
+    """
+    _quiet_libraries()
+    ctx.ensure_object(dict)
+    ctx.obj["read_only"] = read_only
+    if ctx.invoked_subcommand is None:
+        cluster = LocalCluster(paths.default_cluster_dir())
+        _print_status(cluster.status())
+
+
+# ---------------------------------------------------------------------------------------------
+# kconsole cluster ...
+# ---------------------------------------------------------------------------------------------
+
+
+@main.group()
+@click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path),
+              envvar="KCONSOLE_CLUSTER_DIR", default=None,
+              help="State directory of the local cluster (default: per-user state dir).")
+@click.pass_context
+def cluster(ctx: click.Context, state_dir: Path | None) -> None:
+    """The embedded local cluster: ZooKeeper + Kafka brokers as local JVM processes."""
+    ctx.obj["state_dir"] = state_dir or paths.default_cluster_dir()
+
+
+def _local(ctx: click.Context) -> LocalCluster:
+    try:
+        return LocalCluster(ctx.obj["state_dir"])
+    except ClusterError as exc:
+        _fail(exc)
+        raise  # unreachable
+
+
+@cluster.command()
+@click.option("--brokers", type=int, default=None, help="Number of brokers (default 3).")
+@click.option("--racks", type=int, default=None, help="Spread brokers over R racks (rack-1..R).")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help="Override a broker setting; zk:KEY=VALUE overrides a ZooKeeper one. Repeatable.")
+@click.option("--zk-port", type=int, default=None, help="ZooKeeper port (default 22181).")
+@click.option("--base-port", type=int, default=None,
+              help="Port of broker 1; broker N gets BASE+N-1 (default 19092).")
+@click.option("--timeout", type=float, default=120.0, show_default=True,
+              help="Seconds to wait for the cluster to be ready.")
+@click.option("--no-topic", is_flag=True, help=f"Do not create {TEST_TOPIC}.")
+@click.pass_context
+def up(ctx: click.Context, brokers: int | None, racks: int | None, sets: tuple[str, ...],
+       zk_port: int | None, base_port: int | None, timeout: float, no_topic: bool) -> None:
+    """Start ZooKeeper and the brokers (only what is not running), wait until ready."""
+    try:
+        current = LocalCluster(ctx.obj["state_dir"])
+        base = current.spec
+        overrides, zk_overrides = parse_set_options(sets)
+        spec = LocalClusterSpec(
+            brokers=brokers if brokers is not None else base.brokers,
+            racks=racks if racks is not None else (base.racks if brokers is None else 0),
+            zk_port=zk_port if zk_port is not None else base.zk_port,
+            base_port=base_port if base_port is not None else base.base_port,
+            overrides={**base.overrides, **overrides} if sets else base.overrides,
+            zk_overrides={**base.zk_overrides, **zk_overrides} if sets else base.zk_overrides,
+        )
+        local = LocalCluster(ctx.obj["state_dir"], spec)
+        if not jars.kafka_jars_ready(spec.kafka_version):
+            click.echo(f"fetching Kafka {spec.kafka_version} jars with Maven (first run only)...")
+        result = local.up(timeout=timeout, create_topic=not no_topic,
+                          progress=lambda m: click.echo(f"  {m}"))
+    except ClusterError as exc:
+        _fail(exc)
+        return
+    _print_up(local, result)
+
+
+def _print_up(local: LocalCluster, result: UpResult) -> None:
+    if result.already_running and not result.started and not result.resumed:
+        click.echo("already running: " + ", ".join(result.already_running))
+    else:
+        if result.already_running:
+            click.echo("already running: " + ", ".join(result.already_running))
+        if result.resumed:
+            click.echo("resumed (was paused): " + ", ".join(result.resumed))
+    click.echo(f"ready in {result.elapsed_s:.1f} s")
+    _print_status(local.status())
+
+
+def _print_status(st: ClusterStatus) -> None:
+    spec = st.spec
+    click.echo(f"Kafka {spec.kafka_version} (ZooKeeper mode), ZooKeeper {ZOOKEEPER_VERSION}")
+    click.echo(f"state dir:  {st.state_dir}")
+    click.echo(f"zookeeper:  {spec.zk_connect}")
+    click.echo(f"bootstrap:  {spec.bootstrap}")
+    ctl = str(st.controller) if st.controller is not None else "none"
+    click.echo(f"controller: {ctl}" + (f"   ({st.zk_error})" if st.zk_error else ""))
+    click.echo("")
+    click.echo(f"{'process':<11} {'state':<8} {'pid':>7} {'port':>6}  {'in ZK':<6} log")
+    for p in st.processes:
+        reg = "-" if p.broker_id is None else {None: "?", True: "yes", False: "no"}[p.registered]
+        rack = spec.rack_of(p.broker_id) if p.broker_id else None
+        name = p.name + (" *" if p.broker_id is not None and p.broker_id == st.controller else "")
+        pid = str(p.pid) if p.pid else "-"
+        click.echo(f"{name:<11} {p.state.value:<8} {pid:>7} {p.port:>6}  {reg:<6} {p.log}"
+                   + (f"  [{rack}]" if rack else ""))
+    click.echo("(* = active controller)")
+
+
+@cluster.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def status(ctx: click.Context, as_json: bool) -> None:
+    """Each process: running / paused / stopped, pid, port, registered in ZooKeeper."""
+    st = _local(ctx).status()
+    if as_json:
+        click.echo(json.dumps({
+            "state_dir": str(st.state_dir),
+            "bootstrap": st.spec.bootstrap,
+            "zookeeper": st.spec.zk_connect,
+            "controller": st.controller,
+            "zookeeper_error": st.zk_error or None,
+            "processes": [
+                {"name": p.name, "broker_id": p.broker_id, "state": p.state.value, "pid": p.pid,
+                 "port": p.port, "registered": p.registered, "log": str(p.log)}
+                for p in st.processes
+            ],
+        }, indent=2))
+    else:
+        _print_status(st)
+
+
+@cluster.command()
+@click.option("--purge", is_flag=True, help="Also delete the state dir (data, logs, configs).")
+@click.pass_context
+def down(ctx: click.Context, purge: bool) -> None:
+    """Stop every broker, then ZooKeeper."""
+    local = _local(ctx)
+    t0 = time.monotonic()
+    stopped = local.down(purge=purge)
+    took = time.monotonic() - t0
+    click.echo(("stopped " + ", ".join(stopped)) if stopped else "nothing was running")
+    click.echo(f"in {took:.1f} s" + (f"; removed {local.state_dir}" if purge else ""))
+
+
+@cluster.command()
+@click.argument("target")
+@click.option("-n", "--lines", type=int, default=50, show_default=True)
+@click.option("-f", "--follow", is_flag=True, help="Keep printing new lines (Ctrl-C ends).")
+@click.pass_context
+def logs(ctx: click.Context, target: str, lines: int, follow: bool) -> None:
+    """Print the log of a broker (its id) or of zookeeper."""
+    local = _local(ctx)
+    name = "zookeeper" if target.lower() in ("zk", "zookeeper") else None
+    if name is None:
+        try:
+            name = local.broker(int(target)).name
+        except ValueError:
+            _fail(ClusterError(f"TARGET is a broker id or 'zookeeper', not {target!r}"))
+        except ClusterError as exc:
+            _fail(exc)
+    assert name is not None
+    path = local.log_path(name)
+    if not path.exists():
+        _fail(ClusterError(f"no log yet at {path}"))
+    for line in tail_lines(path, lines):
+        click.echo(line)
+    if follow:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            fh.seek(0, 2)
+            try:
+                while True:
+                    line = fh.readline()
+                    if line:
+                        click.echo(line, nl=False)
+                    else:
+                        time.sleep(0.2)
+            except KeyboardInterrupt:
+                pass
+
+
+def _confirm_on_terminal(prompt: str, expected: str) -> bool:
+    if not sys.stdin.isatty():
+        return False
+    return click.prompt(prompt, default="", show_default=False).strip() == expected
+
+
+def _broker_command(action: BrokerAction) -> click.Command:
+    @click.argument("broker", type=int)
+    @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+    @click.pass_context
+    def command(ctx: click.Context, broker: int, yes: bool) -> None:
+        local = _local(ctx)
+        commands = Commands(LocalBrokerControl(local), read_only=ctx.obj["read_only"])
+        confirm = (lambda _p, _e: True) if yes else _confirm_on_terminal
+        try:
+            click.echo(commands.broker(action, broker, confirm))
+        except ClusterError as exc:
+            if not yes and not sys.stdin.isatty() and action.destructive:
+                exc = ClusterError(f"{exc} (no terminal to ask; pass --yes)")
+            _fail(exc)
+
+    doc = {
+        BrokerAction.STOP: "Stop a broker gracefully (SIGTERM: controlled shutdown).",
+        BrokerAction.KILL: "Kill a broker (SIGKILL: no controlled shutdown).",
+        BrokerAction.PAUSE: "Pause a broker (SIGSTOP: frozen with its connections open).",
+        BrokerAction.RESUME: "Resume a paused broker (SIGCONT).",
+        BrokerAction.START: "Start a stopped broker with its config and data; wait until registered.",
+    }[action]
+    command.__doc__ = doc
+    return click.command(action.value, help=doc)(command)
+
+
+for _action in BrokerAction:
+    cluster.add_command(_broker_command(_action))
+
+
+@cluster.command()
+def fetch() -> None:
+    """Resolve the Kafka jars into the per-user cache (needs Maven once)."""
+    try:
+        lib = jars.ensure_kafka_jars(KAFKA_VERSION)
+    except ClusterError as exc:
+        _fail(exc)
+        return
+    click.echo(f"Kafka {KAFKA_VERSION} jars: {lib} ({len(list(lib.glob('*.jar')))} jars)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Everything that talks to Kafka, ZooKeeper, processes and Docker. Never imports Textual."""

@@ -1,0 +1,168 @@
+"""Processes kconsole started: pid files that also record the start time, so a recycled pid is
+never mistaken for ours, and signals sent only to those exact processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+import psutil
+
+
+class ProcState(StrEnum):
+    RUNNING = "running"
+    PAUSED = "paused"
+    STOPPED = "stopped"
+
+
+@dataclass(frozen=True)
+class PidRecord:
+    pid: int
+    create_time: float
+
+    def to_json(self) -> str:
+        return json.dumps({"pid": self.pid, "create_time": self.create_time})
+
+
+class ManagedProcess:
+    """One JVM process (a broker or ZooKeeper) known by its pid file."""
+
+    def __init__(self, name: str, pid_file: Path, log_file: Path):
+        self.name = name
+        self.pid_file = pid_file
+        self.log_file = log_file
+        self._popen: subprocess.Popen[bytes] | None = None
+
+    # -- identity -------------------------------------------------------------------------
+    def record(self) -> PidRecord | None:
+        """The pid file's content, or None."""
+        try:
+            data = json.loads(self.pid_file.read_text())
+            return PidRecord(int(data["pid"]), float(data["create_time"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def process(self) -> psutil.Process | None:
+        """The live process named by the pid file, only if it is the one we started."""
+        if self._popen is not None:
+            self._popen.poll()  # reap our own child so a dead one is not a zombie
+        rec = self.record()
+        if rec is None:
+            return None
+        try:
+            proc = psutil.Process(rec.pid)
+            if abs(proc.create_time() - rec.create_time) > 0.5:
+                return None  # the pid was recycled by an unrelated process
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                return None
+            return proc
+        except psutil.Error:
+            return None
+
+    @property
+    def pid(self) -> int | None:
+        proc = self.process()
+        return proc.pid if proc else None
+
+    def state(self) -> ProcState:
+        proc = self.process()
+        if proc is None:
+            return ProcState.STOPPED
+        try:
+            status = proc.status()
+        except psutil.Error:
+            return ProcState.STOPPED
+        return ProcState.PAUSED if status == psutil.STATUS_STOPPED else ProcState.RUNNING
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def spawn(self, argv: list[str], *, cwd: Path, env: dict[str, str]) -> int:
+        """Start the process detached (own session) with output appended to its log file."""
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_file, "ab") as log:
+            log.write(f"\n=== kconsole: starting {self.name} at {time.ctime()} ===\n".encode())
+            log.flush()
+            popen = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self._popen = popen
+        rec = PidRecord(popen.pid, psutil.Process(popen.pid).create_time())
+        tmp = self.pid_file.with_suffix(".tmp")
+        tmp.write_text(rec.to_json())
+        tmp.replace(self.pid_file)
+        return popen.pid
+
+    def signal(self, sig: signal.Signals) -> bool:
+        """Send `sig` to our process; False if it is not running."""
+        proc = self.process()
+        if proc is None:
+            return False
+        try:
+            proc.send_signal(sig)
+        except psutil.NoSuchProcess:
+            return False
+        return True
+
+    def wait_exit(self, timeout: float) -> bool:
+        """Wait until the process is gone; True if it exited within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process() is None:
+                self._forget()
+                return True
+            time.sleep(0.05)
+        return self.process() is None
+
+    def terminate(self, timeout: float) -> bool:
+        """SIGTERM (resuming it first if paused, or it could not act on the signal)."""
+        if not self.signal(signal.SIGTERM):
+            self._forget()
+            return True
+        self.signal(signal.SIGCONT)
+        return self.wait_exit(timeout)
+
+    def kill(self, timeout: float = 10.0) -> bool:
+        """SIGKILL and wait for the exit."""
+        if not self.signal(signal.SIGKILL):
+            self._forget()
+            return True
+        return self.wait_exit(timeout)
+
+    def _forget(self) -> None:
+        if self._popen is not None:
+            self._popen.poll()
+        if self.process() is None:
+            self.pid_file.unlink(missing_ok=True)
+
+    def exit_code(self) -> int | None:
+        """Exit status if we are its parent and it has exited."""
+        return self._popen.poll() if self._popen is not None else None
+
+    def log_tail(self, lines: int = 30) -> list[str]:
+        """The last lines of the process log (empty if none)."""
+        return tail_lines(self.log_file, lines)
+
+
+def tail_lines(path: Path, lines: int) -> list[str]:
+    """The last `lines` lines of a text file, read from the end."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            block = min(size, max(8192, lines * 400))
+            fh.seek(size - block)
+            data = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return []
+    return data.splitlines()[-lines:]

@@ -1,0 +1,63 @@
+"""The reference topology and the drill-friendly broker settings.
+
+One place for the facts that the embedded local cluster, the compose file and the console's
+defaults must agree on (tests check that compose/docker-compose.yml matches these).
+"""
+
+from __future__ import annotations
+
+KAFKA_VERSION = "3.9.2"
+ZOOKEEPER_VERSION = "3.8.4"  # what kafka_2.13:3.9.2 depends on
+
+HOST = "127.0.0.1"
+ZK_PORT = 22181
+BROKER_BASE_PORT = 19092  # broker id N listens on BROKER_BASE_PORT + N - 1
+DEFAULT_BROKERS = 3
+
+TEST_TOPIC = "test-topic"
+TEST_TOPIC_PARTITIONS = 4
+TEST_TOPIC_RF = 3
+
+BROKER_HEAP = "-Xmx512m -Xms512m"
+ZOOKEEPER_HEAP = "-Xmx256m -Xms256m"
+
+ZK_TICK_TIME_MS = 2000  # session timeouts are clamped to 2..20 x tickTime
+
+
+def broker_port(broker_id: int, base_port: int = BROKER_BASE_PORT) -> int:
+    """The host port of a broker."""
+    return base_port + broker_id - 1
+
+
+def default_bootstrap(brokers: int = DEFAULT_BROKERS, base_port: int = BROKER_BASE_PORT) -> str:
+    """Bootstrap string for the reference cluster."""
+    return ",".join(f"{HOST}:{broker_port(i, base_port)}" for i in range(1, brokers + 1))
+
+
+def drill_settings(brokers: int) -> dict[str, str]:
+    """Broker settings for failover drills, shared by the local cluster and compose.
+
+    Internal topics get RF 3 (min ISR 2) where there are enough brokers, so a drill that stops
+    one broker never makes the group coordinator or transactions unavailable.
+    """
+    rf = str(min(3, brokers))
+    min_isr = str(min(2, brokers))
+    return {
+        "min.insync.replicas": min_isr,
+        "default.replication.factor": rf,
+        "offsets.topic.replication.factor": rf,
+        "offsets.topic.num.partitions": "10",
+        "transaction.state.log.replication.factor": rf,
+        "transaction.state.log.min.isr": min_isr,
+        "zookeeper.session.timeout.ms": "6000",
+        "replica.lag.time.max.ms": "10000",
+        "group.initial.rebalance.delay.ms": "0",
+        "auto.create.topics.enable": "false",
+        "unclean.leader.election.enable": "false",
+        "auto.leader.rebalance.enable": "true",
+        "leader.imbalance.check.interval.seconds": "30",
+        "controlled.shutdown.enable": "true",
+        "num.partitions": "1",
+        "log.retention.hours": "24",
+        "log.segment.bytes": "67108864",
+    }

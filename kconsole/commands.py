@@ -1,0 +1,48 @@
+"""The one command layer every modifying action goes through, from the CLI and the console alike.
+
+It enforces read-only mode and confirmation; widgets and CLI commands never call a backend's
+modifying methods directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kconsole.cluster.control import BrokerAction, BrokerControl
+from kconsole.cluster.errors import ClusterError
+
+
+class ReadOnlyError(ClusterError):
+    """A modifying action was refused because kconsole runs read-only."""
+
+
+class NotConfirmed(ClusterError):
+    """A destructive action was not confirmed."""
+
+
+# Asked with the target's name; returns True only when the user confirmed by typing it.
+Confirm = Callable[[str, str], bool]
+
+
+@dataclass
+class Commands:
+    """Modifying actions, guarded."""
+
+    control: BrokerControl | None
+    read_only: bool = False
+
+    def broker(self, action: BrokerAction, broker_id: int, confirm: Confirm | None) -> str:
+        """Run a broker action. Destructive ones need `confirm(prompt, expected_answer)`."""
+        if self.read_only:
+            raise ReadOnlyError(f"read-only mode: refusing to {action.value} broker {broker_id}")
+        if self.control is None:
+            raise ClusterError(
+                "broker control is not available: kconsole did not start this cluster and no "
+                "docker compose project was found"
+            )
+        if action.destructive:
+            prompt = f"{action.value} broker {broker_id}? Type the broker id to confirm"
+            if confirm is None or not confirm(prompt, str(broker_id)):
+                raise NotConfirmed(f"{action.value} broker {broker_id}: not confirmed")
+        return self.control.act(action, broker_id)

@@ -1,0 +1,27 @@
+"""Where kconsole keeps its cache (jars) and state (local clusters), per user."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+
+APP = "kconsole"
+
+
+def cache_dir() -> Path:
+    """Per-user cache: resolved jars. Override with KCONSOLE_CACHE_DIR."""
+    override = os.environ.get("KCONSOLE_CACHE_DIR")
+    return Path(override) if override else Path(platformdirs.user_cache_dir(APP))
+
+
+def state_dir() -> Path:
+    """Per-user state: local clusters, job checkpoints. Override with KCONSOLE_STATE_DIR."""
+    override = os.environ.get("KCONSOLE_STATE_DIR")
+    return Path(override) if override else Path(platformdirs.user_state_dir(APP))
+
+
+def default_cluster_dir() -> Path:
+    """State directory of the default embedded local cluster."""
+    return state_dir() / "clusters" / "local"
