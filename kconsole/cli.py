@@ -21,7 +21,7 @@ from kconsole.cluster.local import (
     UpResult,
     parse_set_options,
 )
-from kconsole.cluster.procs import ProcState, tail_lines
+from kconsole.cluster.procs import tail_lines
 from kconsole.cluster.settings import KAFKA_VERSION, TEST_TOPIC, ZOOKEEPER_VERSION
 from kconsole.commands import Commands
 
@@ -39,8 +39,12 @@ def _fail(exc: Exception) -> None:
 
 @click.group(invoke_without_command=True)
 @click.version_option(__version__, prog_name="kconsole")
-@click.option("--read-only", is_flag=True, envvar="KCONSOLE_READ_ONLY",
-              help="Refuse every modifying action (brokers, partitions, produce).")
+@click.option(
+    "--read-only",
+    is_flag=True,
+    envvar="KCONSOLE_READ_ONLY",
+    help="Refuse every modifying action (brokers, partitions, produce).",
+)
 @click.pass_context
 def main(ctx: click.Context, read_only: bool) -> None:
     """A keyboard-driven console for operating and drilling Apache Kafka clusters.
@@ -61,9 +65,13 @@ def main(ctx: click.Context, read_only: bool) -> None:
 
 
 @main.group()
-@click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path),
-              envvar="KCONSOLE_CLUSTER_DIR", default=None,
-              help="State directory of the local cluster (default: per-user state dir).")
+@click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="KCONSOLE_CLUSTER_DIR",
+    default=None,
+    help="State directory of the local cluster (default: per-user state dir).",
+)
 @click.pass_context
 def cluster(ctx: click.Context, state_dir: Path | None) -> None:
     """The embedded local cluster: ZooKeeper + Kafka brokers as local JVM processes."""
@@ -81,17 +89,39 @@ def _local(ctx: click.Context) -> LocalCluster:
 @cluster.command()
 @click.option("--brokers", type=int, default=None, help="Number of brokers (default 3).")
 @click.option("--racks", type=int, default=None, help="Spread brokers over R racks (rack-1..R).")
-@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
-              help="Override a broker setting; zk:KEY=VALUE overrides a ZooKeeper one. Repeatable.")
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a broker setting; zk:KEY=VALUE overrides a ZooKeeper one. Repeatable.",
+)
 @click.option("--zk-port", type=int, default=None, help="ZooKeeper port (default 22181).")
-@click.option("--base-port", type=int, default=None,
-              help="Port of broker 1; broker N gets BASE+N-1 (default 19092).")
-@click.option("--timeout", type=float, default=120.0, show_default=True,
-              help="Seconds to wait for the cluster to be ready.")
+@click.option(
+    "--base-port",
+    type=int,
+    default=None,
+    help="Port of broker 1; broker N gets BASE+N-1 (default 19092).",
+)
+@click.option(
+    "--timeout",
+    type=float,
+    default=120.0,
+    show_default=True,
+    help="Seconds to wait for the cluster to be ready.",
+)
 @click.option("--no-topic", is_flag=True, help=f"Do not create {TEST_TOPIC}.")
 @click.pass_context
-def up(ctx: click.Context, brokers: int | None, racks: int | None, sets: tuple[str, ...],
-       zk_port: int | None, base_port: int | None, timeout: float, no_topic: bool) -> None:
+def up(
+    ctx: click.Context,
+    brokers: int | None,
+    racks: int | None,
+    sets: tuple[str, ...],
+    zk_port: int | None,
+    base_port: int | None,
+    timeout: float,
+    no_topic: bool,
+) -> None:
     """Start ZooKeeper and the brokers (only what is not running), wait until ready."""
     try:
         current = LocalCluster(ctx.obj["state_dir"])
@@ -108,8 +138,9 @@ def up(ctx: click.Context, brokers: int | None, racks: int | None, sets: tuple[s
         local = LocalCluster(ctx.obj["state_dir"], spec)
         if not jars.kafka_jars_ready(spec.kafka_version):
             click.echo(f"fetching Kafka {spec.kafka_version} jars with Maven (first run only)...")
-        result = local.up(timeout=timeout, create_topic=not no_topic,
-                          progress=lambda m: click.echo(f"  {m}"))
+        result = local.up(
+            timeout=timeout, create_topic=not no_topic, progress=lambda m: click.echo(f"  {m}")
+        )
     except ClusterError as exc:
         _fail(exc)
         return
@@ -143,8 +174,10 @@ def _print_status(st: ClusterStatus) -> None:
         rack = spec.rack_of(p.broker_id) if p.broker_id else None
         name = p.name + (" *" if p.broker_id is not None and p.broker_id == st.controller else "")
         pid = str(p.pid) if p.pid else "-"
-        click.echo(f"{name:<11} {p.state.value:<8} {pid:>7} {p.port:>6}  {reg:<6} {p.log}"
-                   + (f"  [{rack}]" if rack else ""))
+        click.echo(
+            f"{name:<11} {p.state.value:<8} {pid:>7} {p.port:>6}  {reg:<6} {p.log}"
+            + (f"  [{rack}]" if rack else "")
+        )
     click.echo("(* = active controller)")
 
 
@@ -155,18 +188,30 @@ def status(ctx: click.Context, as_json: bool) -> None:
     """Each process: running / paused / stopped, pid, port, registered in ZooKeeper."""
     st = _local(ctx).status()
     if as_json:
-        click.echo(json.dumps({
-            "state_dir": str(st.state_dir),
-            "bootstrap": st.spec.bootstrap,
-            "zookeeper": st.spec.zk_connect,
-            "controller": st.controller,
-            "zookeeper_error": st.zk_error or None,
-            "processes": [
-                {"name": p.name, "broker_id": p.broker_id, "state": p.state.value, "pid": p.pid,
-                 "port": p.port, "registered": p.registered, "log": str(p.log)}
-                for p in st.processes
-            ],
-        }, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "state_dir": str(st.state_dir),
+                    "bootstrap": st.spec.bootstrap,
+                    "zookeeper": st.spec.zk_connect,
+                    "controller": st.controller,
+                    "zookeeper_error": st.zk_error or None,
+                    "processes": [
+                        {
+                            "name": p.name,
+                            "broker_id": p.broker_id,
+                            "state": p.state.value,
+                            "pid": p.pid,
+                            "port": p.port,
+                            "registered": p.registered,
+                            "log": str(p.log),
+                        }
+                        for p in st.processes
+                    ],
+                },
+                indent=2,
+            )
+        )
     else:
         _print_status(st)
 
@@ -246,7 +291,7 @@ def _broker_command(action: BrokerAction) -> click.Command:
         BrokerAction.KILL: "Kill a broker (SIGKILL: no controlled shutdown).",
         BrokerAction.PAUSE: "Pause a broker (SIGSTOP: frozen with its connections open).",
         BrokerAction.RESUME: "Resume a paused broker (SIGCONT).",
-        BrokerAction.START: "Start a stopped broker with its config and data; wait until registered.",
+        BrokerAction.START: "Start a stopped broker (same config and data); wait until registered.",
     }[action]
     command.__doc__ = doc
     return click.command(action.value, help=doc)(command)

@@ -356,7 +356,9 @@ class LocalCluster:
             with suppress(Exception):
                 client.stop()
                 client.close()
-            raise ClusterError(f"ZooKeeper at {self.spec.zk_connect} is unreachable: {exc}") from exc
+            raise ClusterError(
+                f"ZooKeeper at {self.spec.zk_connect} is unreachable: {exc}"
+            ) from exc
         try:
             yield client
         finally:
@@ -394,14 +396,25 @@ class LocalCluster:
         else:
             zk_error = f"ZooKeeper is {self.zookeeper.state().value}"
         procs = [
-            ProcessStatus("zookeeper", None, self.zookeeper.state(), self.zookeeper.pid,
-                          self.spec.zk_port, None, self.log_path("zookeeper"))
+            ProcessStatus(
+                "zookeeper",
+                None,
+                self.zookeeper.state(),
+                self.zookeeper.pid,
+                self.spec.zk_port,
+                None,
+                self.log_path("zookeeper"),
+            )
         ]
         for bid in self.known_broker_ids():
             p = self.process(f"broker-{bid}")
             procs.append(
                 ProcessStatus(
-                    f"broker-{bid}", bid, p.state(), p.pid, broker_port(bid, self.spec.base_port),
+                    f"broker-{bid}",
+                    bid,
+                    p.state(),
+                    p.pid,
+                    broker_port(bid, self.spec.base_port),
                     None if registered is None else bid in registered,
                     self.log_path(f"broker-{bid}"),
                 )
@@ -430,8 +443,10 @@ class LocalCluster:
         names = ["zookeeper", *[f"broker-{i}" for i in self.spec.broker_ids]]
         # Refuse a spec change under running processes: their configs would silently differ.
         saved = self._load_spec()
-        if saved and saved != self.spec and any(
-            self.process(n).state() is not ProcState.STOPPED for n in self._all_names()
+        if (
+            saved
+            and saved != self.spec
+            and any(self.process(n).state() is not ProcState.STOPPED for n in self._all_names())
         ):
             raise ClusterError(
                 f"the cluster in {self.state_dir} is running with another configuration; "
@@ -644,7 +659,9 @@ class LocalCluster:
         if self.zookeeper.state() is not ProcState.RUNNING:
             raise ClusterError("ZooKeeper is not running; use `kconsole cluster up`")
         if not (self.proc_dir(name) / "server.properties").exists():
-            raise ClusterError(f"broker {broker_id} has no configuration; use `kconsole cluster up`")
+            raise ClusterError(
+                f"broker {broker_id} has no configuration; use `kconsole cluster up`"
+            )
         check_port_free(self.spec.host, self.port_of(name), name)
         t0 = time.monotonic()
         self._spawn(name, jars.ensure_kafka_jars(self.spec.kafka_version))
@@ -683,12 +700,12 @@ def port_owner(port: int) -> str:
     """Best effort: 'pid 123 (java)' listening on `port`, or '' if it cannot be told."""
     try:
         for conn in psutil.net_connections(kind="tcp"):
-            if conn.laddr and conn.laddr.port == port and conn.status == psutil.CONN_LISTEN:
-                if conn.pid:
-                    try:
-                        return f"pid {conn.pid} ({psutil.Process(conn.pid).name()})"
-                    except psutil.Error:
-                        return f"pid {conn.pid}"
+            listening = conn.status == psutil.CONN_LISTEN
+            if conn.laddr and conn.laddr.port == port and listening and conn.pid:
+                try:
+                    return f"pid {conn.pid} ({psutil.Process(conn.pid).name()})"
+                except psutil.Error:
+                    return f"pid {conn.pid}"
     except (psutil.Error, OSError):
         pass
     return ""

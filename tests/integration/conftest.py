@@ -1,0 +1,101 @@
+"""The real local cluster, started once per test run in a temporary state dir and always torn
+down. Ports are chosen away from the default ones so a developer's own cluster is never touched."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+
+import pytest
+from kazoo.client import KazooClient
+
+from kconsole.cluster.local import LocalCluster, LocalClusterSpec, partitions_fully_in_sync
+from kconsole.cluster.procs import ProcState
+from kconsole.cluster.settings import TEST_TOPIC
+from tests.waiting import wait_until
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def pick_ports(brokers: int) -> tuple[int, int]:
+    """A ZooKeeper port and a broker base port, all currently free."""
+    for offset in range(0, 2000, 100):
+        zk, base = 32181 + offset, 39092 + offset
+        if _free(zk) and all(_free(base + i) for i in range(brokers)):
+            return zk, base
+    raise RuntimeError("no free block of ports for the test cluster")
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """A running 3-broker cluster with test-topic, for the whole run."""
+    zk_port, base_port = pick_ports(3)
+    spec = LocalClusterSpec(brokers=3, zk_port=zk_port, base_port=base_port)
+    local = LocalCluster(tmp_path_factory.mktemp("cluster"), spec)
+    try:
+        local.up(timeout=240)
+        yield local
+    finally:
+        local.down(timeout=20)
+        leftovers = [p.name for p in local.status().processes if p.state is not ProcState.STOPPED]
+        assert not leftovers, f"processes left running after down: {leftovers}"
+
+
+@pytest.fixture(scope="session")
+def zk(cluster: LocalCluster) -> Iterator[KazooClient]:
+    client = KazooClient(hosts=cluster.spec.zk_connect, timeout=10)
+    client.start(timeout=30)
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
+
+
+def restore(cluster: LocalCluster, zk: KazooClient, timeout: float = 150.0) -> None:
+    """Bring every broker back (resume paused, start stopped) and wait for full ISR."""
+    for bid in cluster.spec.broker_ids:
+        proc = cluster.broker(bid)
+        if proc.state() is ProcState.PAUSED:
+            cluster.resume_broker(bid)
+        elif proc.state() is ProcState.STOPPED:
+            cluster.start_broker(bid, wait=False)
+    wait_until(
+        lambda: registered(zk) == set(cluster.spec.broker_ids),
+        timeout,
+        "every broker to be registered",
+    )
+    wait_until(lambda: partitions_fully_in_sync(zk, TEST_TOPIC), timeout, "full ISR on test-topic")
+
+
+@pytest.fixture
+def healthy(cluster: LocalCluster, zk: KazooClient) -> Iterator[LocalCluster]:
+    """The cluster with every broker up and test-topic fully in sync, before and after the test."""
+    restore(cluster, zk)
+    try:
+        yield cluster
+    finally:
+        restore(cluster, zk)
+
+
+def registered(zk: KazooClient) -> set[int]:
+    return {int(i) for i in zk.get_children("/brokers/ids")}
+
+
+def controller(zk: KazooClient) -> int | None:
+    if not zk.exists("/controller"):
+        return None
+    return int(json.loads(zk.get("/controller")[0])["brokerid"])
+
+
+def partition_state(zk: KazooClient, topic: str, partition: int) -> dict:
+    return json.loads(zk.get(f"/brokers/topics/{topic}/partitions/{partition}/state")[0])
