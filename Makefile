@@ -11,6 +11,9 @@ console: setup
 	@.venv/bin/kconsole
 
 test: setup
+	@.venv/bin/ruff check kconsole tests
+	@.venv/bin/lint-imports --no-cache >/dev/null
+	@.venv/bin/mypy
 	@.venv/bin/python -m pytest
 
 lint: setup

@@ -555,7 +555,10 @@ class LocalCluster:
         from confluent_kafka.admin import AdminClient, NewTopic
 
         rf = min(TEST_TOPIC_RF, self.spec.brokers)
-        admin = AdminClient({"bootstrap.servers": self.spec.bootstrap, "socket.timeout.ms": 5000})
+        # log_level 0: brokers still binding their ports are expected here, not worth printing.
+        admin = AdminClient(
+            {"bootstrap.servers": self.spec.bootstrap, "socket.timeout.ms": 5000, "log_level": 0}
+        )
         created = False
         while True:
             try:
@@ -589,18 +592,27 @@ class LocalCluster:
                 time.sleep(0.1)
 
     def down(self, *, purge: bool = False, timeout: float = 30.0) -> list[str]:
-        """Stop every broker (SIGTERM, SIGKILL after `timeout`), then ZooKeeper."""
+        """Stop every broker, then ZooKeeper.
+
+        Brokers go one at a time, the controller last: each controlled shutdown then talks to a
+        live controller and takes well under a second, where stopping all at once makes them
+        retry against a controller that is itself going away. A broker that does not exit within
+        `timeout` is killed.
+        """
         stopped: list[str] = []
-        brokers = [self.process(f"broker-{i}") for i in self.known_broker_ids()]
-        running = [b for b in brokers if b.state() is not ProcState.STOPPED]
-        for b in running:
-            b.signal(signal.SIGTERM)
-            b.signal(signal.SIGCONT)
-        deadline = time.monotonic() + timeout
-        for b in running:
-            if not b.wait_exit(max(0.0, deadline - time.monotonic())):
-                b.kill()
-            stopped.append(b.name)
+        order = [
+            b
+            for b in self.known_broker_ids()
+            if self.process(f"broker-{b}").state() is not ProcState.STOPPED
+        ]
+        ctl = self._controller_or_none()
+        if ctl in order:
+            order = [b for b in order if b != ctl] + [ctl]
+        for bid in order:
+            proc = self.process(f"broker-{bid}")
+            if not proc.terminate(timeout):
+                proc.kill()
+            stopped.append(proc.name)
         zk = self.zookeeper
         if zk.state() is not ProcState.STOPPED:
             if not zk.terminate(timeout=10.0):
@@ -609,6 +621,15 @@ class LocalCluster:
         if purge and self.state_dir.exists():
             shutil.rmtree(self.state_dir)
         return stopped
+
+    def _controller_or_none(self) -> int | None:
+        if self.zookeeper.state() is not ProcState.RUNNING:
+            return None
+        try:
+            with self.zk_client(2.0) as zk:
+                return self.read_controller(zk)
+        except ClusterError:
+            return None
 
     # -- per-broker control ---------------------------------------------------------------
     def stop_broker(self, broker_id: int, timeout: float = 60.0) -> float:

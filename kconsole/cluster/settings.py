@@ -57,6 +57,9 @@ def drill_settings(brokers: int) -> dict[str, str]:
         "auto.leader.rebalance.enable": "true",
         "leader.imbalance.check.interval.seconds": "30",
         "controlled.shutdown.enable": "true",
+        # A broker whose leaders cannot move (the last replica in sync) retries controlled
+        # shutdown 3 times; Kafka's 5 s backoff would make every such stop hang for 15 s.
+        "controlled.shutdown.retry.backoff.ms": "1000",
         "num.partitions": "1",
         "log.retention.hours": "24",
         "log.segment.bytes": "67108864",
