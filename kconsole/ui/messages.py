@@ -1,0 +1,18 @@
+"""Messages into the app. Sources post them from their own threads (post_message is
+thread-safe); the app applies them on its own loop."""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+from kconsole.models import ClusterSnapshot
+from kconsole.timeline import Event
+
+
+class SnapshotUpdated(Message):
+    """A new snapshot and the events that led to it (events since the previous message)."""
+
+    def __init__(self, snapshot: ClusterSnapshot, events: tuple[Event, ...] = ()) -> None:
+        super().__init__()
+        self.snapshot = snapshot
+        self.events = events
