@@ -579,7 +579,41 @@ class LocalCluster:
                     raise ClusterError(f"could not create {TEST_TOPIC}: {exc}") from exc
                 time.sleep(0.5)
         self.wait_isr_full(TEST_TOPIC, deadline)
+        self.wait_metadata_everywhere(TEST_TOPIC, deadline)
         return created
+
+    def wait_metadata_everywhere(self, topic: str, deadline: float) -> None:
+        """Wait until every broker serves `topic` with a leader for each partition.
+
+        ZooKeeper shows the new topic before the controller's UpdateMetadata reaches every
+        broker; a client sent to a lagging broker would get UNKNOWN_TOPIC_OR_PART.
+        """
+        from confluent_kafka.admin import AdminClient
+
+        pending = dict(self.spec.broker_ports())
+        while pending:
+            for bid, port in list(pending.items()):
+                # A client bootstrapped with one broker asks that broker first.
+                admin = AdminClient(
+                    {"bootstrap.servers": f"{self.spec.host}:{port}", "log_level": 0}
+                )
+                try:
+                    md = admin.list_topics(topic, timeout=3).topics.get(topic)
+                except Exception:
+                    md = None
+                if (
+                    md is not None
+                    and md.error is None
+                    and md.partitions
+                    and all(p.leader >= 0 for p in md.partitions.values())
+                ):
+                    del pending[bid]
+            if pending and time.monotonic() > deadline:
+                raise ClusterError(
+                    f"timed out waiting for brokers {sorted(pending)} to serve {topic} metadata"
+                )
+            if pending:
+                time.sleep(0.1)
 
     def wait_isr_full(self, topic: str, deadline: float) -> None:
         """Wait until every partition of `topic` has a leader and all replicas in ISR."""

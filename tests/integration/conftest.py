@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -75,6 +76,7 @@ def restore(cluster: LocalCluster, zk: KazooClient, timeout: float = 150.0) -> N
         "every broker to be registered",
     )
     wait_until(lambda: partitions_fully_in_sync(zk, TEST_TOPIC), timeout, "full ISR on test-topic")
+    cluster.wait_metadata_everywhere(TEST_TOPIC, time.monotonic() + timeout)
 
 
 @pytest.fixture
