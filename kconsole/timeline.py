@@ -106,13 +106,13 @@ def diff(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[Event]:
                 )
             )
         else:
-            was = f"broker {oc.id}" if oc.id is not None else "none"
+            was_text = f"broker {oc.id}" if oc.id is not None else "none"
             epoch = f", epoch {nc.epoch}" if nc.epoch is not None else ""
             events.append(
                 Event(
                     ts,
                     EventKind.CONTROLLER_CHANGED,
-                    f"controller is broker {nc.id}{epoch} (was {was})",
+                    f"controller is broker {nc.id}{epoch} (was {was_text})",
                     nc.id,
                     old=oc.id,
                     new=nc.id,

@@ -1,0 +1,325 @@
+"""ZooKeeper as an event source: kazoo watches on the controller, broker registrations, topics
+and partition states, so a change reaches the console when ZooKeeper says so, not on the next
+poll.
+
+ZooKeeper watches fire once; every read here re-arms the watch on what it read. A watch only
+queues the path that changed; one worker thread re-reads just that node, updates a cache and
+publishes an immutable ZkState. After a (re)connection — a new session has no watches — the
+whole tree is read again, partition states in parallel.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import KazooException, NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.retry import KazooRetry
+
+log = logging.getLogger(__name__)
+
+_FULL = "<full>"
+_STATE_RE = re.compile(r"^/brokers/topics/([^/]+)/partitions/(\d+)/state$")
+_TOPIC_RE = re.compile(r"^/brokers/topics/([^/]+)$")
+_BROKER_RE = re.compile(r"^/brokers/ids/(\d+)$")
+
+
+@dataclass(frozen=True)
+class ZkState:
+    """What ZooKeeper said about the cluster, as of `read_at`."""
+
+    read_at: float
+    controller: int | None = None
+    controller_epoch: int | None = None
+    controller_since: float | None = None  # creation time of /controller (epoch seconds)
+    brokers: dict[int, dict[str, Any]] = field(default_factory=dict)  # /brokers/ids/<id> JSON
+    topics: dict[str, dict[str, Any]] = field(default_factory=dict)  # /brokers/topics/<t> JSON
+    states: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)  # partition state
+
+
+OnChange = Callable[[ZkState | None, str], None]  # (state, error); error "" when healthy
+
+
+class ZkReader:
+    """Reads the cluster tree through one kazoo client; with `watch`, re-arms watches."""
+
+    def __init__(self, client: KazooClient, watch: Callable[[Any], None] | None = None):
+        self.zk = client
+        self.watch = watch
+        self.controller: int | None = None
+        self.controller_epoch: int | None = None
+        self.controller_since: float | None = None
+        self.brokers: dict[int, dict[str, Any]] = {}
+        self.topics: dict[str, dict[str, Any]] = {}
+        self.states: dict[tuple[str, int], dict[str, Any]] = {}
+
+    def snapshot(self) -> ZkState:
+        return ZkState(
+            time.time(),
+            self.controller,
+            self.controller_epoch,
+            self.controller_since,
+            dict(self.brokers),
+            dict(self.topics),
+            dict(self.states),
+        )
+
+    # -- node reads ---------------------------------------------------------------------
+    def _get(self, path: str) -> tuple[bytes, Any] | None:
+        """Data and stat of `path`, watching it; None (watching for its creation) if absent."""
+        try:
+            return self.zk.get(path, watch=self.watch)
+        except NoNodeError:
+            if self.zk.exists(path, watch=self.watch) is not None:
+                return self._get(path)  # created in between
+            return None
+
+    def _children(self, path: str) -> list[str]:
+        try:
+            return self.zk.get_children(path, watch=self.watch)
+        except NoNodeError:
+            self.zk.exists(path, watch=self.watch)
+            return []
+
+    def read_controller(self) -> None:
+        got = self._get("/controller")
+        if got is None:
+            self.controller, self.controller_since = None, None
+            return
+        data, stat = got
+        try:
+            self.controller = int(json.loads(data)["brokerid"])
+        except (ValueError, KeyError, TypeError):
+            self.controller = None
+        self.controller_since = stat.ctime / 1000.0
+
+    def read_controller_epoch(self) -> None:
+        got = self._get("/controller_epoch")
+        try:
+            self.controller_epoch = int(got[0]) if got else None
+        except ValueError:
+            self.controller_epoch = None
+
+    def read_broker_ids(self) -> None:
+        ids = {int(i) for i in self._children("/brokers/ids") if i.isdigit()}
+        for gone in set(self.brokers) - ids:
+            del self.brokers[gone]
+        for bid in ids - set(self.brokers):
+            self.read_broker(bid)
+
+    def read_broker(self, bid: int) -> None:
+        got = self._get(f"/brokers/ids/{bid}")
+        if got is None:
+            self.brokers.pop(bid, None)
+        else:
+            self.brokers[bid] = _json(got[0])
+
+    def read_topics(self) -> None:
+        names = set(self._children("/brokers/topics"))
+        for gone in set(self.topics) - names:
+            self._drop_topic(gone)
+        new = sorted(names - set(self.topics))
+        for name in new:
+            self.read_topic(name, states=False)
+        self._read_states_parallel([(t, p) for t in new for p in self._partitions_of(t)])
+
+    def read_topic(self, name: str, states: bool = True) -> None:
+        got = self._get(f"/brokers/topics/{name}")
+        if got is None:
+            self._drop_topic(name)
+            return
+        before = set(self._partitions_of(name))
+        self.topics[name] = _json(got[0])
+        now = set(self._partitions_of(name))
+        for p in before - now:
+            self.states.pop((name, p), None)
+        if states:
+            self._read_states_parallel([(name, p) for p in sorted(now - before)])
+
+    def read_state(self, topic: str, partition: int) -> None:
+        got = self._get(f"/brokers/topics/{topic}/partitions/{partition}/state")
+        if got is None:
+            self.states.pop((topic, partition), None)
+        else:
+            self.states[(topic, partition)] = _json(got[0])
+
+    def _read_states_parallel(self, tps: list[tuple[str, int]]) -> None:
+        """Read many partition states at once (pipelined requests, one round trip's wait)."""
+        futures = [
+            (
+                tp,
+                self.zk.get_async(
+                    f"/brokers/topics/{tp[0]}/partitions/{tp[1]}/state", watch=self.watch
+                ),
+            )
+            for tp in tps
+        ]
+        for tp, fut in futures:
+            try:
+                data, _stat = fut.get(timeout=10)
+                self.states[tp] = _json(data)
+            except NoNodeError:
+                self.read_state(*tp)  # sets an exists-watch for its creation
+
+    def _partitions_of(self, topic: str) -> list[int]:
+        parts = self.topics.get(topic, {}).get("partitions", {})
+        return sorted(int(p) for p in parts)
+
+    def _drop_topic(self, name: str) -> None:
+        self.topics.pop(name, None)
+        for tp in [tp for tp in self.states if tp[0] == name]:
+            del self.states[tp]
+
+    def read_all(self) -> None:
+        """Read (and watch) the whole tree."""
+        self.read_controller()
+        self.read_controller_epoch()
+        self.brokers.clear()
+        self.read_broker_ids()
+        self.topics.clear()
+        self.states.clear()
+        self.read_topics()
+
+    def read_path(self, path: str) -> None:
+        """Re-read what a watch on `path` said has changed."""
+        if path == "/controller":
+            self.read_controller()
+        elif path == "/controller_epoch":
+            self.read_controller_epoch()
+        elif path == "/brokers/ids":
+            self.read_broker_ids()
+        elif path == "/brokers/topics":
+            self.read_topics()
+        elif m := _BROKER_RE.match(path):
+            self.read_broker(int(m.group(1)))
+        elif m := _STATE_RE.match(path):
+            self.read_state(m.group(1), int(m.group(2)))
+        elif m := _TOPIC_RE.match(path):
+            self.read_topic(m.group(1))
+
+
+def _json(data: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(data)
+    except (ValueError, TypeError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def read_once(hosts: str, timeout: float = 5.0) -> ZkState:
+    """One read of the whole tree without watches (for `kconsole describe`)."""
+    client = KazooClient(hosts=hosts, timeout=timeout, connection_retry=None)
+    try:
+        client.start(timeout=timeout)
+        reader = ZkReader(client)
+        reader.read_all()
+        return reader.snapshot()
+    finally:
+        client.stop()
+        client.close()
+
+
+class ZkWatcher:
+    """Keeps a live ZkState from watches and hands every change to `on_change`."""
+
+    def __init__(self, hosts: str, on_change: OnChange, *, safety_reload_s: float = 30.0):
+        self.hosts = hosts
+        self.on_change = on_change
+        self.safety_reload_s = safety_reload_s
+        self._queue: queue.Queue[str] = queue.Queue()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._client: KazooClient | None = None
+        self._reader: ZkReader | None = None
+        self._connected = threading.Event()
+
+    def start(self) -> None:
+        self._client = KazooClient(
+            hosts=self.hosts,
+            timeout=6.0,
+            connection_retry=KazooRetry(max_tries=-1, delay=0.2, max_delay=2.0),
+            command_retry=KazooRetry(max_tries=2, delay=0.1, max_delay=1.0),
+        )
+        self._reader = ZkReader(self._client, watch=self._on_watch)
+        self._client.add_listener(self._on_state)
+        self._thread = threading.Thread(target=self._run, name="kconsole-zk", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._queue.put(_FULL)
+        if self._client is not None:
+            try:
+                self._client.stop()
+                self._client.close()
+            except Exception:  # closing a never-connected client may complain
+                log.debug("closing kazoo client", exc_info=True)
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def reload(self) -> None:
+        """Ask for a full re-read (e.g. after the user pressed refresh)."""
+        self._queue.put(_FULL)
+
+    # -- kazoo callbacks (kazoo's threads: only queue work) --------------------------------
+    def _on_watch(self, event: Any) -> None:
+        self._queue.put(event.path)
+
+    def _on_state(self, state: str) -> None:
+        if state == KazooState.CONNECTED:
+            self._connected.set()
+            self._queue.put(_FULL)
+        else:
+            self._connected.clear()
+            self._queue.put("<lost>" if state == KazooState.LOST else "<suspended>")
+
+    # -- worker ---------------------------------------------------------------------------
+    def _run(self) -> None:
+        assert self._client is not None and self._reader is not None
+        # Started once: kazoo keeps reconnecting by itself (connection_retry without limit),
+        # and a new session announces itself as CONNECTED, which queues a full re-read.
+        self._client.start_async()
+        self._connected.wait(3.0)  # a normal connect is not worth a "stale" flash
+        while not self._stop.is_set():
+            if not self._client.connected:
+                self.on_change(None, f"ZooKeeper {self.hosts} unreachable, retrying")
+                self._connected.wait(1.0)
+                continue
+            try:
+                first = self._queue.get(timeout=self.safety_reload_s)
+            except queue.Empty:
+                first = _FULL  # a periodic full read, in case a watch was ever missed
+            batch = {first}
+            while True:  # coalesce a burst of watches into one publish
+                try:
+                    batch.add(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            if self._stop.is_set():
+                break
+            if not self._client.connected:
+                continue
+            try:
+                if batch - {p for p in batch if p.startswith("/")}:
+                    self._reader.read_all()
+                else:
+                    for path in sorted(batch):
+                        self._reader.read_path(path)
+                self.on_change(self._reader.snapshot(), "")
+            except (KazooException, KazooTimeoutError, OSError) as exc:
+                self.on_change(None, f"ZooKeeper {self.hosts}: {_why(exc)}")
+                self._queue.put(_FULL)
+                self._stop.wait(0.5)
+
+
+def _why(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__

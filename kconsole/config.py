@@ -1,0 +1,205 @@
+"""Settings: where the cluster is, how to talk to it, and how kconsole behaves.
+
+Precedence: command-line flags > environment (KCONSOLE_*) > config file > defaults. The config
+file is TOML, by default `config.toml` in the per-user config dir (`kconsole --config PATH`):
+
+    bootstrap = "broker1:9093,broker2:9093"
+    zookeeper = "zk1:2181"          # "" to run without ZooKeeper
+    read_only = true
+    refresh = 1.0                   # seconds between cluster-data polls
+    group_refresh = 2.0             # seconds between consumer-group polls
+    backend = "auto"                # auto | local | docker | none
+
+    [client]                        # librdkafka properties, e.g. SASL/SSL
+    "security.protocol" = "SASL_SSL"
+    "sasl.mechanism" = "SCRAM-SHA-512"
+    "sasl.username" = "ops"
+    "sasl.password" = "..."
+    "ssl.ca.location" = "/etc/kafka/ca.pem"
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from kconsole import paths
+from kconsole.cluster.errors import ClusterError
+from kconsole.cluster.settings import HOST, ZK_PORT, default_bootstrap
+
+BACKENDS = ("auto", "local", "docker", "none")
+
+
+class ConfigError(ClusterError):
+    """The configuration is broken; the message says where and how."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    bootstrap: str = default_bootstrap()
+    zookeeper: str = f"{HOST}:{ZK_PORT}"  # "" = no ZooKeeper (Admin API only)
+    client: dict[str, str] = field(default_factory=dict)  # -X key=value (librdkafka)
+    backend: str = "auto"
+    cluster_dir: Path = field(default_factory=paths.default_cluster_dir)
+    read_only: bool = False
+    refresh_s: float = 1.0
+    group_refresh_s: float = 2.0
+    source: str = "defaults"  # where the settings came from, for the header and errors
+
+    def __post_init__(self) -> None:
+        if not self.bootstrap.strip():
+            raise ConfigError("bootstrap servers must not be empty")
+        for hp in self.bootstrap.split(","):
+            _check_host_port(hp.strip(), "bootstrap server")
+        if self.zookeeper:
+            for hp in self.zookeeper.split("/")[0].split(","):
+                _check_host_port(hp.strip(), "ZooKeeper address")
+        if self.backend not in BACKENDS:
+            raise ConfigError(f"backend must be one of {', '.join(BACKENDS)}, not {self.backend!r}")
+        if not 0.1 <= self.refresh_s <= 3600 or not 0.1 <= self.group_refresh_s <= 3600:
+            raise ConfigError("refresh intervals must be between 0.1 and 3600 seconds")
+
+    def kafka_config(self, **extra: Any) -> dict[str, Any]:
+        """librdkafka configuration for an admin/producer/consumer of this cluster."""
+        conf: dict[str, Any] = {"bootstrap.servers": self.bootstrap}
+        conf.update(self.client)
+        conf.update(extra)
+        return conf
+
+    @property
+    def is_default_local(self) -> bool:
+        """True when pointed at the embedded local cluster's addresses."""
+        return self.bootstrap == default_bootstrap()
+
+
+def _check_host_port(hp: str, what: str) -> None:
+    host, sep, port = hp.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(f"{what} {hp!r} is not HOST:PORT")
+
+
+def default_config_path() -> Path:
+    return Path(platformdirs.user_config_dir(paths.APP)) / "config.toml"
+
+
+def parse_client_props(items: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """`-X key=value` items (librdkafka properties) as a dict."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"-X expects key=value, got {item!r}")
+        out[key.strip()] = value
+    return out
+
+
+_FILE_KEYS = {
+    "bootstrap": str,
+    "zookeeper": str,
+    "read_only": bool,
+    "refresh": (int, float),
+    "group_refresh": (int, float),
+    "backend": str,
+    "cluster_dir": str,
+    "client": dict,
+}
+
+
+def load_file(path: Path) -> dict[str, Any]:
+    """Read and check a TOML config file; unknown keys and wrong types are errors."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError as exc:
+        raise ConfigError(f"config file {path} does not exist") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+    for key, value in data.items():
+        if key not in _FILE_KEYS:
+            raise ConfigError(
+                f"config file {path}: unknown key {key!r} (known: {', '.join(sorted(_FILE_KEYS))})"
+            )
+        if not isinstance(value, _FILE_KEYS[key]):  # type: ignore[arg-type]
+            raise ConfigError(f"config file {path}: {key} has the wrong type ({value!r})")
+    client = data.get("client", {})
+    if any(not isinstance(v, str | int | float | bool) for v in client.values()):
+        raise ConfigError(f"config file {path}: [client] values must be strings or numbers")
+    return data
+
+
+def load_settings(
+    *,
+    config_path: Path | None = None,
+    bootstrap: str | None = None,
+    zookeeper: str | None = None,
+    client_props: tuple[str, ...] = (),
+    backend: str | None = None,
+    read_only: bool | None = None,
+    refresh: float | None = None,
+    group_refresh: float | None = None,
+    cluster_dir: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> Settings:
+    """Merge defaults, the config file, KCONSOLE_* variables and flags, in that order."""
+    env = dict(os.environ) if env is None else env
+    settings = Settings()
+    sources = ["defaults"]
+    path = config_path or (Path(env["KCONSOLE_CONFIG"]) if env.get("KCONSOLE_CONFIG") else None)
+    if path is None and default_config_path().exists():
+        path = default_config_path()
+    if path is not None:
+        data = load_file(path)
+        settings = replace(
+            settings,
+            bootstrap=data.get("bootstrap", settings.bootstrap),
+            zookeeper=data.get("zookeeper", settings.zookeeper),
+            read_only=data.get("read_only", settings.read_only),
+            refresh_s=float(data.get("refresh", settings.refresh_s)),
+            group_refresh_s=float(data.get("group_refresh", settings.group_refresh_s)),
+            backend=data.get("backend", settings.backend),
+            cluster_dir=Path(data["cluster_dir"]).expanduser()
+            if "cluster_dir" in data
+            else settings.cluster_dir,
+            client={
+                k: str(v).lower() if isinstance(v, bool) else str(v)
+                for k, v in data.get("client", {}).items()
+            },
+        )
+        sources.append(str(path))
+    env_map = {
+        "KCONSOLE_BOOTSTRAP": "bootstrap",
+        "KCONSOLE_ZOOKEEPER": "zookeeper",
+        "KCONSOLE_BACKEND": "backend",
+    }
+    for var, attr in env_map.items():
+        if var in env:
+            settings = replace(settings, **{attr: env[var]})  # type: ignore[arg-type]
+            sources.append(var)
+    if env.get("KCONSOLE_READ_ONLY", "").lower() in ("1", "true", "yes"):
+        settings = replace(settings, read_only=True)
+    flags: dict[str, Any] = {}
+    if bootstrap is not None:
+        flags["bootstrap"] = bootstrap
+    if zookeeper is not None:
+        flags["zookeeper"] = zookeeper
+    if backend is not None:
+        flags["backend"] = backend
+    if read_only:
+        flags["read_only"] = True
+    if refresh is not None:
+        flags["refresh_s"] = refresh
+    if group_refresh is not None:
+        flags["group_refresh_s"] = group_refresh
+    if cluster_dir is not None:
+        flags["cluster_dir"] = cluster_dir
+    if client_props:
+        flags["client"] = {**settings.client, **parse_client_props(client_props)}
+    if flags:
+        sources.append("flags")
+    return replace(settings, source=" < ".join(sources), **flags)
