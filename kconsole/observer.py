@@ -1,0 +1,367 @@
+"""ClusterObserver: keeps one live ClusterSnapshot from every source and reports each change.
+
+Sources, each on its own thread, never overlapping themselves:
+  - ZooKeeper watches (kconsole.cluster.zk): controller, brokers, topics, partition states;
+  - Admin API poll every `refresh_s`: metadata, cluster id, topic min.insync.replicas, broker
+    reachability — and the partition table when there is no ZooKeeper;
+  - consumer groups poll every `group_refresh_s`: groups, members, committed and end offsets;
+  - the control backend (if any): which broker processes are paused.
+
+A source that fails keeps its last data and is marked stale with its error; it retries on its
+own. Every update builds a new immutable snapshot, diffs it with the previous one and hands
+both to `on_update(snapshot, events)` — the console posts that as a message, the drills and
+`describe` use it directly. Never imports Textual.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from kconsole.cluster.admin import AdminReader, AdminState, reachable
+from kconsole.cluster.procs import ProcState
+from kconsole.cluster.zk import ZkState, ZkWatcher, read_once
+from kconsole.config import Settings
+from kconsole.models import (
+    Broker,
+    BrokerState,
+    ClusterSnapshot,
+    Controller,
+    Group,
+    Partition,
+    SourceHealth,
+    SourceName,
+    Topic,
+)
+from kconsole.timeline import Event, diff
+
+log = logging.getLogger(__name__)
+OnUpdate = Callable[[ClusterSnapshot, tuple[Event, ...]], None]
+StatesFn = Callable[[], dict[int, ProcState]]
+
+
+class _Health:
+    def __init__(self, name: SourceName):
+        self.name = name
+        self.ok = False
+        self.updated_at: float | None = None
+        self.error = "waiting for first data"
+
+    def success(self, now: float) -> None:
+        self.ok, self.updated_at, self.error = True, now, ""
+
+    def failure(self, error: str) -> None:
+        self.ok, self.error = False, error
+
+    def frozen(self) -> SourceHealth:
+        return SourceHealth(self.name, self.ok, self.updated_at, self.error)
+
+
+class SnapshotBuilder:
+    """Merges the latest data of each source into a ClusterSnapshot (pure, no I/O)."""
+
+    def __init__(self, use_zookeeper: bool):
+        self.use_zookeeper = use_zookeeper
+        self.zk: ZkState | None = None
+        self.admin: AdminState | None = None
+        self.groups: tuple[Group, ...] = ()
+        self.reachable: dict[int, bool] = {}
+        self.proc_states: dict[int, ProcState] = {}
+        self.health = {n: _Health(n) for n in SourceName}
+        if not use_zookeeper:
+            del self.health[SourceName.ZOOKEEPER]
+        self._known: dict[int, Broker] = {}  # every broker ever seen, for "down" rows
+        self._controller_seen: tuple[int | None, float | None] = (None, None)
+        self._previous_controller: int | None = None
+
+    def build(self, now: float) -> ClusterSnapshot:
+        zk_ok = self.use_zookeeper and self.zk is not None
+        admin = self.admin
+        partitions = self._partitions(zk_ok)
+        brokers = self._brokers(zk_ok, partitions)
+        controller = self._controller(zk_ok, now)
+        topics = self._topics(partitions)
+        return ClusterSnapshot(
+            taken_at=now,
+            cluster_id=admin.cluster_id if admin else None,
+            brokers=brokers,
+            controller=controller,
+            partitions=partitions,
+            topics=topics,
+            groups=self.groups,
+            sources=tuple(h.frozen() for h in self.health.values()),
+        )
+
+    def _partitions(self, zk_ok: bool) -> tuple[Partition, ...]:
+        out: list[Partition] = []
+        if (
+            zk_ok
+            and self.zk is not None
+            and (self.health[SourceName.ZOOKEEPER].ok or self.admin is None)
+        ):
+            for topic, tdata in self.zk.topics.items():
+                assign = tdata.get("partitions", {})
+                adding = tdata.get("adding_replicas", {}) or {}
+                removing = tdata.get("removing_replicas", {}) or {}
+                for p_str, replicas in assign.items():
+                    p = int(p_str)
+                    st = self.zk.states.get((topic, p), {})
+                    out.append(
+                        Partition(
+                            topic,
+                            p,
+                            int(st.get("leader", -1)),
+                            tuple(replicas),
+                            tuple(st.get("isr", ())),
+                            st.get("leader_epoch"),
+                            tuple(adding.get(p_str, ())),
+                            tuple(removing.get(p_str, ())),
+                        )
+                    )
+        elif self.admin is not None:
+            for topic, parts in self.admin.topics.items():
+                out.extend(
+                    Partition(topic, ap.partition, ap.leader, ap.replicas, ap.isr) for ap in parts
+                )
+        return tuple(sorted(out, key=lambda p: (p.topic, p.partition)))
+
+    def _brokers(self, zk_ok: bool, partitions: tuple[Partition, ...]) -> tuple[Broker, ...]:
+        present: dict[int, Broker] = {}
+        if zk_ok and self.zk is not None:
+            for bid, reg in self.zk.brokers.items():
+                host, port = _endpoint(reg)
+                ts = reg.get("timestamp")
+                present[bid] = Broker(
+                    bid, host, port, reg.get("rack"), registered_at=float(ts) / 1000 if ts else None
+                )
+        elif self.admin is not None:
+            for bid, (host, port, rack) in self.admin.nodes.items():
+                present[bid] = Broker(bid, host, port, rack)
+        if self.admin is not None:  # racks come from DescribeCluster when ZooKeeper has none
+            for bid, (_h, _p, rack) in self.admin.nodes.items():
+                if bid in present and present[bid].rack is None and rack:
+                    b = present[bid]
+                    present[bid] = Broker(b.id, b.host, b.port, rack, b.state, b.registered_at)
+        for bid, b in present.items():
+            self._known[bid] = b
+        for p in partitions:  # a replica on a broker never seen is a broker that is down
+            for bid in p.replicas:
+                self._known.setdefault(bid, Broker(bid, "?", 0, state=BrokerState.DOWN))
+        for bid in self.proc_states:
+            self._known.setdefault(bid, Broker(bid, "?", 0, state=BrokerState.DOWN))
+        out = []
+        for bid in sorted(self._known):
+            b = present.get(bid) or self._known[bid]
+            if bid not in present:
+                state = BrokerState.DOWN
+            elif self.proc_states.get(bid) is ProcState.PAUSED:
+                state = BrokerState.PAUSED
+            elif self.reachable.get(bid) is False:
+                state = BrokerState.UNREACHABLE
+            else:
+                state = BrokerState.UP
+            if self.proc_states.get(bid) is ProcState.PAUSED and bid not in present:
+                state = BrokerState.PAUSED
+            out.append(Broker(b.id, b.host, b.port, b.rack, state, b.registered_at))
+        return tuple(out)
+
+    def _controller(self, zk_ok: bool, now: float) -> Controller:
+        if zk_ok and self.zk is not None:
+            cid, epoch, since = (
+                self.zk.controller,
+                self.zk.controller_epoch,
+                self.zk.controller_since,
+            )
+        elif self.admin is not None:
+            cid, epoch, since = self.admin.controller, None, None
+        else:
+            cid, epoch, since = None, None, None
+        seen_id, seen_since = self._controller_seen
+        if cid != seen_id:
+            if seen_id is not None:
+                self._previous_controller = seen_id
+            self._controller_seen = (cid, since or now)
+        elif since is None:
+            since = seen_since
+        return Controller(cid, epoch, since or self._controller_seen[1], self._previous_controller)
+
+    def _topics(self, partitions: tuple[Partition, ...]) -> tuple[Topic, ...]:
+        names = sorted({p.topic for p in partitions})
+        min_isr = self.admin.min_isr if self.admin else {}
+        return tuple(Topic(n, n.startswith("__"), min_isr.get(n)) for n in names)
+
+
+def _endpoint(reg: dict[str, Any]) -> tuple[str, int]:
+    host, port = reg.get("host"), reg.get("port")
+    if host and port and int(port) > 0:
+        return str(host), int(port)
+    for ep in reg.get("endpoints", []):  # SASL_SSL://host:9093 etc. when host/port are unset
+        hostport = str(ep).split("://", 1)[-1]
+        h, _, p = hostport.rpartition(":")
+        if h and p.isdigit():
+            return h.strip("[]"), int(p)
+    return "?", 0
+
+
+class ClusterObserver:
+    """Live snapshots of one cluster; see the module docstring."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        proc_states: StatesFn | None = None,
+        clock: Callable[[], float] = time.time,
+        history: int = 2000,
+    ):
+        self.settings = settings
+        self.clock = clock
+        self.proc_states_fn = proc_states
+        self.builder = SnapshotBuilder(use_zookeeper=bool(settings.zookeeper))
+        self.events: deque[Event] = deque(maxlen=history)
+        self.snapshot: ClusterSnapshot | None = None
+        self._lock = threading.Lock()
+        self._on_update: OnUpdate | None = None
+        self._stop = threading.Event()
+        self._wake_admin = threading.Event()
+        self._wake_groups = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._zk: ZkWatcher | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def start(self, on_update: OnUpdate) -> None:
+        self._on_update = on_update
+        self._stop.clear()
+        if self.settings.zookeeper:
+            self._zk = ZkWatcher(self.settings.zookeeper, self._zk_changed)
+            self._zk.start()
+        for name, target in (("admin", self._admin_loop), ("groups", self._groups_loop)):
+            t = threading.Thread(target=target, name=f"kconsole-{name}", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake_admin.set()
+        self._wake_groups.set()
+        if self._zk is not None:
+            self._zk.stop()
+        for t in self._threads:
+            t.join(timeout=10)
+        self._threads.clear()
+
+    def refresh(self) -> None:
+        """Poll every source now (after an action, or when the user asks)."""
+        self._wake_admin.set()
+        self._wake_groups.set()
+        if self._zk is not None:
+            self._zk.reload()
+
+    # -- one-shot (kconsole describe) ---------------------------------------------------------
+    def read_once(self) -> ClusterSnapshot:
+        """Read every source once, synchronously, and return the snapshot."""
+        if self.settings.zookeeper:
+            try:
+                self._zk_changed(read_once(self.settings.zookeeper), "", publish=False)
+            except Exception as exc:
+                self._zk_changed(None, f"ZooKeeper {self.settings.zookeeper}: {exc}", publish=False)
+        reader = self._reader()
+        self._poll_admin(reader, publish=False)
+        self._poll_groups(reader, publish=False)
+        return self._publish(publish=False)
+
+    # -- sources ----------------------------------------------------------------------------
+    def _reader(self) -> AdminReader:
+        return AdminReader(self.settings.kafka_config())
+
+    def _zk_changed(self, state: ZkState | None, error: str, publish: bool = True) -> None:
+        with self._lock:
+            h = self.builder.health[SourceName.ZOOKEEPER]
+            if state is None:
+                h.failure(error)
+            else:
+                self.builder.zk = state
+                h.success(self.clock())
+        if publish:
+            self._publish()
+
+    def _poll_admin(self, reader: AdminReader, publish: bool = True) -> None:
+        try:
+            state = reader.read_cluster()
+            nodes = dict(state.nodes)
+            if self.builder.zk is not None:
+                for bid, reg in self.builder.zk.brokers.items():
+                    nodes.setdefault(bid, (*_endpoint(reg), None))
+            reach = {bid: reachable(h, p) for bid, (h, p, _r) in nodes.items()}
+            with self._lock:
+                self.builder.admin = state
+                self.builder.reachable = reach
+                self.builder.health[SourceName.ADMIN].success(self.clock())
+        except Exception as exc:  # a dead cluster must never stop the poller
+            with self._lock:
+                self.builder.health[SourceName.ADMIN].failure(_describe(exc))
+        self._read_proc_states()
+        if publish:
+            self._publish()
+
+    def _poll_groups(self, reader: AdminReader, publish: bool = True) -> None:
+        try:
+            groups = tuple(reader.read_groups())
+            with self._lock:
+                self.builder.groups = groups
+                self.builder.health[SourceName.GROUPS].success(self.clock())
+        except Exception as exc:
+            with self._lock:
+                self.builder.health[SourceName.GROUPS].failure(_describe(exc))
+        if publish:
+            self._publish()
+
+    def _read_proc_states(self) -> None:
+        if self.proc_states_fn is None:
+            return
+        try:
+            states = self.proc_states_fn()
+        except Exception:
+            log.debug("backend states", exc_info=True)
+            return
+        with self._lock:
+            self.builder.proc_states = states
+
+    def _admin_loop(self) -> None:
+        reader = self._reader()
+        while not self._stop.is_set():
+            self._poll_admin(reader)
+            # Re-armed only after the poll finished: polls never overlap.
+            self._wake_admin.wait(self.settings.refresh_s)
+            self._wake_admin.clear()
+
+    def _groups_loop(self) -> None:
+        reader = self._reader()
+        while not self._stop.is_set():
+            self._poll_groups(reader)
+            self._wake_groups.wait(self.settings.group_refresh_s)
+            self._wake_groups.clear()
+
+    def _publish(self, publish: bool = True) -> ClusterSnapshot:
+        with self._lock:
+            snap = self.builder.build(self.clock())
+            events = tuple(diff(self.snapshot, snap))
+            self.snapshot = snap
+            self.events.extend(events)
+        if publish and self._on_update is not None:
+            try:
+                self._on_update(snap, events)
+            except Exception:
+                log.exception("on_update failed")
+        return snap
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    if "KafkaError" in text and "str=" in text:  # KafkaError{code=..,str="..."} -> the str
+        text = text.split('str="', 1)[-1].rstrip('"})')
+    return text
