@@ -24,6 +24,7 @@ from kconsole.cluster.local import (
 from kconsole.cluster.procs import tail_lines
 from kconsole.cluster.settings import KAFKA_VERSION, TEST_TOPIC, ZOOKEEPER_VERSION
 from kconsole.commands import Commands
+from kconsole.config import BACKENDS, Settings, load_settings
 
 
 def _quiet_libraries() -> None:
@@ -40,23 +41,148 @@ def _fail(exc: Exception) -> None:
 @click.group(invoke_without_command=True)
 @click.version_option(__version__, prog_name="kconsole")
 @click.option(
+    "--bootstrap",
+    "-b",
+    default=None,
+    metavar="HOST:PORT,...",
+    help="Bootstrap servers (default: the local cluster, 127.0.0.1:19092-19094).",
+)
+@click.option(
+    "--zookeeper",
+    "-z",
+    default=None,
+    metavar="HOST:PORT",
+    help="ZooKeeper to watch (default 127.0.0.1:22181; '' for none).",
+)
+@click.option(
+    "-X",
+    "client_props",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="librdkafka client property, e.g. -X security.protocol=SASL_SSL. Repeatable.",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="TOML config file (default: config.toml in the user config dir).",
+)
+@click.option(
+    "--backend",
+    type=click.Choice(BACKENDS),
+    default=None,
+    help="How brokers are controlled (default auto: the local cluster if kconsole started it).",
+)
+@click.option("--refresh", type=float, default=None, help="Seconds between cluster polls (1).")
+@click.option(
+    "--group-refresh", type=float, default=None, help="Seconds between consumer-group polls (2)."
+)
+@click.option(
     "--read-only",
     is_flag=True,
-    envvar="KCONSOLE_READ_ONLY",
+    default=None,
     help="Refuse every modifying action (brokers, partitions, produce).",
 )
 @click.pass_context
-def main(ctx: click.Context, read_only: bool) -> None:
+def main(
+    ctx: click.Context,
+    bootstrap: str | None,
+    zookeeper: str | None,
+    client_props: tuple[str, ...],
+    config_path: Path | None,
+    backend: str | None,
+    refresh: float | None,
+    group_refresh: float | None,
+    read_only: bool | None,
+) -> None:
     """A keyboard-driven console for operating and drilling Apache Kafka clusters.
 
-    With no command it shows the embedded local cluster.
+    With no command it opens the console on the cluster (by default the embedded local one).
     """
     _quiet_libraries()
     ctx.ensure_object(dict)
-    ctx.obj["read_only"] = read_only
+    try:
+        settings = load_settings(
+            config_path=config_path,
+            bootstrap=bootstrap,
+            zookeeper=zookeeper,
+            client_props=client_props,
+            backend=backend,
+            read_only=read_only,
+            refresh=refresh,
+            group_refresh=group_refresh,
+        )
+    except ClusterError as exc:
+        _fail(exc)
+        return
+    ctx.obj["settings"] = settings
+    ctx.obj["read_only"] = settings.read_only
     if ctx.invoked_subcommand is None:
-        cluster = LocalCluster(paths.default_cluster_dir())
-        _print_status(cluster.status())
+        _run_console(settings)
+
+
+def _local_backend(settings: Settings) -> LocalCluster | None:
+    """The local cluster, when the settings point at it and kconsole started it."""
+    if settings.backend in ("none", "docker"):
+        return None
+    try:
+        local = LocalCluster(settings.cluster_dir)
+    except ClusterError:
+        return None
+    if settings.backend == "local":
+        return local
+    if local.spec_file.exists() and local.spec.bootstrap == settings.bootstrap:
+        return local
+    return None
+
+
+def _run_console(settings: Settings) -> None:
+    from kconsole.observer import ClusterObserver
+
+    log_file = paths.state_dir() / "kconsole.log"
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    # The screen belongs to the console: every library's log goes to a file instead.
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    handler = logging.FileHandler(log_file)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+
+    local = _local_backend(settings)
+    control = LocalBrokerControl(local) if local is not None else None
+    observer = ClusterObserver(settings, proc_states=control.states if control else None)
+    from kconsole.ui.app import make_app
+
+    app = make_app(
+        observer,
+        commands=Commands(control, read_only=settings.read_only),
+        refresh_s=settings.refresh_s,
+        group_refresh_s=settings.group_refresh_s,
+    )
+    app.run()
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="The whole snapshot as JSON.")
+@click.pass_context
+def describe(ctx: click.Context, as_json: bool) -> None:
+    """Print the cluster once: brokers, controller, partitions with flags, groups with lag."""
+    from kconsole.describe import render_text
+    from kconsole.observer import ClusterObserver
+
+    settings: Settings = ctx.obj["settings"]
+    local = _local_backend(settings)
+    control = LocalBrokerControl(local) if local is not None else None
+    snap = ClusterObserver(settings, proc_states=control.states if control else None).read_once()
+    if as_json:
+        click.echo(snap.to_json(indent=2, default=str))
+    else:
+        click.echo(render_text(snap))
+    if not any(s.ok for s in snap.sources):
+        sys.exit(2)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -75,7 +201,7 @@ def main(ctx: click.Context, read_only: bool) -> None:
 @click.pass_context
 def cluster(ctx: click.Context, state_dir: Path | None) -> None:
     """The embedded local cluster: ZooKeeper + Kafka brokers as local JVM processes."""
-    ctx.obj["state_dir"] = state_dir or paths.default_cluster_dir()
+    ctx.obj["state_dir"] = state_dir or ctx.obj["settings"].cluster_dir
 
 
 def _local(ctx: click.Context) -> LocalCluster:

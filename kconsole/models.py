@@ -39,7 +39,7 @@ class Broker:
 
     @property
     def address(self) -> str:
-        return f"{self.host}:{self.port}"
+        return f"{self.host}:{self.port}" if self.port else "-"
 
 
 @dataclass(frozen=True)
@@ -169,9 +169,20 @@ class ClusterSnapshot:
         t = self.topic(topic)
         return t.min_isr if t else None
 
+    def is_offline(self, p: Partition) -> bool:
+        """No leader, or a leader that is not registered any more.
+
+        When the last broker of a partition stops, nobody is left to update its state in
+        ZooKeeper: it still names that broker as leader. Such a partition serves nothing.
+        """
+        if p.offline:
+            return True
+        b = self.broker(p.leader)
+        return b is not None and b.state is BrokerState.DOWN
+
     def under_min_isr(self, p: Partition) -> bool:
         m = self.min_isr(p.topic)
-        return m is not None and not p.offline and len(p.isr) < m
+        return m is not None and not self.is_offline(p) and len(p.isr) < m
 
     def is_internal(self, topic: str) -> bool:
         t = self.topic(topic)
@@ -180,7 +191,7 @@ class ClusterSnapshot:
     def flags(self, p: Partition) -> list[str]:
         """Health flags of one partition, worst first."""
         out = []
-        if p.offline:
+        if self.is_offline(p):
             out.append("offline")
         if self.under_min_isr(p):
             out.append("under-min-isr")
@@ -196,7 +207,7 @@ class ClusterSnapshot:
         return bool(self.flags(p))
 
     def led_by(self, broker_id: int) -> int:
-        return sum(1 for p in self.partitions if p.leader == broker_id)
+        return sum(1 for p in self.partitions if p.leader == broker_id and not self.is_offline(p))
 
     def hosted_by(self, broker_id: int) -> int:
         return sum(1 for p in self.partitions if broker_id in p.replicas)

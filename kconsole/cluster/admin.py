@@ -51,7 +51,7 @@ class AdminReader:
 
     def __init__(self, config: dict[str, Any], timeout_s: float = 5.0):
         self.timeout_s = timeout_s
-        conf = {"logger": RDKAFKA_LOG, "socket.timeout.ms": int(timeout_s * 1000)}
+        conf: dict[str, Any] = {"logger": RDKAFKA_LOG, "socket.timeout.ms": int(timeout_s * 1000)}
         conf.update(config)
         self.admin = AdminClient(conf)
         self._min_isr: dict[str, int] = {}
@@ -105,6 +105,8 @@ class AdminReader:
         listing = self.admin.list_consumer_groups(request_timeout=self.timeout_s).result(
             timeout=self.timeout_s + 1
         )
+        if listing.errors and not listing.valid:
+            raise KafkaException(listing.errors[0])
         ids = sorted(g.group_id for g in listing.valid)
         if not ids:
             return []

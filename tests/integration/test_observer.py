@@ -1,0 +1,246 @@
+"""The console's data path against the real cluster: what kconsole shows equals what Kafka and
+ZooKeeper say, changes arrive as events, and lag is log end minus committed."""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from kazoo.client import KazooClient
+
+from kconsole.cluster.local import LocalCluster
+from kconsole.config import Settings
+from kconsole.models import BrokerState, ClusterSnapshot
+from kconsole.observer import ClusterObserver
+from kconsole.timeline import Event, EventKind
+from tests.integration.conftest import controller, partition_state
+from tests.integration.kafka_tools import topic_describe
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.integration
+
+
+def settings_for(cluster: LocalCluster) -> Settings:
+    return Settings(
+        bootstrap=cluster.spec.bootstrap,
+        zookeeper=cluster.spec.zk_connect,
+        cluster_dir=cluster.state_dir,
+    )
+
+
+class Live:
+    """A started observer that records every snapshot and event, with arrival times."""
+
+    def __init__(self, cluster: LocalCluster):
+        self.observer = ClusterObserver(
+            settings_for(cluster),
+            proc_states=lambda: {b: cluster.broker(b).state() for b in cluster.spec.broker_ids},
+        )
+        self.latest: ClusterSnapshot | None = None
+        self.events: list[tuple[float, Event]] = []
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> Live:
+        self.observer.start(self._on_update)
+        wait_until(
+            lambda: self.latest is not None and all(s.ok for s in self.latest.sources),
+            30,
+            "every source healthy",
+        )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.observer.stop()
+
+    def _on_update(self, snap: ClusterSnapshot, events: tuple[Event, ...]) -> None:
+        now = time.monotonic()
+        with self._lock:
+            self.latest = snap
+            self.events.extend((now, e) for e in events)
+
+    def kinds_since(self, t0: float) -> list[Event]:
+        with self._lock:
+            return [e for t, e in self.events if t >= t0]
+
+
+def test_partitions_equal_kafka_topics_describe(healthy: LocalCluster) -> None:
+    """Leader, replicas and ISR of every partition equal kafka-topics --describe."""
+    snap = ClusterObserver(settings_for(healthy)).read_once()
+    reference = topic_describe(healthy, "test-topic")
+    mine = {
+        p.partition: (p.leader, p.replicas, p.isr)
+        for p in snap.partitions
+        if p.topic == "test-topic"
+    }
+    assert {k: (v[0], v[1], tuple(sorted(v[2]))) for k, v in mine.items()} == {
+        k: (v[0], v[1], tuple(sorted(v[2]))) for k, v in reference.items()
+    }
+
+
+def test_brokers_and_controller(healthy: LocalCluster, zk: KazooClient) -> None:
+    """Brokers 1-3 up at their ports; the controller is the one ZooKeeper names."""
+    snap = ClusterObserver(settings_for(healthy)).read_once()
+    assert [(b.id, b.port, b.state) for b in snap.brokers] == [
+        (i, healthy.spec.broker_ports()[i], BrokerState.UP) for i in (1, 2, 3)
+    ]
+    assert snap.controller.id == controller(zk)
+    assert snap.controller.epoch == int(zk.get("/controller_epoch")[0])
+    assert snap.cluster_id
+
+
+def _stop_round(cluster: LocalCluster, zk: KazooClient) -> float:
+    """Stop partition 0's leader under a live observer; check what it shows; restart it.
+    Returns seconds from the stop to the observer showing every new leader."""
+    with Live(cluster) as live:
+
+        def snap() -> ClusterSnapshot:
+            assert live.latest is not None
+            return live.latest
+
+        victim = partition_state(zk, "test-topic", 0)["leader"]
+        led = [
+            p.partition for p in snap().partitions if p.topic == "test-topic" and p.leader == victim
+        ]
+        t0 = time.monotonic()
+        cluster.stop_broker(victim)
+        wait_until(
+            lambda: all(
+                snap().partition("test-topic", p).leader not in (victim, -1)  # type: ignore[union-attr]
+                for p in led
+            ),
+            30,
+            "new leaders in the observer",
+        )
+        delay = time.monotonic() - t0
+        wait_until(
+            lambda: snap().broker(victim).state is BrokerState.DOWN,  # type: ignore[union-attr]
+            30,
+            "the broker shown down",
+        )
+        wait_until(
+            lambda: all(victim not in p.isr for p in snap().partitions if p.topic == "test-topic"),
+            30,
+            "shrunk ISRs",
+        )
+        events = live.kinds_since(t0)
+        assert (EventKind.BROKER_LEFT, victim) in {(e.kind, e.broker) for e in events}
+        changed = {
+            e.partition
+            for e in events
+            if e.kind is EventKind.LEADER_CHANGED and e.topic == "test-topic"
+        }
+        assert set(led) <= changed
+        assert any(e.kind is EventKind.ISR_SHRANK and e.topic == "test-topic" for e in events)
+        cluster.start_broker(victim)
+        wait_until(
+            lambda: snap().broker(victim).state is BrokerState.UP,  # type: ignore[union-attr]
+            60,
+            "the broker back up",
+        )
+        assert any(
+            e.kind is EventKind.BROKER_JOINED and e.broker == victim for e in live.kinds_since(t0)
+        )
+    return delay
+
+
+def test_stop_shows_down_new_leaders_and_events(healthy: LocalCluster, zk: KazooClient) -> None:
+    """A stopped leader shows as down, its partitions get new leaders and shrunk ISRs, and an
+    event says each of these. Also measures stop -> new leaders in the observer (printed)."""
+    from tests.integration.conftest import restore
+
+    delays = []
+    for _round in range(3):
+        delays.append(_stop_round(healthy, zk))
+        restore(healthy, zk)
+    print(
+        f"\nstop -> new leaders visible: {[round(d, 3) for d in delays]} s, "
+        f"median {statistics.median(delays):.3f} s"
+    )
+
+
+def test_paused_broker_is_shown_paused(healthy: LocalCluster) -> None:
+    """The local backend tells the observer a SIGSTOPped broker is paused."""
+    with Live(healthy) as live:
+        healthy.pause_broker(3)
+        try:
+            wait_until(
+                lambda: live.latest.broker(3).state is BrokerState.PAUSED,  # type: ignore[union-attr]
+                15,
+                "broker 3 shown paused",
+            )
+        finally:
+            healthy.resume_broker(3)
+
+
+def test_group_lag_is_log_end_minus_committed(healthy: LocalCluster) -> None:
+    """Lag per partition equals the log end offset minus the committed offset."""
+    group = f"lag-test-{uuid.uuid4().hex[:6]}"
+    prod = Producer({"bootstrap.servers": healthy.spec.bootstrap, "acks": "all"})
+    for i in range(200):
+        prod.produce("test-topic", key=f"k{i}", value=b"x")
+    assert prod.flush(30) == 0
+    cons = Consumer(
+        {
+            "bootstrap.servers": healthy.spec.bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        cons.subscribe(["test-topic"])
+        read = 0
+        deadline = time.monotonic() + 30
+        while read < 50 and time.monotonic() < deadline:
+            m = cons.poll(0.5)
+            if m is not None and not m.error():
+                read += 1
+        cons.commit(asynchronous=False)
+        tps = [TopicPartition("test-topic", p) for p in range(4)]
+        committed = {tp.partition: tp.offset for tp in cons.committed(tps, timeout=10)}
+        ends = {
+            p: cons.get_watermark_offsets(TopicPartition("test-topic", p), timeout=10)[1]
+            for p in range(4)
+        }
+        snap = ClusterObserver(settings_for(healthy)).read_once()
+        g = next(g for g in snap.groups if g.group_id == group)
+        assert g.state == "STABLE" and g.members == 1
+        for gp in g.partitions:
+            if committed[gp.partition] >= 0:
+                assert gp.committed == committed[gp.partition]
+                assert gp.log_end == ends[gp.partition]
+                assert gp.lag == ends[gp.partition] - committed[gp.partition]
+        expected = sum(ends[p] - c for p, c in committed.items() if c >= 0)
+        assert g.lag == expected and expected > 0
+    finally:
+        cons.close()
+
+
+def test_zookeeper_down_marks_stale_and_recovers(healthy: LocalCluster) -> None:
+    """With ZooKeeper stopped the ZooKeeper source goes stale (Admin data keeps coming), and it
+    recovers on its own when ZooKeeper is back."""
+    from kconsole.models import SourceName
+
+    with Live(healthy) as live:
+        zk_proc = healthy.zookeeper
+        assert zk_proc.terminate(15)
+        try:
+            wait_until(
+                lambda: not live.latest.source(SourceName.ZOOKEEPER).ok,  # type: ignore[union-attr]
+                30,
+                "zookeeper marked stale",
+            )
+            admin = live.latest.source(SourceName.ADMIN)  # type: ignore[union-attr]
+            assert admin is not None and admin.ok
+            assert live.latest.partitions  # type: ignore[union-attr]
+        finally:
+            healthy.up(timeout=120)  # restarts ZooKeeper only
+        wait_until(
+            lambda: live.latest.source(SourceName.ZOOKEEPER).ok,  # type: ignore[union-attr]
+            60,
+            "zookeeper healthy again",
+        )

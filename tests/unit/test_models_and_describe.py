@@ -1,0 +1,80 @@
+"""Derived flags and the `describe` text, on snapshots recorded from a real cluster."""
+
+from __future__ import annotations
+
+import json
+
+from kconsole.describe import render_text
+from kconsole.models import BrokerState, ClusterSnapshot, SourceName
+from tests.unit.snapshots import FIXED_NOW, load
+
+
+def test_round_trip_of_every_fixture() -> None:
+    for name in (
+        "healthy",
+        "broker_down",
+        "offline_partition",
+        "no_controller",
+        "zk_unreachable",
+        "group_lag",
+    ):
+        snap = load(name)
+        assert ClusterSnapshot.from_dict(json.loads(snap.to_json())) == snap
+
+
+def test_healthy_has_no_flags() -> None:
+    snap = load("healthy")
+    assert [b.state for b in snap.brokers] == [BrokerState.UP] * 3
+    assert not [p for p in snap.partitions if snap.flags(p)]
+    assert snap.min_isr("test-topic") == 2
+    assert sum(snap.led_by(b.id) for b in snap.brokers) == len(snap.partitions)
+
+
+def test_broker_down_flags() -> None:
+    snap = load("broker_down")
+    down = [b for b in snap.brokers if b.state is BrokerState.DOWN]
+    assert len(down) == 1
+    victim = down[0].id
+    assert snap.controller.id != victim
+    urp = [p for p in snap.partitions if "under-replicated" in snap.flags(p)]
+    assert urp and all(victim not in p.isr for p in urp)
+    assert snap.under_replicated_on(victim) == len(urp)
+    assert snap.led_by(victim) == 0
+
+
+def test_offline_partition_is_flagged() -> None:
+    snap = load("offline_partition")
+    offline = [p for p in snap.partitions if "offline" in snap.flags(p)]
+    assert [p.topic for p in offline] == ["audit-log"]
+    assert offline[0].leader == -1
+
+
+def test_leader_on_a_down_broker_counts_as_offline() -> None:
+    """With every broker stopped, ZooKeeper still names the last leader; that is offline."""
+    snap = load("no_controller")
+    assert snap.controller.id is None
+    assert all(b.state is BrokerState.DOWN for b in snap.brokers)
+    assert all(snap.is_offline(p) for p in snap.partitions)
+    assert all(snap.led_by(b.id) == 0 for b in snap.brokers)
+
+
+def test_group_lag_is_end_minus_committed() -> None:
+    snap = load("group_lag")
+    g = next(g for g in snap.groups if g.group_id == "billing")
+    with_commit = [p for p in g.partitions if p.committed is not None]
+    assert with_commit
+    assert g.lag == sum(p.log_end - p.committed for p in with_commit)  # type: ignore[operator]
+    assert g.lag > 0
+
+
+def test_describe_text() -> None:
+    text = render_text(load("broker_down"), now=FIXED_NOW)
+    assert "controller: broker" in text
+    assert "under-replicated" in text
+    assert "down" in text
+    stale = render_text(load("zk_unreachable"), now=FIXED_NOW)
+    assert "zookeeper  STALE" in stale
+    zk = load("zk_unreachable").source(SourceName.ZOOKEEPER)
+    assert zk is not None and not zk.ok
+    none = render_text(load("no_controller"), now=FIXED_NOW)
+    assert "NONE (no active controller)" in none

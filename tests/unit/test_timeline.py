@@ -1,0 +1,74 @@
+"""diff(old, new): the events that explain how one snapshot became the next."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from kconsole.models import Broker, BrokerState, ClusterSnapshot, Controller, Partition
+from kconsole.timeline import EventKind, diff
+from tests.unit.snapshots import load
+
+
+def _snap(**kw: object) -> ClusterSnapshot:
+    base = ClusterSnapshot(
+        taken_at=10.0,
+        brokers=(Broker(1, "h", 1), Broker(2, "h", 2), Broker(3, "h", 3)),
+        controller=Controller(1, 5),
+        partitions=(Partition("t", 0, 1, (1, 2, 3), (1, 2, 3)),),
+    )
+    return replace(base, **kw)  # type: ignore[arg-type]
+
+
+def test_first_snapshot_has_no_events() -> None:
+    assert diff(None, _snap()) == []
+
+
+def test_identical_snapshots_have_no_events() -> None:
+    assert diff(_snap(), _snap(taken_at=11.0)) == []
+
+
+def test_broker_leaves_and_joins() -> None:
+    down = _snap(
+        brokers=(Broker(1, "h", 1), Broker(2, "h", 2, state=BrokerState.DOWN), Broker(3, "h", 3))
+    )
+    left = diff(_snap(), down)
+    assert [(e.kind, e.broker) for e in left] == [(EventKind.BROKER_LEFT, 2)]
+    back = diff(down, _snap())
+    assert [(e.kind, e.broker) for e in back] == [(EventKind.BROKER_JOINED, 2)]
+
+
+def test_controller_change_and_loss() -> None:
+    moved = diff(_snap(), _snap(controller=Controller(3, 6)))
+    assert moved[0].kind is EventKind.CONTROLLER_CHANGED
+    assert (moved[0].old, moved[0].new) == (1, 3)
+    assert "epoch 6" in moved[0].text
+    lost = diff(_snap(), _snap(controller=Controller(None)))
+    assert lost[0].kind is EventKind.CONTROLLER_LOST and lost[0].severity == "bad"
+
+
+def test_leader_change_isr_shrink_and_expand() -> None:
+    after = _snap(partitions=(Partition("t", 0, 2, (1, 2, 3), (2, 3)),))
+    kinds = {e.kind: e for e in diff(_snap(), after)}
+    assert kinds[EventKind.LEADER_CHANGED].text == "t/0 leader 1 -> 2"
+    assert kinds[EventKind.ISR_SHRANK].old == [1, 2, 3]
+    assert kinds[EventKind.ISR_SHRANK].new == [2, 3]
+    back = {e.kind for e in diff(after, _snap())}
+    assert EventKind.ISR_EXPANDED in back
+
+
+def test_offline_and_online() -> None:
+    off = _snap(partitions=(Partition("t", 0, -1, (1, 2, 3), (1,)),))
+    assert EventKind.PARTITION_OFFLINE in {e.kind for e in diff(_snap(), off)}
+    assert EventKind.PARTITION_ONLINE in {e.kind for e in diff(off, _snap())}
+
+
+def test_recorded_controller_stop() -> None:
+    """From the real recordings: stopping the controller shows as left + moved + leader changes."""
+    healthy, down = load("healthy"), load("broker_down")
+    events = diff(healthy, down)
+    kinds = [e.kind for e in events]
+    victim = healthy.controller.id
+    assert (EventKind.BROKER_LEFT, victim) in [(e.kind, e.broker) for e in events]
+    assert EventKind.CONTROLLER_CHANGED in kinds
+    assert EventKind.ISR_SHRANK in kinds
+    assert all(victim not in e.new for e in events if e.kind is EventKind.ISR_SHRANK)  # type: ignore[operator]
