@@ -3,7 +3,7 @@
 
     .venv/bin/python bench/cluster_start.py [--runs 3] [--cold]
 
-Runs on its own ports (32181 / 39092..) in temporary dirs; prints a Markdown table.
+Runs on its own ports (24181 / 29092..) in temporary dirs; prints a Markdown table.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def leftovers(state: Path) -> list[int]:
 def one_run(env: dict[str, str]) -> tuple[float, float, int]:
     with tempfile.TemporaryDirectory() as tmp:
         state = Path(tmp) / "c"
-        up = kconsole(state, env, "up", "--zk-port", "32181", "--base-port", "39092")
+        up = kconsole(state, env, "up", "--zk-port", "24181", "--base-port", "29092")
         down = kconsole(state, env, "down")
         return up, down, len(leftovers(state))
 

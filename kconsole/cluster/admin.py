@@ -188,7 +188,9 @@ def _state_name(state: Any) -> str:
 def reachable(host: str, port: int, timeout: float = 0.5) -> bool:
     """True when a TCP connection to host:port opens (a paused JVM's port still accepts)."""
     try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
+        with socket.create_connection((host, port), timeout=timeout) as s:
+            # Nothing listening on a local port in the ephemeral range: the kernel can pick
+            # that same port as our source port and connect the socket to itself.
+            return s.getsockname() != s.getpeername()
     except OSError:
         return False

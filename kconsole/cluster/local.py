@@ -100,6 +100,15 @@ class LocalClusterSpec:
                 raise ClusterError(f"port {port} is outside 1024..65535")
         if self.zk_port in self.broker_ports().values():
             raise ClusterError(f"ZooKeeper port {self.zk_port} collides with a broker port")
+        low, high = ephemeral_port_range()
+        for port in (self.zk_port, *self.broker_ports().values()):
+            if low <= port <= high:
+                raise ClusterError(
+                    f"port {port} is inside this machine's ephemeral port range ({low}-{high}): "
+                    "while a broker is stopped, a client retrying it can be given that very "
+                    "port and connect to itself, and the broker then cannot start again. "
+                    f"Use ports below {low} (the defaults are 22181 and 19092-)."
+                )
 
     @property
     def broker_ids(self) -> list[int]:
@@ -740,6 +749,15 @@ class LocalCluster:
 # --------------------------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------------------------
+
+
+def ephemeral_port_range() -> tuple[int, int]:
+    """The OS range for outgoing connections' local ports (Linux; IANA's range elsewhere)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 49152, 65535
 
 
 def _wait_for(cond: Callable[[], bool], timeout: float) -> bool:

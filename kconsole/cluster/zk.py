@@ -272,7 +272,8 @@ class ZkWatcher:
 
     # -- kazoo callbacks (kazoo's threads: only queue work) --------------------------------
     def _on_watch(self, event: Any) -> None:
-        self._queue.put(event.path)
+        # Session-level events carry no path: then only a full re-read is safe.
+        self._queue.put(event.path or _FULL)
 
     def _on_state(self, state: str) -> None:
         if state == KazooState.CONNECTED:
@@ -319,6 +320,11 @@ class ZkWatcher:
                 self.on_change(None, f"ZooKeeper {self.hosts}: {_why(exc)}")
                 self._queue.put(_FULL)
                 self._stop.wait(0.5)
+            except Exception as exc:  # never let the watcher die: the console relies on it
+                log.exception("ZooKeeper watcher")
+                self.on_change(None, f"ZooKeeper {self.hosts}: internal error {_why(exc)}")
+                self._queue.put(_FULL)
+                self._stop.wait(1.0)
 
 
 def _why(exc: BaseException) -> str:

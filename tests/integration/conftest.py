@@ -27,10 +27,25 @@ def _free(port: int) -> bool:
     return True
 
 
+def squat_low_port() -> socket.socket:
+    """A listening socket on a free port below the ephemeral range (close it when done)."""
+    for port in range(26000, 27000):
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            s.close()
+            continue
+        s.listen()
+        return s
+    raise RuntimeError("no free low port")
+
+
 def pick_ports(brokers: int) -> tuple[int, int]:
     """A ZooKeeper port and a broker base port, all currently free."""
+    # Below the ephemeral port range (see LocalClusterSpec), away from the defaults.
     for offset in range(0, 2000, 100):
-        zk, base = 32181 + offset, 39092 + offset
+        zk, base = 24181 + offset, 29092 + offset
         if _free(zk) and all(_free(base + i) for i in range(brokers)):
             return zk, base
     raise RuntimeError("no free block of ports for the test cluster")

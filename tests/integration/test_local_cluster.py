@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import time
 import uuid
 from pathlib import Path
@@ -19,7 +18,7 @@ from kconsole.cluster.errors import PortInUse
 from kconsole.cluster.local import LocalCluster, LocalClusterSpec
 from kconsole.cluster.procs import ProcState
 from kconsole.cluster.settings import TEST_TOPIC, TEST_TOPIC_PARTITIONS
-from tests.integration.conftest import controller, partition_state, registered
+from tests.integration.conftest import controller, partition_state, registered, squat_low_port
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
@@ -238,9 +237,7 @@ class TestErrors:
 
     def test_taken_port_is_reported_and_nothing_starts(self, tmp_path: Path) -> None:
         """A port already in use names the port and the process needing it; nothing starts."""
-        with socket.socket() as squatter:
-            squatter.bind(("127.0.0.1", 0))
-            squatter.listen()
+        with squat_low_port() as squatter:
             taken = squatter.getsockname()[1]
             spec = LocalClusterSpec(brokers=1, zk_port=taken, base_port=taken + 7)
             local = LocalCluster(tmp_path / "c", spec)
@@ -252,9 +249,7 @@ class TestErrors:
 
     def test_cli_reports_taken_port(self, tmp_path: Path) -> None:
         """The CLI prints the error and exits 1."""
-        with socket.socket() as squatter:
-            squatter.bind(("127.0.0.1", 0))
-            squatter.listen()
+        with squat_low_port() as squatter:
             taken = squatter.getsockname()[1]
             res = CliRunner().invoke(
                 cli,

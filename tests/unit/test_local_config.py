@@ -42,6 +42,7 @@ class TestSpec:
             ({"brokers": 3, "racks": 4}, "--racks"),
             ({"zk_port": 80}, "outside"),
             ({"zk_port": 19093}, "collides"),
+            ({"base_port": 40000}, "ephemeral port range"),
         ],
     )
     def test_invalid_specs_are_refused(self, kwargs: dict, message: str) -> None:
@@ -126,17 +127,17 @@ class TestFiles:
 
     def test_write_configs_layout(self, tmp_path: Path) -> None:
         spec = LocalClusterSpec(
-            brokers=2, zk_port=32000, base_port=33000, zk_overrides={"maxClientCnxns": "7"}
+            brokers=2, zk_port=23000, base_port=23100, zk_overrides={"maxClientCnxns": "7"}
         )
         local = LocalCluster(tmp_path, spec)
         local.write_configs()
         zoo = _parse((tmp_path / "zookeeper" / "zoo.cfg").read_text())
-        assert zoo["clientPort"] == "32000"
+        assert zoo["clientPort"] == "23000"
         assert zoo["maxClientCnxns"] == "7"
         assert zoo["dataDir"] == str(tmp_path / "zookeeper" / "data")
         b2 = _parse((tmp_path / "broker-2" / "server.properties").read_text())
-        assert b2["listeners"] == "PLAINTEXT://127.0.0.1:33001"
-        assert b2["zookeeper.connect"] == "127.0.0.1:32000"
+        assert b2["listeners"] == "PLAINTEXT://127.0.0.1:23101"
+        assert b2["zookeeper.connect"] == "127.0.0.1:23000"
         assert (tmp_path / "broker-2" / "data").is_dir()
         assert LocalCluster(tmp_path).spec == spec  # cluster.json reloads the same spec
         assert "${kafka.logs.dir}/server.log" in (tmp_path / "log4j.properties").read_text()
