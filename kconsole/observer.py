@@ -305,6 +305,11 @@ class ClusterObserver:
             with self._lock:
                 self.builder.health[SourceName.ADMIN].failure(_describe(exc))
         self._read_proc_states()
+        if self._zk is not None and self._zk.connected:
+            with self._lock:
+                zk = self.builder.health[SourceName.ZOOKEEPER]
+                if zk.ok:
+                    zk.success(self.clock())  # watches armed on a live session: data is current
         if publish:
             self._publish()
 
@@ -349,7 +354,10 @@ class ClusterObserver:
     def _publish(self, publish: bool = True) -> ClusterSnapshot:
         with self._lock:
             snap = self.builder.build(self.clock())
-            events = tuple(diff(self.snapshot, snap))
+            # Until some source has delivered cluster data there is nothing to compare with;
+            # diffing against the empty start would report every broker as "joined".
+            before = self.snapshot if self.snapshot and _has_metadata(self.snapshot) else None
+            events = tuple(diff(before, snap)) if _has_metadata(snap) else ()
             self.snapshot = snap
             self.events.extend(events)
         if publish and self._on_update is not None:
@@ -358,6 +366,12 @@ class ClusterObserver:
             except Exception:
                 log.exception("on_update failed")
         return snap
+
+
+def _has_metadata(snap: ClusterSnapshot) -> bool:
+    return any(s.ok for s in snap.sources if s.name is not SourceName.GROUPS) or bool(
+        snap.partitions
+    )
 
 
 def _describe(exc: BaseException) -> str:

@@ -266,6 +266,11 @@ class ZkWatcher:
         if self._thread is not None:
             self._thread.join(timeout=5)
 
+    @property
+    def connected(self) -> bool:
+        """True while the ZooKeeper session is up (its watches then keep the data current)."""
+        return self._client is not None and bool(self._client.connected)
+
     def reload(self) -> None:
         """Ask for a full re-read (e.g. after the user pressed refresh)."""
         self._queue.put(_FULL)

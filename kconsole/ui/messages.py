@@ -16,3 +16,14 @@ class SnapshotUpdated(Message):
         super().__init__()
         self.snapshot = snapshot
         self.events = events
+
+    def can_replace(self, message: Message) -> bool:
+        """Let a newer snapshot waiting in the queue supersede this one.
+
+        A busy loop then renders only the latest state; this message's events are handed on
+        to the newer one so the events pane loses nothing.
+        """
+        if isinstance(message, SnapshotUpdated):
+            message.events = self.events + message.events
+            return True
+        return False

@@ -13,6 +13,12 @@ import kconsole.cluster
 HEADLESS = [
     "kconsole.paths",
     "kconsole.commands",
+    "kconsole.models",
+    "kconsole.timeline",
+    "kconsole.config",
+    "kconsole.observer",
+    "kconsole.source",
+    "kconsole.describe",
     *[f"kconsole.cluster.{m.name}" for m in pkgutil.iter_modules(kconsole.cluster.__path__)],
 ]
 

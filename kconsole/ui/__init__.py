@@ -1,0 +1,1 @@
+"""The Textual console: app, screens, widgets. Everything else in kconsole runs without it."""

@@ -1,0 +1,275 @@
+"""Snapshot -> table rows. Pure functions (no widgets), so what each pane shows is easy to test.
+
+Every builder returns rows in display order as {row key: cells}; the first cell of each row is a
+KeyCell so a table can re-order its rows by key with DataTable.sort.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rich.style import Style
+from rich.text import Text
+
+from kconsole.models import ClusterSnapshot, Group, GroupPartition, Partition
+from kconsole.timeline import Event
+from kconsole.ui import format as fmt
+
+Rows = dict[str, list[Text]]
+Columns = tuple[tuple[str, str], ...]  # (column key, label)
+
+
+class KeyCell(Text):
+    """A first-column cell that carries its row's key."""
+
+    __slots__ = ("row_key",)
+
+    def __init__(self, text: str, style: Style | str = "", *, row_key: str) -> None:
+        super().__init__(text, style=style, no_wrap=True, overflow="ellipsis", end="")
+        self.row_key = row_key
+
+
+@dataclass(frozen=True)
+class LoggedEvent:
+    """An event as the console keeps it: numbered in arrival order, for a stable row key."""
+
+    seq: int
+    event: Event
+
+
+# -- brokers ----------------------------------------------------------------------------------
+BROKER_COLUMNS: Columns = (
+    ("id", "id"),
+    ("address", "address"),
+    ("rack", "rack"),
+    ("state", "state"),
+    ("leads", "leads"),
+    ("hosts", "hosts"),
+    ("urp", "URP"),
+)
+
+
+def broker_rows(snap: ClusterSnapshot | None) -> Rows:
+    """One row per broker, by id; the controller's id carries a star."""
+    if snap is None:
+        return {}
+    rows: Rows = {}
+    for b in sorted(snap.brokers, key=lambda b: b.id):
+        is_controller = snap.controller.id == b.id
+        urp = snap.under_replicated_on(b.id)
+        rows[str(b.id)] = [
+            KeyCell(f"{b.id} ★" if is_controller else str(b.id), row_key=str(b.id)),
+            fmt.cell(b.address, "") if b.port else fmt.cell(fmt.NONE, fmt.DIM),
+            fmt.cell(b.rack or fmt.NONE, fmt.DIM if b.rack is None else ""),
+            fmt.cell(b.state.value, fmt.BROKER_STATE_STYLE.get(b.state, fmt.PLAIN)),
+            fmt.cell(snap.led_by(b.id)),
+            fmt.cell(snap.hosted_by(b.id)),
+            fmt.cell(urp, fmt.WARN if urp else fmt.DIM),
+        ]
+    return rows
+
+
+# -- partitions -------------------------------------------------------------------------------
+PARTITION_COLUMNS: Columns = (
+    ("topic", "topic"),
+    ("partition", "part"),
+    ("leader", "leader"),
+    ("replicas", "replicas"),
+    ("isr", "ISR"),
+    ("flags", "flags"),
+)
+
+SortKey = Callable[[ClusterSnapshot, Partition], Any]
+
+PARTITION_SORTS: dict[str, SortKey] = {
+    "topic": lambda s, p: (p.topic, p.partition),
+    "partition": lambda s, p: (p.partition, p.topic),
+    "leader": lambda s, p: (p.leader, p.topic, p.partition),
+    "replicas": lambda s, p: (p.replicas, p.topic, p.partition),
+    "isr": lambda s, p: (len(p.isr), p.isr, p.topic, p.partition),
+    # Worst first, so the ascending default of this column is the useful one.
+    "flags": lambda s, p: (
+        -sum(fmt.FLAG_WEIGHT.get(f, 1) for f in s.flags(p)),
+        p.topic,
+        p.partition,
+    ),
+}
+
+
+@dataclass(frozen=True)
+class PartitionView:
+    """Which partitions the table shows, and in what order."""
+
+    text: str = ""
+    unhealthy_only: bool = False
+    show_internal: bool = False
+    sort: str = "topic"
+    reverse: bool = False
+
+    def shows(self, snap: ClusterSnapshot, p: Partition) -> bool:
+        """Whether `p` passes the topic filter and the toggles."""
+        if not self.show_internal and snap.is_internal(p.topic):
+            return False
+        if self.text and self.text.lower() not in p.topic.lower():
+            return False
+        return not (self.unhealthy_only and not snap.unhealthy(p))
+
+    def describe(self) -> str:
+        """A short summary for the pane title, e.g. 'sort leader ↓ · /orders · unhealthy'."""
+        parts = []
+        if self.sort != "topic" or self.reverse:
+            parts.append(f"sort {self.sort} {'↓' if self.reverse else '↑'}")
+        if self.text:
+            parts.append(f"/{self.text}")
+        if self.unhealthy_only:
+            parts.append("unhealthy only")
+        if self.show_internal:
+            parts.append("+internal")
+        return " · ".join(parts)
+
+
+def visible_partitions(snap: ClusterSnapshot | None, view: PartitionView) -> list[Partition]:
+    """The partitions `view` shows, in its order."""
+    if snap is None:
+        return []
+    sort_key = PARTITION_SORTS.get(view.sort, PARTITION_SORTS["topic"])
+    shown = [p for p in snap.partitions if view.shows(snap, p)]
+    return sorted(shown, key=lambda p: sort_key(snap, p), reverse=view.reverse)
+
+
+def partition_rows(snap: ClusterSnapshot | None, view: PartitionView) -> Rows:
+    """One row per visible partition, keyed topic/partition."""
+    if snap is None:
+        return {}
+    return {p.key: _partition_cells(snap, p) for p in visible_partitions(snap, view)}
+
+
+def _partition_cells(snap: ClusterSnapshot, p: Partition) -> list[Text]:
+    flags = snap.flags(p)
+    # A leader that is gone still has its id written down; "offline" says it serves nothing.
+    if p.leader < 0:
+        leader = fmt.cell("none", fmt.BAD)
+    else:
+        leader = fmt.cell(p.leader, fmt.BAD if "offline" in flags else "")
+    isr_style: Style = fmt.PLAIN
+    if not p.isr or snap.under_min_isr(p):
+        isr_style = fmt.BAD
+    elif p.under_replicated:
+        isr_style = fmt.WARN
+    return [
+        KeyCell(p.topic, row_key=p.key),
+        fmt.cell(p.partition),
+        leader,
+        _replicas(p),
+        fmt.cell(fmt.ids(p.isr) or fmt.NONE, isr_style),
+        _flags(flags),
+    ]
+
+
+def _replicas(p: Partition) -> Text:
+    # Replicas outside the ISR in amber, ones being added in violet: the lagging ones stand out.
+    out = Text(no_wrap=True, overflow="ellipsis", end="")
+    for i, r in enumerate(p.replicas):
+        if i:
+            out.append(",")
+        style = fmt.MOVING if r in p.adding else (fmt.PLAIN if r in p.isr else fmt.WARN)
+        out.append(str(r), style)
+    if not p.replicas:
+        out.append(fmt.NONE, fmt.DIM)
+    return out
+
+
+def _flags(flags: Sequence[str]) -> Text:
+    out = Text(no_wrap=True, overflow="ellipsis", end="")
+    for i, f in enumerate(flags):
+        if i:
+            out.append(" ")
+        out.append(f, fmt.FLAG_STYLE.get(f, fmt.PLAIN))
+    return out
+
+
+# -- consumer groups --------------------------------------------------------------------------
+# Lag right after the state: on a narrow terminal it is the column that must stay visible.
+GROUP_COLUMNS: Columns = (
+    ("group", "group"),
+    ("state", "state"),
+    ("lag", "lag"),
+    ("members", "members"),
+    ("assignor", "assignor"),
+)
+
+
+def group_rows(snap: ClusterSnapshot | None) -> Rows:
+    """One row per consumer group, by group id."""
+    if snap is None:
+        return {}
+    rows: Rows = {}
+    for g in sorted(snap.groups, key=lambda g: g.group_id):
+        rows[g.group_id] = [
+            KeyCell(g.group_id, row_key=g.group_id),
+            fmt.cell(g.state, fmt.group_state_style(g.state)),
+            _lag(g.lag),
+            fmt.cell(g.members),
+            fmt.cell(g.assignor or fmt.NONE, "" if g.assignor else fmt.DIM),
+        ]
+    return rows
+
+
+GROUP_PARTITION_COLUMNS: Columns = (
+    ("topic", "topic"),
+    ("partition", "part"),
+    ("committed", "committed"),
+    ("log_end", "log end"),
+    ("lag", "lag"),
+    ("owner", "owner"),
+)
+
+
+def group_partition_rows(group: Group | None) -> Rows:
+    """One row per partition the group has offsets for, by topic/partition."""
+    if group is None:
+        return {}
+    rows: Rows = {}
+    for gp in sorted(group.partitions, key=lambda gp: (gp.topic, gp.partition)):
+        key = f"{gp.topic}/{gp.partition}"
+        rows[key] = [
+            KeyCell(gp.topic, row_key=key),
+            fmt.cell(gp.partition),
+            fmt.cell(fmt.count(gp.committed), fmt.DIM if gp.committed is None else ""),
+            fmt.cell(fmt.count(gp.log_end), fmt.DIM if gp.log_end is None else ""),
+            _lag(gp.lag),
+            _owner(gp),
+        ]
+    return rows
+
+
+def _owner(gp: GroupPartition) -> Text:
+    return fmt.cell(gp.owner or "unassigned", "" if gp.owner else fmt.DIM)
+
+
+def _lag(lag: int | None) -> Text:
+    return fmt.cell(fmt.count(lag), fmt.DIM if lag is None else (fmt.WARN if lag else fmt.GOOD))
+
+
+# -- events -----------------------------------------------------------------------------------
+EVENT_COLUMNS: Columns = (
+    ("time", "time"),
+    ("kind", "kind"),
+    ("text", "event"),
+)
+
+
+def event_rows(events: Iterable[LoggedEvent]) -> Rows:
+    """One row per event, in the order given (the app keeps them newest first)."""
+    rows: Rows = {}
+    for le in events:
+        style = fmt.SEVERITY_STYLE.get(le.event.severity, fmt.PLAIN)
+        key = str(le.seq)
+        rows[key] = [
+            KeyCell(fmt.clock_time(le.event.ts), fmt.DIM, row_key=key),
+            fmt.cell(le.event.kind.value, style),
+            fmt.cell(le.event.text),
+        ]
+    return rows

@@ -1,0 +1,1 @@
+"""Screens: main, consumer group, help."""

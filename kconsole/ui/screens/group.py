@@ -1,0 +1,100 @@
+"""One consumer group up close: its partitions' offsets and lag, and a lag trend. Live."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.markup import escape
+from textual.screen import ModalScreen
+from textual.widgets import Footer, Sparkline, Static
+
+from kconsole.models import Group
+from kconsole.ui import format as fmt
+from kconsole.ui.widgets.base import console
+from kconsole.ui.widgets.panes import GROUP_SOURCES, Pane
+from kconsole.ui.widgets.tables import GroupPartitionsTable
+
+
+class GroupScreen(ModalScreen[None]):
+    """A consumer group's per-partition offsets, lag and lag trend, updated with every snapshot."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Close", id="close-group"),
+    ]
+
+    def __init__(self, group_id: str) -> None:
+        super().__init__()
+        self.group_id = group_id
+        self._seen = False
+
+    def compose(self) -> ComposeResult:
+        title = f"Consumer group [b]{escape(self.group_id)}[/]"
+        with Pane(title=title, sources=GROUP_SOURCES, id="group-dialog"):
+            yield Static(id="group-summary")
+            with Horizontal(id="group-trend-row"):
+                yield Static("lag trend ", id="group-trend-label")
+                yield Sparkline([], id="group-trend")
+                yield Static(id="group-trend-range")
+            yield GroupPartitionsTable(id="group-partitions")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.watch(console(self), "snapshot", self.redraw, init=True)
+        self.query_one(GroupPartitionsTable).focus()
+
+    def action_close(self) -> None:
+        """Back to the main screen."""
+        self.dismiss()
+
+    def redraw(self) -> None:
+        """Re-render from the latest snapshot and the app's lag history."""
+        app = console(self)
+        snap = app.snapshot
+        group = (
+            next((g for g in snap.groups if g.group_id == self.group_id), None) if snap else None
+        )
+        if group is not None:
+            self._seen = True
+            self.query_one(GroupPartitionsTable).show(group)
+        # A group that vanished keeps its last rows, marked as gone, rather than going blank.
+        self.query_one("#group-summary", Static).update(group_summary(group, self._seen))
+        history = list(app.lag_history.get(self.group_id, ()))
+        trend = self.query_one(Sparkline)
+        trend.data = [float(v) for v in history]
+        # One bar per snapshot seen, so a short history is not stretched into a misleading shape.
+        trend.styles.width = max(1, len(history))
+        span = (
+            Text.assemble(
+                (f" now {fmt.count(history[-1])}", "bold"),
+                (f"  max {fmt.count(max(history))}  last {len(history)} snapshots", fmt.DIM),
+            )
+            if history
+            else Text(" no lag data yet", fmt.DIM)
+        )
+        self.query_one("#group-trend-range", Static).update(span)
+
+
+def group_summary(group: Group | None, seen: bool) -> Text:
+    """'Stable · 2 members · range · coordinator 2 · lag 1,204'."""
+    if group is None:
+        why = "no longer reported by the cluster" if seen else "not reported (yet)"
+        return Text(f"group {why}", fmt.WARN)
+    lag = group.lag
+    return Text.assemble(
+        (group.state, fmt.group_state_style(group.state)),
+        (" · ", fmt.DIM),
+        f"{group.members} member{'s' if group.members != 1 else ''}",
+        (" · ", fmt.DIM),
+        ("assignor ", fmt.DIM),
+        group.assignor or fmt.NONE,
+        (" · ", fmt.DIM),
+        ("coordinator ", fmt.DIM),
+        fmt.NONE if group.coordinator is None else str(group.coordinator),
+        (" · ", fmt.DIM),
+        ("lag ", fmt.DIM),
+        (fmt.count(lag), fmt.DIM if lag is None else (fmt.WARN if lag else fmt.GOOD)),
+    )

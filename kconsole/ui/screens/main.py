@@ -1,0 +1,259 @@
+"""The main screen: header, brokers, controller, partitions, consumer groups and events."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Container, Horizontal
+from textual.events import DescendantBlur
+from textual.markup import escape
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input
+
+from kconsole.models import BrokerState, ClusterSnapshot
+from kconsole.ui import rows
+from kconsole.ui.screens.group import GroupScreen
+from kconsole.ui.widgets.base import console
+from kconsole.ui.widgets.panes import (
+    CLUSTER_SOURCES,
+    GROUP_SOURCES,
+    ControllerView,
+    HeaderLine,
+    Pane,
+)
+from kconsole.ui.widgets.tables import BrokersTable, EventsTable, GroupsTable, PartitionsTable
+
+PANES = {
+    "brokers": "#brokers",
+    "partitions": "#partitions",
+    "groups": "#groups",
+    "events": "#events",
+}
+
+
+class FilterInput(Input):
+    """The topic filter: narrows the partitions table as you type."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "clear", "Clear the filter", id="filter-clear"),
+    ]
+
+    class Done(Message):
+        """The user left the filter (Enter keeps it, Escape cleared it)."""
+
+    def action_clear(self) -> None:
+        self.value = ""
+        self.post_message(self.Done())
+
+
+class MainScreen(Screen[None]):
+    """Everything at once, dense enough for an incident."""
+
+    HORIZONTAL_BREAKPOINTS = [
+        (0, "-narrow"),
+        (140, "-wide"),
+    ]
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("tab", "app.focus_next", "Next pane", show=False, id="next-pane"),
+        Binding("shift+tab", "app.focus_previous", "Previous pane", show=False, id="prev-pane"),
+        Binding("1", "focus_pane('brokers')", "Brokers pane", show=False, id="pane-brokers"),
+        Binding(
+            "2", "focus_pane('partitions')", "Partitions pane", show=False, id="pane-partitions"
+        ),
+        Binding("3", "focus_pane('groups')", "Groups pane", show=False, id="pane-groups"),
+        Binding("4", "focus_pane('events')", "Events pane", show=False, id="pane-events"),
+        Binding(
+            "slash",
+            "filter",
+            "Filter",
+            key_display="/",
+            tooltip="Filter partitions by topic (substring, as you type)",
+            id="filter-topics",
+        ),
+        Binding(
+            "escape",
+            "clear_filter",
+            "Clear filter",
+            tooltip="Clear the topic filter",
+            id="clear-filter",
+        ),
+        Binding(
+            "u",
+            "toggle_unhealthy",
+            "Unhealthy",
+            tooltip="Show only unhealthy partitions (or all again)",
+            id="unhealthy-only",
+        ),
+        Binding(
+            "i",
+            "toggle_internal",
+            "Internal",
+            tooltip="Show or hide internal topics (__consumer_offsets, …)",
+            id="internal-topics",
+        ),
+        Binding(
+            "o",
+            "cycle_sort",
+            "Sort partitions",
+            show=False,
+            tooltip="Sort partitions by the next column",
+            id="sort-partitions",
+        ),
+        Binding(
+            "O",
+            "reverse_sort",
+            "Reverse sort",
+            show=False,
+            tooltip="Reverse the partitions' sort order",
+            id="reverse-sort",
+        ),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield HeaderLine(id="header")
+        with Horizontal(id="top"):
+            with Pane(title="Brokers", sources=CLUSTER_SOURCES, id="brokers-pane"):
+                yield BrokersTable(id="brokers")
+            with Pane(title="Controller", sources=CLUSTER_SOURCES, id="controller-pane"):
+                yield ControllerView(id="controller")
+        with Container(id="body"):
+            with Pane(title="Partitions", sources=CLUSTER_SOURCES, id="partitions-pane"):
+                yield FilterInput(placeholder="topic contains…", compact=True, id="filter")
+                yield PartitionsTable(id="partitions")
+            with Container(id="side"):
+                with Pane(title="Consumer groups", sources=GROUP_SOURCES, id="groups-pane"):
+                    yield GroupsTable(id="groups")
+                with Pane(title="Events", id="events-pane"):
+                    yield EventsTable(id="events")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        app = console(self)
+        self.watch(app, "snapshot", self._retitle, init=True)
+        self.watch(app, "events", self._retitle, init=False)
+        self.watch(self.partitions, "view", self._retitle, init=False)
+        self.partitions.focus()
+
+    @property
+    def partitions(self) -> PartitionsTable:
+        """The partitions table."""
+        return self.query_one(PartitionsTable)
+
+    @property
+    def filter_input(self) -> FilterInput:
+        """The topic filter input."""
+        return self.query_one(FilterInput)
+
+    # -- pane titles --------------------------------------------------------------------------
+    def _retitle(self) -> None:
+        app = console(self)
+        snap = app.snapshot
+        view = self.partitions.view
+        self.query_one("#brokers-pane").border_title = _brokers_title(snap)
+        self.query_one("#partitions-pane").border_title = _partitions_title(snap, view)
+        groups = len(snap.groups) if snap else 0
+        self.query_one("#groups-pane").border_title = f"Consumer groups [dim]{groups}[/]"
+        self.query_one("#events-pane").border_title = f"Events [dim]{len(app.events)}[/]"
+        # The top row is as tall as the broker list (within reason); the controller matches it.
+        brokers = len(snap.brokers) if snap else 0
+        self.query_one("#top").styles.height = min(max(brokers, 3), 9) + 3
+
+    # -- actions ------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "clear_filter":
+            return bool(self.partitions.view.text)
+        return True
+
+    def action_focus_pane(self, pane: str) -> None:
+        """Focus one pane's table."""
+        self.query_one(PANES[pane]).focus()
+
+    def action_filter(self) -> None:
+        """Open the topic filter."""
+        self.query_one("#partitions-pane").add_class("-filtering")
+        self.filter_input.focus()
+
+    def action_clear_filter(self) -> None:
+        """Clear the topic filter."""
+        self.filter_input.value = ""
+        self._leave_filter()
+
+    def action_toggle_unhealthy(self) -> None:
+        """Show only partitions with a health flag, or all again."""
+        view = self.partitions.view
+        self.partitions.view = replace(view, unhealthy_only=not view.unhealthy_only)
+
+    def action_toggle_internal(self) -> None:
+        """Show or hide internal topics (__consumer_offsets, …)."""
+        view = self.partitions.view
+        self.partitions.view = replace(view, show_internal=not view.show_internal)
+
+    def action_cycle_sort(self) -> None:
+        """Sort partitions by the next column."""
+        self.partitions.cycle_sort()
+
+    def action_reverse_sort(self) -> None:
+        """Reverse the partitions' order."""
+        self.partitions.sort_by(self.partitions.view.sort)
+
+    # -- the filter ---------------------------------------------------------------------------
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.partitions.view = replace(self.partitions.view, text=event.value.strip())
+        self.refresh_bindings()
+
+    @on(Input.Submitted, "#filter")
+    @on(FilterInput.Done)
+    def _leave_filter(self) -> None:
+        if not self.filter_input.value:
+            self.query_one("#partitions-pane").remove_class("-filtering")
+        self.partitions.focus()
+
+    def on_descendant_blur(self, event: DescendantBlur) -> None:
+        # An empty filter folds away once the user moves on.
+        if event.widget is self.filter_input and not self.filter_input.value:
+            self.query_one("#partitions-pane").remove_class("-filtering")
+
+    # -- groups -------------------------------------------------------------------------------
+    @on(DataTable.RowSelected, "#groups")
+    def _open_group(self, event: DataTable.RowSelected) -> None:
+        group_id = event.row_key.value
+        if group_id is not None:
+            self.app.push_screen(GroupScreen(group_id))
+
+
+def _brokers_title(snap: ClusterSnapshot | None) -> str:
+    if snap is None:
+        return "Brokers"
+    parts = []
+    for state in BrokerState:
+        n = sum(1 for b in snap.brokers if b.state is state)
+        if n:
+            colour = "$success" if state is BrokerState.UP else "$error"
+            parts.append(f"[{colour}]{n} {state.value}[/]")
+    return "Brokers " + " · ".join(parts) if parts else "Brokers [dim]none[/]"
+
+
+def _partitions_title(snap: ClusterSnapshot | None, view: rows.PartitionView) -> str:
+    title = "Partitions"
+    if snap is None:
+        return title
+    shown = len(rows.visible_partitions(snap, view))
+    title += f" [dim]{shown}/{len(snap.partitions)}[/]"
+    flags = [snap.flags(p) for p in snap.partitions]
+    offline = sum(1 for f in flags if "offline" in f)
+    unhealthy = sum(1 for f in flags if f)
+    if offline:
+        title += f" · [$error]{offline} offline[/]"
+    if unhealthy:
+        title += f" · [$warning]{unhealthy} unhealthy[/]"
+    described = view.describe()
+    if described:
+        title += f" · [$accent]{escape(described)}[/]"
+    return title

@@ -1,0 +1,1 @@
+"""Widgets: keyed tables, panes, header, controller."""

@@ -1,0 +1,200 @@
+"""Pane chrome and the two non-table panes: the header line and the controller."""
+
+from __future__ import annotations
+
+from rich.cells import cell_len
+from rich.text import Text
+from textual import events
+from textual.containers import Vertical
+from textual.markup import escape
+from textual.widget import Widget
+from textual.widgets import Static
+
+from kconsole.models import ClusterSnapshot, SourceHealth, SourceName
+from kconsole.ui import format as fmt
+from kconsole.ui.widgets.base import console
+
+# Brokers, the controller and partitions come from ZooKeeper; from the Admin API without it.
+CLUSTER_SOURCES = (SourceName.ZOOKEEPER, SourceName.ADMIN)
+GROUP_SOURCES = (SourceName.GROUPS,)
+
+
+def pane_source(snap: ClusterSnapshot | None, names: tuple[SourceName, ...]) -> SourceHealth | None:
+    """The health of the first of `names` the snapshot reports."""
+    if snap is None:
+        return None
+    return next((h for n in names if (h := snap.source(n)) is not None), None)
+
+
+def stale_text(health: SourceHealth, now: float) -> str:
+    """'STALE 12s: connection refused' (age of the last good data)."""
+    age = health.age(now)
+    since = f" {fmt.age(age)}" if age is not None else ""
+    return f"STALE{since}: {health.error}" if health.error else f"STALE{since}"
+
+
+class Pane(Vertical):
+    """A bordered pane that marks itself stale (class `-stale`, subtitle) while its source fails."""
+
+    def __init__(
+        self,
+        *children: Widget,
+        title: str,
+        sources: tuple[SourceName, ...] = (),
+        id: str | None = None,
+    ) -> None:
+        super().__init__(*children, id=id, classes="pane")
+        self.sources = sources
+        self.border_title = title
+
+    def on_mount(self) -> None:
+        if self.sources:
+            self.watch(console(self), "snapshot", self.mark_health, init=True)
+            self.watch(console(self), "now", self.mark_health, init=False)
+
+    def mark_health(self) -> None:
+        """Show or clear the stale marker from the latest snapshot.
+
+        A pane with a fallback source (ZooKeeper, then the Admin API) is stale only when every
+        source fails; while it is served by the fallback it says so, without the alarm.
+        """
+        app = console(self)
+        health = pane_source(app.snapshot, self.sources)
+        stale = health is not None and not health.ok
+        fallback = None
+        if stale and app.snapshot is not None:
+            fallback = next(
+                (h for n in self.sources[1:] if (h := app.snapshot.source(n)) and h.ok), None
+            )
+        self.set_class(stale and fallback is None, "-stale")
+        if stale and fallback is not None and health is not None:
+            label = SOURCE_LABELS.get(fallback.name, (fallback.name.value,))[0]
+            down = SOURCE_LABELS.get(health.name, (health.name.value,))[0]
+            self.border_subtitle = escape(f"via {label} · {down} down: {health.error}")
+        elif stale and health is not None:
+            self.border_subtitle = escape(stale_text(health, app.now))
+        else:
+            self.border_subtitle = None
+
+
+class HeaderLine(Static):
+    """One line: cluster id, each source's health and data age, the refresh interval."""
+
+    def on_mount(self) -> None:
+        app = console(self)
+        self.watch(app, "snapshot", self.redraw, init=True)
+        self.watch(app, "now", self.redraw, init=False)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.redraw()
+
+    def redraw(self) -> None:
+        """Render for the current width: the long form if it fits, else the short one."""
+        app = console(self)
+        args = (app.snapshot, app.now, app.refresh_s, app.group_refresh_s, app.title)
+        text = header_text(*args, compact=False)
+        if self.size.width and cell_len(text.plain) > self.size.width:
+            text = header_text(*args, compact=True)
+        self.update(text)
+
+
+SOURCE_LABELS = {
+    SourceName.ZOOKEEPER: ("ZooKeeper", "zk"),
+    SourceName.ADMIN: ("Admin API", "admin"),
+    SourceName.GROUPS: ("groups", "groups"),
+}
+
+
+def header_text(
+    snap: ClusterSnapshot | None,
+    now: float,
+    refresh_s: float,
+    group_refresh_s: float,
+    title: str,
+    *,
+    compact: bool,
+) -> Text:
+    """The header line's content."""
+    sep = (" │ ", fmt.DIM)
+    out = Text(no_wrap=True, overflow="ellipsis", end="")
+    if not compact:
+        out.append(f" {title}", "bold")
+        out.append(*sep)
+    else:
+        out.append(" ")
+    if snap is None:
+        out.append("waiting for the first snapshot…", fmt.DIM)
+        return out
+    if not compact:
+        out.append("cluster ", fmt.DIM)
+    out.append(snap.cluster_id or "?", "bold" if snap.cluster_id else fmt.DIM)
+    for name in (SourceName.ZOOKEEPER, SourceName.ADMIN, SourceName.GROUPS):
+        out.append(*sep)
+        label = SOURCE_LABELS[name][1 if compact else 0]
+        out.append(f"{label} ")
+        health = snap.source(name)
+        # ZooKeeper is watched, not polled: its age is "last change", never "late".
+        polled = {SourceName.ADMIN: refresh_s, SourceName.GROUPS: group_refresh_s}.get(name)
+        out.append_text(_health(health, now, polled))
+    out.append(*sep)
+    every = f"{fmt.interval(refresh_s)}/{fmt.interval(group_refresh_s)}"
+    out.append(f"⟳ {every}" if compact else f"refresh {every}", fmt.DIM)
+    return out
+
+
+def _health(health: SourceHealth | None, now: float, every: float | None) -> Text:
+    if health is None:
+        return Text(fmt.NONE, fmt.DIM)
+    age = health.age(now)
+    if not health.ok:
+        since = "no data" if age is None else fmt.age(age)
+        return Text(f" STALE {since} ", "bold #1a1a1a on #f0b429")
+    # Still "ok" but late by a few polls: worth an amber age, not an alarm.
+    late = every is not None and age is not None and age > 3 * max(every, 1.0)
+    return Text.assemble(("ok", fmt.GOOD), " ", (fmt.age(age), fmt.WARN if late else fmt.DIM))
+
+
+class ControllerView(Static):
+    """The active controller; a loud alert when there is none."""
+
+    def on_mount(self) -> None:
+        app = console(self)
+        self.watch(app, "snapshot", self.redraw, init=True)
+        self.watch(app, "now", self.redraw, init=False)
+
+    def redraw(self) -> None:
+        """Render from the latest snapshot."""
+        app = console(self)
+        snap = app.snapshot
+        lost = snap is not None and snap.controller.id is None
+        self.set_class(lost, "-alert")
+        self.update(controller_text(snap, app.now))
+
+
+def controller_text(snap: ClusterSnapshot | None, now: float) -> Text:
+    """The controller pane's content."""
+    if snap is None:
+        return Text("waiting…", fmt.DIM)
+    c = snap.controller
+    since = fmt.age(None if c.since is None else now - c.since)
+    epoch = fmt.NONE if c.epoch is None else str(c.epoch)
+    previous = fmt.NONE if c.previous is None else f"broker {c.previous}"
+    if c.id is None:
+        lines = ["NO ACTIVE CONTROLLER"]
+        if c.since is not None:
+            lines.append(f"for {since}")
+        if c.previous is not None:
+            lines.append(f"was {previous}")
+        if c.epoch is not None:
+            lines.append(f"last epoch {epoch}")
+        return Text("\n".join(lines))
+    return Text.assemble(
+        ("★ ", "bold #f0b429"),
+        (f"broker {c.id}\n", "bold"),
+        ("epoch ", fmt.DIM),
+        f"{epoch}\n",
+        ("since ", fmt.DIM),
+        f"{since}\n",
+        ("previous ", fmt.DIM),
+        previous,
+    )

@@ -1,0 +1,73 @@
+"""A DataTable whose rows are kept in step with a {key: cells} mapping, in place."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+from kconsole.ui import format as fmt
+from kconsole.ui.rows import Columns, KeyCell
+
+
+class KeyedTable(DataTable[Text]):
+    """Rows are updated by key (update_cell / add_row / remove_row), never cleared and
+    refilled, so the cursor stays on the same row while the data under it changes."""
+
+    COLUMNS: ClassVar[Columns] = ()
+    # Keep the cursor on the first row when it was there (a log that should keep showing the
+    # newest entry) instead of on the same key.
+    follow_top: ClassVar[bool] = False
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=False)
+
+    def on_mount(self) -> None:
+        for key, label in self.COLUMNS:
+            self.add_column(label, key=key)
+        self.connect()
+
+    def connect(self) -> None:
+        """Start following the app state this table shows (called once the columns exist)."""
+
+    @property
+    def cursor_key(self) -> str | None:
+        """The key of the row under the cursor, if any."""
+        if not self.row_count or not self.is_valid_row_index(self.cursor_row):
+            return None
+        return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+
+    @property
+    def row_keys(self) -> list[str]:
+        """Row keys in display order."""
+        return [str(row.key.value) for row in self.ordered_rows]
+
+    def sync(self, rows: Mapping[str, Sequence[Text]]) -> None:
+        """Make the table show exactly `rows`, in their order, touching only what changed."""
+        if not self.columns:  # not mounted yet; on_mount's watchers sync again
+            return
+        column_keys = [key for key, _ in self.COLUMNS]
+        at = None if self.follow_top and self.cursor_row == 0 else self.cursor_key
+        existing = set(self.row_keys)
+        for key in existing - rows.keys():
+            self.remove_row(key)
+        for key, cells in rows.items():
+            if key not in existing:
+                self.add_row(*cells, key=key)
+                continue
+            for column, new in zip(column_keys, cells, strict=False):
+                if not fmt.same(self.get_cell(key, column), new):
+                    self.update_cell(key, column, new, update_width=True)
+        wanted = list(rows)
+        if self.row_keys != wanted:
+            rank = {key: i for i, key in enumerate(wanted)}
+            self.sort(column_keys[0], key=lambda first: rank[_row_key(first)])
+        if at is not None and at in rows and self.cursor_key != at:
+            self.move_cursor(row=self.get_row_index(at))
+
+
+def _row_key(first_cell: Text) -> str:
+    assert isinstance(first_cell, KeyCell), "first cell of a KeyedTable row must be a KeyCell"
+    return first_cell.row_key

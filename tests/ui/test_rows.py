@@ -1,0 +1,104 @@
+"""What the panes would show, computed without running the app."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from kconsole.models import ClusterSnapshot, Controller, Partition, SourceHealth, SourceName
+from kconsole.ui import format as fmt
+from kconsole.ui import rows
+from kconsole.ui.rows import PartitionView
+from kconsole.ui.widgets.panes import controller_text, header_text, pane_source, stale_text
+from tests.ui import builders as B
+
+
+class TestFormat:
+    """Ages, clock times and state colours."""
+
+    def test_age(self) -> None:
+        assert [fmt.age(s) for s in (None, -1, 0.4, 59, 65, 3600 * 2 + 7 * 60, 86400 * 3)] == [
+            "—",
+            "0s",
+            "0s",
+            "59s",
+            "1m05s",
+            "2h07m",
+            "3d00h",
+        ]
+
+    def test_clock_time_is_local_with_millis(self) -> None:
+        assert fmt.clock_time(B.T0 + 7.25) == "08:00:07.250"
+        assert fmt.clock_time(B.T0 + 0.9996) == "08:00:01.000"
+
+    def test_group_state_spellings(self) -> None:
+        assert fmt.group_state_style("PREPARING_REBALANCE") == fmt.WARN
+        assert fmt.group_state_style("PreparingRebalance") == fmt.WARN
+        assert fmt.group_state_style("whatever") == fmt.PLAIN
+
+
+class TestPartitionRows:
+    """Partition rows: filters, order, and odd leaders."""
+
+    def test_default_hides_internal_and_orders_by_topic(self) -> None:
+        snap = B.healthy()
+        keys = list(rows.partition_rows(snap, PartitionView()))
+        assert keys == [f"test-topic/{p}" for p in range(4)]
+
+    def test_flags_sort_puts_worst_first(self) -> None:
+        snap = B.offline_partition()
+        keys = list(rows.partition_rows(snap, PartitionView(sort="flags")))
+        assert keys[0] == "audit-log/1"
+
+    def test_offline_leader(self) -> None:
+        snap = B.offline_partition()
+        cells = rows.partition_rows(snap, PartitionView())["audit-log/1"]
+        assert cells[2].plain == "none"
+        assert "offline" in cells[5].plain
+
+    def test_empty_replicas(self) -> None:
+        snap = ClusterSnapshot(taken_at=B.T0, partitions=(Partition("t", 0, -1, (), ()),))
+        cells = rows.partition_rows(snap, PartitionView())["t/0"]
+        assert [c.plain for c in cells[2:5]] == ["none", "—", "—"]
+
+    def test_view_describes_itself(self) -> None:
+        view = PartitionView(text="ord", unhealthy_only=True, sort="leader", reverse=True)
+        assert view.describe() == "sort leader ↓ · /ord · unhealthy only"
+
+
+class TestPanes:
+    """Header, controller and stale markers."""
+
+    def test_header_compact_fits_80(self) -> None:
+        text = header_text(B.zk_unreachable(), B.T0 + 120, 1.0, 2.0, "kconsole", compact=True)
+        assert len(text.plain) <= 80
+        assert "STALE 12s" in text.plain
+
+    def test_header_without_snapshot_or_sources(self) -> None:
+        assert "waiting" in header_text(None, 0, 1, 2, "k", compact=False).plain
+        bare = header_text(ClusterSnapshot(taken_at=B.T0), B.T0, 1, 2, "k", compact=False)
+        assert "ZooKeeper —" in bare.plain and "cluster ?" in bare.plain
+
+    def test_controller_lost(self) -> None:
+        snap = dataclasses.replace(B.healthy(), controller=Controller(None, 5, B.T0 - 8, 3))
+        assert controller_text(snap, B.T0).plain.splitlines() == [
+            "NO ACTIVE CONTROLLER",
+            "for 8s",
+            "was broker 3",
+            "last epoch 5",
+        ]
+
+    def test_zookeeper_then_admin(self) -> None:
+        snap = B.healthy()
+        names = (SourceName.ZOOKEEPER, SourceName.ADMIN)
+        assert pane_source(snap, names) == snap.source(SourceName.ZOOKEEPER)
+        admin = tuple(s for s in snap.sources if s.name is SourceName.ADMIN)
+        admin_only = dataclasses.replace(snap, sources=admin)
+        assert pane_source(admin_only, names) == snap.source(SourceName.ADMIN)
+        assert pane_source(dataclasses.replace(snap, sources=()), names) is None
+
+    def test_stale_text(self) -> None:
+        health = SourceHealth(SourceName.GROUPS, False, B.T0 - 12, "timed out")
+        assert stale_text(health, B.T0) == "STALE 12s: timed out"
+        assert stale_text(dataclasses.replace(health, updated_at=None), B.T0) == (
+            "STALE: timed out"
+        )

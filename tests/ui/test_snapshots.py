@@ -1,0 +1,133 @@
+"""What the console looks like, fed the recorded snapshots in tests/fixtures/snapshots."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from textual.pilot import Pilot
+
+from kconsole.models import ClusterSnapshot
+from kconsole.ui.app import KConsoleApp
+from kconsole.ui.screens.main import FilterInput
+from kconsole.ui.widgets.table import KeyedTable
+from tests.ui.conftest import feed, feeding, keys_then, lag_series, load, new_app
+
+WIDE = (160, 48)
+SMALL = (80, 24)
+SnapCompare = Callable[..., bool]
+
+
+def most_lagging(snap: ClusterSnapshot) -> str:
+    return max(snap.groups, key=lambda g: g.lag or 0).group_id
+
+
+def open_group(*snapshots: ClusterSnapshot) -> Callable[[Pilot[None]], Awaitable[None]]:
+    """Feed `snapshots`, then open the group lagging most in the last one."""
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        app = pilot.app
+        assert isinstance(app, KConsoleApp)
+        feed(app, *snapshots)
+        await pilot.pause()
+        groups = app.screen.query_one("#groups", KeyedTable)
+        groups.focus()
+        groups.move_cursor(row=groups.get_row_index(most_lagging(snapshots[-1])))
+        await pilot.press("enter")
+        await pilot.pause()
+
+    return run_before
+
+
+class TestClusterStates:
+    """The main screen in each state a drill produces."""
+
+    def test_healthy_wide(self, snap_compare: SnapCompare) -> None:
+        """A healthy cluster on a wide terminal."""
+        assert snap_compare(new_app(), terminal_size=WIDE, run_before=feeding(load("healthy")))
+
+    def test_healthy_80x24(self, snap_compare: SnapCompare) -> None:
+        """A healthy cluster on an 80x24 terminal."""
+        assert snap_compare(new_app(), terminal_size=SMALL, run_before=feeding(load("healthy")))
+
+    def test_broker_down_wide(self, snap_compare: SnapCompare) -> None:
+        """A broker went down: under-replicated partitions, a moved controller, the events."""
+        snaps = load("healthy"), load("broker_down")
+        assert snap_compare(new_app(), terminal_size=WIDE, run_before=feeding(*snaps))
+
+    def test_broker_down_80x24(self, snap_compare: SnapCompare) -> None:
+        """A broker went down, on an 80x24 terminal."""
+        snaps = load("healthy"), load("broker_down")
+        assert snap_compare(new_app(), terminal_size=SMALL, run_before=feeding(*snaps))
+
+    def test_offline_partition(self, snap_compare: SnapCompare) -> None:
+        """A partition went offline (leader none), shown first with the unhealthy-only toggle."""
+        snaps = load("healthy"), load("offline_partition")
+        run = keys_then(snaps, "u")
+        assert snap_compare(new_app(), terminal_size=WIDE, run_before=run)
+
+    def test_no_controller(self, snap_compare: SnapCompare) -> None:
+        """No active controller: the controller pane turns red."""
+        snaps = load("healthy"), load("broker_down"), load("no_controller")
+        assert snap_compare(new_app(), terminal_size=WIDE, run_before=feeding(*snaps))
+
+    def test_zookeeper_unreachable(self, snap_compare: SnapCompare) -> None:
+        """ZooKeeper unreachable: its panes and the header say STALE with the error."""
+        snaps = load("healthy"), load("zk_unreachable")
+        assert snap_compare(new_app(), terminal_size=WIDE, run_before=feeding(*snaps))
+
+    def test_zookeeper_unreachable_80x24(self, snap_compare: SnapCompare) -> None:
+        """ZooKeeper unreachable, on an 80x24 terminal."""
+        snaps = load("healthy"), load("zk_unreachable")
+        assert snap_compare(new_app(), terminal_size=SMALL, run_before=feeding(*snaps))
+
+
+class TestPartitionViews:
+    """Filters and toggles on the partitions pane."""
+
+    def test_filter_with_internal_topics(self, snap_compare: SnapCompare) -> None:
+        """Internal topics shown, then filtered to topics containing 'offsets'."""
+
+        async def run_before(pilot: Pilot[Any]) -> None:
+            assert isinstance(pilot.app, KConsoleApp)
+            feed(pilot.app, load("healthy"))
+            await pilot.pause()
+            pilot.app.screen.query_one(FilterInput).cursor_blink = False
+            await pilot.press("i", "slash", *"offsets", "enter")
+
+        assert snap_compare(new_app(), terminal_size=(120, 36), run_before=run_before)
+
+
+class TestConsumerGroups:
+    """Consumer groups with lag, and the group screen."""
+
+    def test_group_lag(self, snap_compare: SnapCompare) -> None:
+        """Groups with lag on the main screen."""
+        snaps = load("healthy"), load("group_lag")
+        assert snap_compare(new_app(), terminal_size=WIDE, run_before=feeding(*snaps))
+
+    def test_group_screen_wide(self, snap_compare: SnapCompare) -> None:
+        """The group screen: offsets, lag and the lag trend of the last snapshots."""
+        lagging = load("group_lag")
+        run = open_group(*lag_series(lagging), lagging)
+        assert snap_compare(new_app(), terminal_size=WIDE, run_before=run)
+
+    def test_group_screen_80x24(self, snap_compare: SnapCompare) -> None:
+        """The group screen on an 80x24 terminal."""
+        lagging = load("group_lag")
+        run = open_group(*lag_series(lagging), lagging)
+        assert snap_compare(new_app(), terminal_size=SMALL, run_before=run)
+
+
+class TestHelp:
+    """The key reference."""
+
+    def test_help_wide(self, snap_compare: SnapCompare) -> None:
+        """Help on a wide terminal: every key, generated from the bindings."""
+        run = keys_then([load("healthy")], "question_mark")
+        assert snap_compare(new_app(), terminal_size=WIDE, run_before=run)
+
+    def test_help_80x24(self, snap_compare: SnapCompare) -> None:
+        """Help on an 80x24 terminal (scrolls)."""
+        run = keys_then([load("healthy")], "question_mark")
+        assert snap_compare(new_app(), terminal_size=SMALL, run_before=run)
