@@ -374,6 +374,28 @@ class LocalCluster:
             client.stop()
             client.close()
 
+    @contextmanager
+    def zk_client_until(self, deadline: float, attempt_s: float = 5.0) -> Iterator[object]:
+        """A kazoo client, connecting in short attempts until `deadline`.
+
+        One long attempt is fragile: kazoo uses the session timeout as its connect and read
+        timeout, so a single handshake stalled by a ZooKeeper still starting up would use up
+        the whole wait without ever retrying.
+        """
+        while True:
+            try:
+                ctx = self.zk_client(attempt_s)
+                client = ctx.__enter__()
+                break
+            except ClusterError:
+                if time.monotonic() + 0.5 > deadline:
+                    raise
+                time.sleep(0.5)
+        try:
+            yield client
+        finally:
+            ctx.__exit__(None, None, None)
+
     @staticmethod
     def read_registered(client: object) -> set[int]:
         ids = client.get_children("/brokers/ids") if client.exists("/brokers/ids") else []  # type: ignore[attr-defined]
@@ -541,7 +563,7 @@ class LocalCluster:
     def _wait_registered(self, deadline: float, started: list[str]) -> int:
         expected = set(self.spec.broker_ids)
         missing: set[int] = expected
-        with self.zk_client(max(1.0, deadline - time.monotonic())) as zk:
+        with self.zk_client_until(deadline) as zk:
             while True:
                 self._fail_if_exited(started)
                 missing = expected - self.read_registered(zk)
@@ -626,7 +648,7 @@ class LocalCluster:
 
     def wait_isr_full(self, topic: str, deadline: float) -> None:
         """Wait until every partition of `topic` has a leader and all replicas in ISR."""
-        with self.zk_client(max(1.0, deadline - time.monotonic())) as zk:
+        with self.zk_client_until(deadline) as zk:
             while True:
                 if partitions_fully_in_sync(zk, topic):
                     return
@@ -731,7 +753,7 @@ class LocalCluster:
         self._spawn(name, jars.ensure_kafka_jars(self.spec.kafka_version))
         if wait:
             deadline = t0 + timeout
-            with self.zk_client(timeout) as zk:
+            with self.zk_client_until(deadline) as zk:
                 while broker_id not in self.read_registered(zk):
                     self._fail_if_exited([name])
                     if time.monotonic() > deadline:
