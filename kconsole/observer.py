@@ -40,6 +40,7 @@ from kconsole.models import (
 from kconsole.timeline import Event, diff
 
 log = logging.getLogger(__name__)
+_WAITING = "waiting for first data"
 OnUpdate = Callable[[ClusterSnapshot, tuple[Event, ...]], None]
 StatesFn = Callable[[], dict[int, ProcState]]
 
@@ -49,7 +50,7 @@ class _Health:
         self.name = name
         self.ok = False
         self.updated_at: float | None = None
-        self.error = "waiting for first data"
+        self.error = _WAITING
 
     def success(self, now: float) -> None:
         self.ok, self.updated_at, self.error = True, now, ""
@@ -369,9 +370,12 @@ class ClusterObserver:
 
 
 def _has_metadata(snap: ClusterSnapshot) -> bool:
-    return any(s.ok for s in snap.sources if s.name is not SourceName.GROUPS) or bool(
-        snap.partitions
-    )
+    """True once the snapshot rests on the preferred source: ZooKeeper when it is configured
+    and has answered (or failed) at least once, else the Admin API."""
+    zk = snap.source(SourceName.ZOOKEEPER)
+    if zk is not None and zk.updated_at is None and zk.error == _WAITING:
+        return False  # the Admin API's controller and ISRs may differ from ZooKeeper's
+    return any(s.ok for s in snap.sources if s.name is not SourceName.GROUPS)
 
 
 def _describe(exc: BaseException) -> str:

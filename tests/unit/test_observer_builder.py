@@ -1,0 +1,117 @@
+"""How the observer merges ZooKeeper, Admin API and backend data into snapshots and events."""
+
+from __future__ import annotations
+
+from kconsole.cluster.admin import AdminPartition, AdminState
+from kconsole.cluster.procs import ProcState
+from kconsole.cluster.zk import ZkState
+from kconsole.config import Settings
+from kconsole.models import BrokerState, SourceName
+from kconsole.observer import ClusterObserver, SnapshotBuilder
+from kconsole.timeline import EventKind
+
+REG = {
+    i: {"host": "127.0.0.1", "port": 19091 + i, "endpoints": [], "timestamp": "1000"}
+    for i in (1, 2, 3)
+}
+
+
+def zk_state(
+    controller: int = 1,
+    brokers: tuple[int, ...] = (1, 2, 3),
+    leader: int = 1,
+    isr: tuple[int, ...] = (1, 2, 3),
+) -> ZkState:
+    return ZkState(
+        read_at=0.0,
+        controller=controller,
+        controller_epoch=4,
+        controller_since=50.0,
+        brokers={b: REG[b] for b in brokers},
+        topics={"t": {"partitions": {"0": [1, 2, 3]}, "adding_replicas": {"0": [3]}}},
+        states={("t", 0): {"leader": leader, "isr": list(isr), "leader_epoch": 7}},
+    )
+
+
+def admin_state(controller: int = 2) -> AdminState:
+    return AdminState(
+        read_at=0.0,
+        cluster_id="cid",
+        controller=controller,
+        nodes={b: ("127.0.0.1", 19091 + b, f"r{b}") for b in (1, 2, 3)},
+        topics={"t": (AdminPartition(0, 2, (1, 2, 3), (2, 3)),)},
+        min_isr={"t": 2},
+    )
+
+
+def test_zookeeper_is_preferred_and_admin_fills_in() -> None:
+    b = SnapshotBuilder(use_zookeeper=True)
+    b.zk, b.admin = zk_state(), admin_state()
+    b.health[SourceName.ZOOKEEPER].success(1.0)
+    b.health[SourceName.ADMIN].success(1.0)
+    snap = b.build(100.0)
+    p = snap.partitions[0]
+    assert (p.leader, p.isr, p.leader_epoch, p.adding) == (1, (1, 2, 3), 7, (3,))
+    assert snap.controller.id == 1 and snap.controller.epoch == 4
+    assert snap.controller.since == 50.0  # the /controller znode's creation time
+    assert snap.cluster_id == "cid" and snap.min_isr("t") == 2
+    assert [br.rack for br in snap.brokers] == ["r1", "r2", "r3"]  # racks from DescribeCluster
+
+
+def test_admin_serves_when_zookeeper_fails() -> None:
+    b = SnapshotBuilder(use_zookeeper=True)
+    b.zk, b.admin = zk_state(), admin_state()
+    b.health[SourceName.ZOOKEEPER].failure("Connection refused")
+    b.health[SourceName.ADMIN].success(1.0)
+    p = b.build(100.0).partitions[0]
+    assert (p.leader, p.isr) == (2, (2, 3))
+
+
+def test_without_zookeeper() -> None:
+    b = SnapshotBuilder(use_zookeeper=False)
+    b.admin = admin_state(controller=3)
+    b.health[SourceName.ADMIN].success(1.0)
+    snap = b.build(100.0)
+    assert snap.source(SourceName.ZOOKEEPER) is None
+    assert snap.controller.id == 3
+    assert [br.id for br in snap.brokers] == [1, 2, 3]
+
+
+def test_broker_states() -> None:
+    """Down keeps its last address; paused comes from the backend; unreachable from probes."""
+    b = SnapshotBuilder(use_zookeeper=True)
+    b.zk = zk_state()
+    b.health[SourceName.ZOOKEEPER].success(1.0)
+    b.build(1.0)
+    b.zk = zk_state(brokers=(1, 3))
+    b.proc_states = {3: ProcState.PAUSED}
+    b.reachable = {1: False}
+    states = {br.id: (br.state, br.address) for br in b.build(2.0).brokers}
+    assert states[2] == (BrokerState.DOWN, "127.0.0.1:19093")
+    assert states[3][0] is BrokerState.PAUSED
+    assert states[1][0] is BrokerState.UNREACHABLE
+
+
+def test_previous_controller_is_remembered() -> None:
+    b = SnapshotBuilder(use_zookeeper=True)
+    b.zk = zk_state(controller=1)
+    b.health[SourceName.ZOOKEEPER].success(1.0)
+    b.build(1.0)
+    b.zk = zk_state(controller=2)
+    c = b.build(2.0).controller
+    assert (c.id, c.previous) == (2, 1)
+
+
+def test_no_events_until_zookeeper_has_answered() -> None:
+    """An Admin poll that lands first (with a stale controller) must not produce a
+    'controller changed' event when ZooKeeper's first read arrives."""
+    obs = ClusterObserver(Settings())
+    obs.builder.admin = admin_state(controller=2)
+    obs.builder.health[SourceName.ADMIN].success(1.0)
+    obs._publish(publish=False)
+    obs._zk_changed(zk_state(controller=1), "")
+    assert list(obs.events) == []
+    obs._zk_changed(zk_state(controller=3, leader=2, isr=(2, 3)), "")
+    kinds = [e.kind for e in obs.events]
+    assert EventKind.CONTROLLER_CHANGED in kinds
+    assert EventKind.LEADER_CHANGED in kinds and EventKind.ISR_SHRANK in kinds
