@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import TypeVar
 
 import psutil
 
@@ -43,6 +44,7 @@ from kconsole.cluster.settings import (
 )
 
 Progress = Callable[[str], None]
+T = TypeVar("T")
 
 ZK_PREFIX = "zk:"
 _JVM_FLAGS = [
@@ -357,8 +359,15 @@ class LocalCluster:
     def zk_client(self, timeout: float = 5.0) -> Iterator[object]:
         """A short-lived kazoo client (connection errors raise ClusterError)."""
         from kazoo.client import KazooClient
+        from kazoo.retry import KazooRetry
 
-        client = KazooClient(hosts=self.spec.zk_connect, timeout=timeout, connection_retry=None)
+        # The session outlives a busy moment (ZooKeeper allows 4-40 s); only the wait for the
+        # first connection is `timeout`. A dropped connection is re-established by kazoo.
+        client = KazooClient(
+            hosts=self.spec.zk_connect,
+            timeout=15.0,
+            connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0),
+        )
         try:
             client.start(timeout=timeout)
         except Exception as exc:
@@ -395,6 +404,20 @@ class LocalCluster:
             yield client
         finally:
             ctx.__exit__(None, None, None)
+
+    @staticmethod
+    def poll_zk(read: Callable[[], T], deadline: float) -> T | None:
+        """`read()`, or None after a transient ZooKeeper error (the caller polls again);
+        the error is raised once `deadline` has passed."""
+        from kazoo.exceptions import ConnectionLoss, OperationTimeoutError, SessionExpiredError
+
+        try:
+            return read()
+        except (ConnectionLoss, OperationTimeoutError, SessionExpiredError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+            return None
 
     @staticmethod
     def read_registered(client: object) -> set[int]:
@@ -566,8 +589,13 @@ class LocalCluster:
         with self.zk_client_until(deadline) as zk:
             while True:
                 self._fail_if_exited(started)
-                missing = expected - self.read_registered(zk)
-                controller = self.read_controller(zk)
+                read = self.poll_zk(
+                    lambda: (self.read_registered(zk), self.read_controller(zk)), deadline
+                )
+                if read is None:
+                    continue
+                missing = expected - read[0]
+                controller = read[1]
                 if not missing and controller is not None:
                     return controller
                 if time.monotonic() > deadline:
@@ -650,7 +678,7 @@ class LocalCluster:
         """Wait until every partition of `topic` has a leader and all replicas in ISR."""
         with self.zk_client_until(deadline) as zk:
             while True:
-                if partitions_fully_in_sync(zk, topic):
+                if self.poll_zk(lambda: partitions_fully_in_sync(zk, topic), deadline):
                     return
                 if time.monotonic() > deadline:
                     raise ClusterError(f"timed out waiting for every {topic} replica to be in ISR")
@@ -754,7 +782,9 @@ class LocalCluster:
         if wait:
             deadline = t0 + timeout
             with self.zk_client_until(deadline) as zk:
-                while broker_id not in self.read_registered(zk):
+                while broker_id not in (
+                    self.poll_zk(lambda: self.read_registered(zk), deadline) or set()
+                ):
                     self._fail_if_exited([name])
                     if time.monotonic() > deadline:
                         raise self._timeout_error(f"broker {broker_id} to register", [name])

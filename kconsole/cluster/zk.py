@@ -245,7 +245,7 @@ class ZkWatcher:
     def start(self) -> None:
         self._client = KazooClient(
             hosts=self.hosts,
-            timeout=6.0,
+            timeout=10.0,  # session: survives a busy machine; the observer has no ephemeral nodes
             connection_retry=KazooRetry(max_tries=-1, delay=0.2, max_delay=2.0),
             command_retry=KazooRetry(max_tries=2, delay=0.1, max_delay=1.0),
         )
