@@ -262,6 +262,17 @@ class ClusterObserver:
         if self._zk is not None:
             self._zk.reload()
 
+    def record(self, event: Event) -> None:
+        """Put an event of our own (an action, a drill step) on the timeline, in order."""
+        with self._lock:
+            self.events.append(event)
+            snap = self.snapshot
+        if snap is not None and self._on_update is not None:
+            try:
+                self._on_update(snap, (event,))
+            except Exception:
+                log.exception("on_update failed")
+
     # -- one-shot (kconsole describe) ---------------------------------------------------------
     def read_once(self) -> ClusterSnapshot:
         """Read every source once, synchronously, and return the snapshot."""

@@ -100,6 +100,14 @@ class AdminReader:
                 continue  # keep what we had; the partitions pane then shows no min-ISR flag
         self._min_isr_at = time.monotonic()
 
+    def read_broker_config(self, broker_id: int) -> dict[str, str]:
+        """The effective configuration of one broker (DescribeConfigs)."""
+        res = ConfigResource(ConfigResource.Type.BROKER, str(broker_id))
+        entries = self.admin.describe_configs([res], request_timeout=self.timeout_s)[res].result(
+            timeout=self.timeout_s + 1
+        )
+        return {name: e.value for name, e in entries.items() if e.value is not None}
+
     def read_groups(self) -> list[Group]:
         """Every consumer group with members, assignor and per-partition committed / end / lag."""
         listing = self.admin.list_consumer_groups(request_timeout=self.timeout_s).result(

@@ -1,0 +1,247 @@
+"""Drill measurements: how long the cluster took to react to a fault, from the observed
+events, next to what its configuration predicts.
+
+Everything is computed by replaying the events that kconsole observed (ZooKeeper watches and
+Admin polls) over the snapshot taken just before the fault, so the times are what an operator
+would see: the cluster's reaction plus kconsole's own observation delay (tens of ms).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+from kconsole.models import ClusterSnapshot
+from kconsole.timeline import Event, EventKind
+
+TP = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class Measurement:
+    name: str
+    seconds: float | None  # None: it did not happen while the drill watched
+    predicted: str
+    note: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    """The broker settings the predictions come from."""
+
+    session_timeout_ms: int = 6000
+    replica_lag_time_max_ms: int = 10000
+    leader_imbalance_check_s: int = 30
+    auto_leader_rebalance: bool = True
+
+    @classmethod
+    def from_configs(cls, configs: dict[str, str]) -> BrokerConfig:
+        def num(key: str, default: int) -> int:
+            try:
+                return int(configs.get(key, default))
+            except (TypeError, ValueError):
+                return default
+
+        return cls(
+            num("zookeeper.session.timeout.ms", 18000),
+            num("replica.lag.time.max.ms", 30000),
+            num("leader.imbalance.check.interval.seconds", 300),
+            str(configs.get("auto.leader.rebalance.enable", "true")).lower() == "true",
+        )
+
+
+def _ids(value: object) -> list[int]:
+    return [int(i) for i in value] if isinstance(value, list | tuple) else []
+
+
+class _Replay:
+    """Leader and ISR of every partition, advanced event by event."""
+
+    def __init__(self, before: ClusterSnapshot):
+        self.replicas = {(p.topic, p.partition): p.replicas for p in before.partitions}
+        self.leader = {(p.topic, p.partition): p.leader for p in before.partitions}
+        self.isr = {(p.topic, p.partition): set(p.isr) for p in before.partitions}
+
+    def apply(self, e: Event) -> None:
+        if e.topic is None or e.partition is None:
+            return
+        tp = (e.topic, e.partition)
+        if e.kind in (
+            EventKind.LEADER_CHANGED,
+            EventKind.PARTITION_OFFLINE,
+            EventKind.PARTITION_ONLINE,
+        ):
+            self.leader[tp] = int(e.new)  # type: ignore[call-overload]
+        elif e.kind in (EventKind.ISR_SHRANK, EventKind.ISR_EXPANDED):
+            self.isr[tp] = set(e.new)  # type: ignore[call-overload]
+
+    def isr_full(self) -> bool:
+        return all(self.isr.get(tp, set()) >= set(r) for tp, r in self.replicas.items())
+
+    def preferred(self) -> bool:
+        return all(self.leader.get(tp) == r[0] for tp, r in self.replicas.items() if r)
+
+
+def measure(
+    before: ClusterSnapshot,
+    events: Sequence[Event],
+    *,
+    fault: Event,
+    target: int,
+    restore: Event | None = None,
+    config: BrokerConfig | None = None,
+) -> list[Measurement]:
+    """Durations of one drill. `fault` and `restore` are the ACTION events of the drill."""
+    cfg = config or BrokerConfig()
+    action = str(fault.new or "")
+    after = sorted(
+        (e for e in events if e.ts >= fault.ts and e.kind is not EventKind.ACTION),
+        key=lambda e: e.ts,
+    )
+    session = f"zookeeper.session.timeout.ms = {cfg.session_timeout_ms} ms"
+    graceful = action == "stop"
+
+    def first(pred: object) -> float | None:
+        for e in after:
+            if pred(e):  # type: ignore[operator]
+                return e.ts - fault.ts
+        return None
+
+    out: list[Measurement] = []
+    gone = first(lambda e: e.kind is EventKind.BROKER_LEFT and e.broker == target)
+    out.append(
+        Measurement(
+            "fault -> broker gone from ZooKeeper",
+            gone,
+            "at exit, < 1 s (controlled shutdown deregisters it)"
+            if graceful
+            else f"~{cfg.session_timeout_ms / 1000:.0f} s: when its session expires ({session})",
+        )
+    )
+    if before.controller.id == target:
+        out.append(
+            Measurement(
+                "fault -> new controller",
+                first(
+                    lambda e: e.kind is EventKind.CONTROLLER_CHANGED and e.new not in (None, target)
+                ),
+                "as soon as it is gone from ZooKeeper (/controller is ephemeral)",
+            )
+        )
+    led = {
+        (p.topic, p.partition)
+        for p in before.partitions
+        if p.leader == target and not before.is_offline(p)
+    }
+    if led:
+        moved: dict[TP, float] = {}
+        for e in after:
+            tp = (e.topic, e.partition)
+            if (
+                tp in led
+                and tp not in moved
+                and e.kind in (EventKind.LEADER_CHANGED, EventKind.PARTITION_ONLINE)
+                and e.new not in (-1, target)
+            ):
+                moved[tp] = e.ts - fault.ts
+        stuck = led - set(moved)
+        out.append(
+            Measurement(
+                f"fault -> every partition it led ({len(led)}) has a leader again",
+                max(moved.values()) if not stuck else None,
+                "< 1 s: controlled shutdown moves leadership before the process exits"
+                if graceful
+                else f"~{cfg.session_timeout_ms / 1000:.0f} s + election ({session})",
+                ""
+                if not stuck
+                else f"{len(stuck)} without a new leader while watched "
+                "(no other in-sync replica, unclean election disabled)",
+            )
+        )
+    in_isr = {
+        (p.topic, p.partition)
+        for p in before.partitions
+        if target in p.isr and not before.is_offline(p)
+    }
+    if in_isr:
+        dropped: dict[TP, float] = {}
+        for e in after:
+            tp = (str(e.topic), int(e.partition or 0))
+            if (
+                e.topic is not None
+                and tp in in_isr
+                and tp not in dropped
+                and e.kind is EventKind.ISR_SHRANK
+                and target not in _ids(e.new)
+            ):
+                dropped[tp] = e.ts - fault.ts
+        lag_s, sess_s = cfg.replica_lag_time_max_ms / 1000, cfg.session_timeout_ms / 1000
+        if graceful:
+            predicted = "< 1 s: removed from every ISR during controlled shutdown"
+        elif action == "pause" and lag_s < sess_s:
+            predicted = f"~{lag_s:.0f} s: replica.lag.time.max.ms = {cfg.replica_lag_time_max_ms}"
+        else:
+            predicted = (
+                f"~{sess_s:.0f} s: session expiry removes it from every ISR, before "
+                f"replica.lag.time.max.ms ({lag_s:.0f} s) would"
+            )
+        missing = in_isr - set(dropped)
+        out.append(
+            Measurement(
+                f"fault -> out of every ISR it was in ({len(in_isr)})",
+                max(dropped.values()) if not missing else None,
+                predicted,
+                f"still in {len(missing)} ISR(s) while watched" if missing else "",
+            )
+        )
+    if restore is not None:
+        back = [e for e in after if e.ts >= restore.ts]
+        joined = next(
+            (
+                e.ts - restore.ts
+                for e in back
+                if e.kind is EventKind.BROKER_JOINED and e.broker == target
+            ),
+            None,
+        )
+        out.append(
+            Measurement(
+                "restore -> broker registered again",
+                joined,
+                "JVM start-up and log recovery: a few seconds here",
+            )
+        )
+        replay = _Replay(before)
+        isr_at: float | None = None
+        pref_at: float | None = None
+        for e in sorted(events, key=lambda e: e.ts):
+            replay.apply(e)
+            if e.ts < restore.ts:
+                continue
+            if isr_at is None and replay.isr_full():
+                isr_at = e.ts - restore.ts
+            if pref_at is None and replay.preferred():
+                pref_at = e.ts - restore.ts
+        out.append(
+            Measurement(
+                "restore -> ISR fully restored",
+                isr_at,
+                "once the restarted broker has caught up (seconds with little data behind)",
+            )
+        )
+        out.append(
+            Measurement(
+                "restore -> preferred leaders back",
+                pref_at,
+                "within leader.imbalance.check.interval.seconds = "
+                f"{cfg.leader_imbalance_check_s} s "
+                "after it is back in sync (auto.leader.rebalance.enable, imbalance > 10 %)"
+                if cfg.auto_leader_rebalance
+                else "never by itself: auto.leader.rebalance.enable is "
+                "false (use a preferred leader election)",
+            )
+        )
+    return out

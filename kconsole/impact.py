@@ -1,0 +1,94 @@
+"""Blast radius: what a broker action will do to the cluster, computed from the current
+snapshot before the user confirms it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kconsole.cluster.control import BrokerAction
+from kconsole.models import ClusterSnapshot
+
+
+@dataclass(frozen=True)
+class Impact:
+    action: BrokerAction
+    broker_id: int
+    is_controller: bool
+    new_leader_needed: tuple[str, ...]  # led here, another in-sync replica can take over
+    goes_offline: tuple[str, ...]  # no other in-sync replica: unavailable until it returns
+    below_min_isr: tuple[str, ...]  # stay online, but acks=all writes fail (ISR < min)
+    under_replicated: tuple[str, ...]  # lose a replica, still at or above min ISR
+
+    @property
+    def destructive(self) -> bool:
+        return self.action.destructive
+
+    def lines(self, session_timeout_ms: int | None = 6000) -> list[str]:
+        """The blast radius in words, worst first (for the confirmation and the CLI)."""
+        if not self.destructive:
+            return [f"{self.action.value} broker {self.broker_id}: nothing is taken away."]
+        out = []
+        if self.goes_offline:
+            out.append(
+                f"{len(self.goes_offline)} partition(s) go OFFLINE (no other in-sync "
+                f"replica): {_few(self.goes_offline)}"
+            )
+        if self.below_min_isr:
+            out.append(
+                f"{len(self.below_min_isr)} partition(s) drop below min ISR, acks=all "
+                f"writes fail: {_few(self.below_min_isr)}"
+            )
+        if self.new_leader_needed:
+            out.append(
+                f"{len(self.new_leader_needed)} partition(s) lose their leader and elect "
+                f"another: {_few(self.new_leader_needed)}"
+            )
+        if self.under_replicated:
+            out.append(f"{len(self.under_replicated)} more partition(s) become under-replicated")
+        if self.is_controller:
+            out.append(f"broker {self.broker_id} is the active CONTROLLER: a new one is elected")
+        if self.action is not BrokerAction.STOP and session_timeout_ms:
+            out.append(
+                f"{self.action.value}: no controlled shutdown; ZooKeeper notices after its "
+                f"session times out (zookeeper.session.timeout.ms = {session_timeout_ms} ms), "
+                "until then its partitions do not answer"
+            )
+        if not out:
+            out.append(
+                f"broker {self.broker_id} hosts no partition replicas and is not the controller"
+            )
+        return out
+
+
+def _few(keys: tuple[str, ...], n: int = 4) -> str:
+    return ", ".join(keys[:n]) + (f" (+{len(keys) - n} more)" if len(keys) > n else "")
+
+
+def blast_radius(snap: ClusterSnapshot, action: BrokerAction, broker_id: int) -> Impact:
+    """What `action` on `broker_id` does to the partitions and the controller in `snap`."""
+    new_leader, offline, below, urp = [], [], [], []
+    if action.destructive:
+        for p in snap.partitions:
+            if broker_id not in p.replicas or snap.is_offline(p):
+                continue
+            others = [b for b in p.isr if b != broker_id]
+            in_isr = broker_id in p.isr
+            if p.leader == broker_id and not others:
+                offline.append(p.key)
+                continue
+            if p.leader == broker_id:
+                new_leader.append(p.key)
+            m = snap.min_isr(p.topic)
+            if in_isr and m is not None and len(others) < m:
+                below.append(p.key)
+            elif in_isr and p.leader != broker_id:
+                urp.append(p.key)
+    return Impact(
+        action,
+        broker_id,
+        snap.controller.id == broker_id,
+        tuple(new_leader),
+        tuple(offline),
+        tuple(below),
+        tuple(urp),
+    )

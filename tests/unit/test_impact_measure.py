@@ -1,0 +1,117 @@
+"""Blast radius from a snapshot, and drill measurements replayed from events."""
+
+from __future__ import annotations
+
+from kconsole.cluster.control import BrokerAction
+from kconsole.drills.measure import BrokerConfig, measure
+from kconsole.impact import blast_radius
+from kconsole.models import Broker, ClusterSnapshot, Controller, Partition, Topic
+from kconsole.timeline import Event, EventKind
+from tests.unit.snapshots import load
+
+
+class TestBlastRadius:
+    def test_controller_stop_on_healthy_cluster(self) -> None:
+        snap = load("healthy")
+        ctl = snap.controller.id
+        assert ctl is not None
+        imp = blast_radius(snap, BrokerAction.STOP, ctl)
+        assert imp.is_controller
+        led = {p.key for p in snap.partitions if p.leader == ctl and len(p.isr) > 1}
+        assert set(imp.new_leader_needed) == led
+        # audit-log has one replica per partition: the one on this broker goes offline
+        assert set(imp.goes_offline) == {p.key for p in snap.partitions if p.replicas == (ctl,)}
+        assert not imp.below_min_isr  # RF 3, min ISR 2: one broker down is still fine
+        assert any("CONTROLLER" in line for line in imp.lines())
+
+    def test_second_broker_down_drops_below_min_isr(self) -> None:
+        snap = load("broker_down")
+        up = [b.id for b in snap.brokers if b.state.value == "up"]
+        imp = blast_radius(snap, BrokerAction.KILL, up[0])
+        rf3 = [p for p in snap.partitions if p.topic == "test-topic"]
+        assert {p.key for p in rf3} <= set(imp.below_min_isr) | set(imp.goes_offline)
+        assert any("session" in line for line in imp.lines())  # kill: noticed on expiry
+
+    def test_resume_takes_nothing_away(self) -> None:
+        imp = blast_radius(load("healthy"), BrokerAction.RESUME, 1)
+        assert not (imp.new_leader_needed or imp.goes_offline or imp.below_min_isr)
+        assert "nothing is taken away" in imp.lines()[0]
+
+
+def _before() -> ClusterSnapshot:
+    return ClusterSnapshot(
+        taken_at=100.0,
+        brokers=(Broker(1, "h", 1), Broker(2, "h", 2), Broker(3, "h", 3)),
+        controller=Controller(1, 3),
+        partitions=(
+            Partition("t", 0, 1, (1, 2, 3), (1, 2, 3)),
+            Partition("t", 1, 2, (2, 3, 1), (2, 3, 1)),
+        ),
+        topics=(Topic("t", False, 2),),
+    )
+
+
+def _ev(ts: float, kind: EventKind, **kw: object) -> Event:
+    return Event(ts, kind, kind.value, **kw)  # type: ignore[arg-type]
+
+
+def test_measure_controller_kill_and_restore() -> None:
+    fault = _ev(200.0, EventKind.ACTION, broker=1, new="kill")
+    restore = _ev(220.0, EventKind.ACTION, broker=1, new="start")
+    events = [
+        fault,
+        _ev(206.1, EventKind.BROKER_LEFT, broker=1),
+        _ev(206.2, EventKind.CONTROLLER_CHANGED, broker=3, old=1, new=3),
+        _ev(206.4, EventKind.LEADER_CHANGED, topic="t", partition=0, old=1, new=2),
+        _ev(206.4, EventKind.ISR_SHRANK, topic="t", partition=0, old=[1, 2, 3], new=[2, 3]),
+        _ev(206.5, EventKind.ISR_SHRANK, topic="t", partition=1, old=[2, 3, 1], new=[2, 3]),
+        restore,
+        _ev(224.0, EventKind.BROKER_JOINED, broker=1),
+        _ev(225.0, EventKind.ISR_EXPANDED, topic="t", partition=1, old=[2, 3], new=[2, 3, 1]),
+        _ev(226.0, EventKind.ISR_EXPANDED, topic="t", partition=0, old=[2, 3], new=[2, 3, 1]),
+        _ev(250.0, EventKind.LEADER_CHANGED, topic="t", partition=0, old=2, new=1),
+    ]
+    m = {
+        x.name: x
+        for x in measure(
+            _before(),
+            events,
+            fault=fault,
+            target=1,
+            restore=restore,
+            config=BrokerConfig(6000, 10000, 30),
+        )
+    }
+    assert round(m["fault -> broker gone from ZooKeeper"].seconds or 0, 3) == 6.1
+    assert "6 s" in m["fault -> broker gone from ZooKeeper"].predicted
+    assert round(m["fault -> new controller"].seconds or 0, 3) == 6.2
+    assert round(m["fault -> every partition it led (1) has a leader again"].seconds or 0, 3) == 6.4
+    assert round(m["fault -> out of every ISR it was in (2)"].seconds or 0, 3) == 6.5
+    assert m["restore -> broker registered again"].seconds == 4.0
+    assert m["restore -> ISR fully restored"].seconds == 6.0
+    assert m["restore -> preferred leaders back"].seconds == 30.0
+
+
+def test_measure_reports_what_did_not_happen() -> None:
+    fault = _ev(200.0, EventKind.ACTION, broker=2, new="pause")
+    m = {x.name: x for x in measure(_before(), [fault], fault=fault, target=2)}
+    assert m["fault -> broker gone from ZooKeeper"].seconds is None
+    assert "fault -> new controller" not in m  # broker 2 was not the controller
+    led = m["fault -> every partition it led (1) has a leader again"]
+    assert led.seconds is None and "without a new leader" in led.note
+
+
+def test_pause_prediction_prefers_the_shorter_timeout() -> None:
+    fault = _ev(200.0, EventKind.ACTION, broker=3, new="pause")
+    short_lag = BrokerConfig(session_timeout_ms=20000, replica_lag_time_max_ms=10000)
+    m = {x.name: x for x in measure(_before(), [fault], fault=fault, target=3, config=short_lag)}
+    assert "replica.lag.time.max.ms" in m["fault -> out of every ISR it was in (2)"].predicted
+    m = {x.name: x for x in measure(_before(), [fault], fault=fault, target=3)}
+    assert "session expiry" in m["fault -> out of every ISR it was in (2)"].predicted
+
+
+def test_broker_config_from_describe_configs() -> None:
+    cfg = BrokerConfig.from_configs(
+        {"zookeeper.session.timeout.ms": "6000", "replica.lag.time.max.ms": "bogus"}
+    )
+    assert cfg.session_timeout_ms == 6000 and cfg.replica_lag_time_max_ms == 30000
