@@ -31,6 +31,15 @@ class Commands:
 
     control: BrokerControl | None
     read_only: bool = False
+    control_reason: str = ""  # why `control` is None, shown where actions are disabled
+
+    def broker_actions_available(self) -> tuple[bool, str]:
+        """(available, reason) for broker actions, for disabling keys with a clear reason."""
+        if self.read_only:
+            return False, "read-only mode"
+        if self.control is None:
+            return False, self.control_reason or "no broker control backend"
+        return True, ""
 
     def broker(self, action: BrokerAction, broker_id: int, confirm: Confirm | None) -> str:
         """Run a broker action. Destructive ones need `confirm(prompt, expected_answer)`."""
@@ -38,8 +47,11 @@ class Commands:
             raise ReadOnlyError(f"read-only mode: refusing to {action.value} broker {broker_id}")
         if self.control is None:
             raise ClusterError(
-                "broker control is not available: kconsole did not start this cluster and no "
-                "docker compose project was found"
+                "broker control is not available: "
+                + (
+                    self.control_reason
+                    or "kconsole did not start this cluster and no docker compose project was found"
+                )
             )
         if action.destructive:
             prompt = f"{action.value} broker {broker_id}? Type the broker id to confirm"
