@@ -12,7 +12,7 @@ import click
 
 from kconsole import __version__, paths
 from kconsole.cluster import jars
-from kconsole.cluster.control import BrokerAction, LocalBrokerControl
+from kconsole.cluster.control import BrokerAction, BrokerControl, LocalBrokerControl
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.local import (
     ClusterStatus,
@@ -122,19 +122,11 @@ def main(
         _run_console(settings)
 
 
-def _local_backend(settings: Settings) -> LocalCluster | None:
-    """The local cluster, when the settings point at it and kconsole started it."""
-    if settings.backend in ("none", "docker"):
-        return None
-    try:
-        local = LocalCluster(settings.cluster_dir)
-    except ClusterError:
-        return None
-    if settings.backend == "local":
-        return local
-    if local.spec_file.exists() and local.spec.bootstrap == settings.bootstrap:
-        return local
-    return None
+def _backend(settings: Settings) -> tuple[BrokerControl | None, str]:
+    """The broker control for these settings (local cluster, docker compose) or why none."""
+    from kconsole.cluster.backends import choose_backend
+
+    return choose_backend(settings)
 
 
 def _run_console(settings: Settings) -> None:
@@ -151,14 +143,15 @@ def _run_console(settings: Settings) -> None:
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
 
-    local = _local_backend(settings)
-    control = LocalBrokerControl(local) if local is not None else None
+    control, reason = _backend(settings)
     observer = ClusterObserver(settings, proc_states=control.states if control else None)
     from kconsole.ui.app import make_app
 
     app = make_app(
         observer,
-        commands=Commands(control, read_only=settings.read_only),
+        commands=Commands(
+            control, read_only=settings.read_only, control_reason="" if control else reason
+        ),
         refresh_s=settings.refresh_s,
         group_refresh_s=settings.group_refresh_s,
     )
@@ -174,8 +167,7 @@ def describe(ctx: click.Context, as_json: bool) -> None:
     from kconsole.observer import ClusterObserver
 
     settings: Settings = ctx.obj["settings"]
-    local = _local_backend(settings)
-    control = LocalBrokerControl(local) if local is not None else None
+    control, _reason = _backend(settings)
     snap = ClusterObserver(settings, proc_states=control.states if control else None).read_once()
     if as_json:
         click.echo(snap.to_json(indent=2, default=str))
