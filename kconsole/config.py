@@ -181,6 +181,9 @@ def load_settings(
         if var in env:
             settings = replace(settings, **{attr: env[var]})  # type: ignore[arg-type]
             sources.append(var)
+    if env.get("KCONSOLE_CLUSTER_DIR"):
+        settings = replace(settings, cluster_dir=Path(env["KCONSOLE_CLUSTER_DIR"]))
+        sources.append("KCONSOLE_CLUSTER_DIR")
     if env.get("KCONSOLE_READ_ONLY", "").lower() in ("1", "true", "yes"):
         settings = replace(settings, read_only=True)
     flags: dict[str, Any] = {}

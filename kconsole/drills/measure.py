@@ -116,7 +116,8 @@ def measure(
         Measurement(
             "fault -> broker gone from ZooKeeper",
             gone,
-            "at exit, < 1 s (controlled shutdown deregisters it)"
+            "when it has shut down: its session closes last, after controlled shutdown and "
+            "the log flush (about a second; longer for the controller or on a busy machine)"
             if graceful
             else f"~{cfg.session_timeout_ms / 1000:.0f} s: when its session expires ({session})",
         )

@@ -1,0 +1,174 @@
+"""The verifying consumer: read a run's messages back without touching any consumer group.
+
+Partitions are assigned explicitly (no subscribe, so no JoinGroup and no rebalance of anyone's
+group) and offsets are never committed. librdkafka insists on a group.id for a Consumer, so a
+unique throw-away one is set; with assign() and no commits it never exists on the broker.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+
+from kconsole.config import Settings
+from kconsole.drills.audit import Consumed
+from kconsole.drills.workload import RDKAFKA_LOG, client_config
+
+
+@dataclass(frozen=True)
+class ReadBack:
+    """The records of one run read from a topic, and whether the read got to the end."""
+
+    records: tuple[Consumed, ...]
+    complete: bool  # every partition read to its high watermark (and `until` all seen)
+    unfinished: tuple[int, ...]  # partitions short of their high watermark at the deadline
+    missing_until: int  # (key, seq) of `until` not seen at the deadline
+    high_watermarks: dict[int, int]
+    other: int  # messages of other runs or not ours at all, skipped
+    elapsed_s: float
+
+
+def verifier_config(settings_or_config: Settings | Mapping[str, Any]) -> dict[str, Any]:
+    """Consumer properties that can never join, rebalance or commit for a real group."""
+    conf = client_config(settings_or_config)
+    conf.update(
+        {
+            "logger": RDKAFKA_LOG,
+            "group.id": f"kconsole-verify-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": "earliest",
+            "enable.partition.eof": False,
+        }
+    )
+    return conf
+
+
+def partitions_of(consumer: Consumer, topic: str, timeout_s: float) -> list[int]:
+    md = consumer.list_topics(topic, timeout=timeout_s)
+    t = md.topics.get(topic)
+    if t is None or (t.error is not None and not t.partitions):
+        raise KafkaException(
+            t.error if t is not None else KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)
+        )
+    return sorted(t.partitions)
+
+
+def end_offsets(
+    settings_or_config: Settings | Mapping[str, Any], topic: str, *, timeout_s: float = 10.0
+) -> dict[int, int]:
+    """Every partition's high watermark now: capture it before a workload starts."""
+    consumer = Consumer(verifier_config(settings_or_config))
+    try:
+        return {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)[1]
+            for p in partitions_of(consumer, topic, timeout_s)
+        }
+    finally:
+        consumer.close()
+
+
+def read_back(
+    settings_or_config: Settings | Mapping[str, Any],
+    topic: str,
+    run_id: str,
+    *,
+    start_offsets: Mapping[int, int] | None = None,
+    timeout_s: float = 30.0,
+    until: set[tuple[str, int]] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> ReadBack:
+    """Read every partition from `start_offsets` (or the beginning) to its high watermark.
+
+    With `until`, keep reading (re-asking for the watermarks) until each of those (key, seq)
+    has been seen: after a leader change the new leader's high watermark can lag for a moment,
+    so an acked record may not be readable yet. Ends at the deadline either way.
+    """
+    started = clock()
+    deadline = started + timeout_s
+    consumer = Consumer(verifier_config(settings_or_config))
+    records: list[Consumed] = []
+    other = 0
+    wanted = set(until or ())
+    try:
+        parts = partitions_of(consumer, topic, max(1.0, timeout_s / 3))
+        starts = dict(start_offsets or {})
+        consumer.assign([TopicPartition(topic, p, starts.get(p, OFFSET_BEGINNING)) for p in parts])
+        next_offset = {p: starts.get(p, 0) for p in parts}
+        targets = _watermarks(consumer, topic, parts, deadline, clock)
+        asked_at = clock()
+        while True:
+            # A partition whose watermark is not known yet counts as behind.
+            behind = [p for p in parts if next_offset[p] < targets.get(p, next_offset[p] + 1)]
+            if (not behind and not wanted) or clock() >= deadline:
+                break
+            if (not behind or len(targets) < len(parts)) and clock() - asked_at >= 0.5:
+                # At the end (or an end unknown) with `until` not all seen: the end may move.
+                targets.update(_watermarks(consumer, topic, parts, deadline, clock))
+                asked_at = clock()
+            for msg in consumer.consume(num_messages=500, timeout=0.2):
+                if msg.error() is not None:
+                    continue  # transient (leader moving); librdkafka keeps fetching
+                p, off = msg.partition(), msg.offset()
+                if p is None or off is None:
+                    continue
+                next_offset[p] = max(next_offset[p], off + 1)
+                rec = _parse(msg.value(), run_id, p, off)
+                if rec is None:
+                    other += 1
+                    continue
+                records.append(rec)
+                wanted.discard((rec.key, rec.seq))
+    finally:
+        consumer.close()
+    unfinished = tuple(p for p in parts if next_offset[p] < targets.get(p, next_offset[p] + 1))
+    return ReadBack(
+        records=tuple(records),
+        complete=not unfinished and not wanted,
+        unfinished=unfinished,
+        missing_until=len(wanted),
+        high_watermarks=dict(targets),
+        other=other,
+        elapsed_s=clock() - started,
+    )
+
+
+def _watermarks(
+    consumer: Consumer,
+    topic: str,
+    parts: list[int],
+    deadline: float,
+    clock: Callable[[], float],
+) -> dict[int, int]:
+    """High watermark per partition (from each leader); one that does not answer is left out
+    (the caller asks again)."""
+    out = {}
+    for p in parts:
+        left = deadline - clock()
+        if left <= 0:
+            break
+        try:
+            out[p] = consumer.get_watermark_offsets(
+                TopicPartition(topic, p), timeout=min(left, 5.0)
+            )[1]
+        except KafkaException:
+            continue
+    return out
+
+
+def _parse(value: bytes | str | None, run_id: str, partition: int, offset: int) -> Consumed | None:
+    if value is None:
+        return None
+    try:
+        data = json.loads(value)
+        if data.get("run") != run_id:
+            return None
+        return Consumed(str(data["key"]), int(data["seq"]), partition, offset)
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None

@@ -1,0 +1,172 @@
+"""Whole drills against the real cluster: stop, kill and pause of the controller and of a
+partition leader, each restored. The timeline has the expected events in order, durations are
+plausible against the configuration, and with acks=all and min.insync.replicas=2 no
+acknowledged message is lost."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from kazoo.client import KazooClient
+
+from kconsole.cli import main as cli
+from kconsole.cluster.control import LocalBrokerControl
+from kconsole.cluster.local import LocalCluster
+from kconsole.drills.runner import DrillReport, DrillRunner, DrillSpec
+from kconsole.timeline import EventKind
+from tests.integration.conftest import restore
+from tests.integration.test_observer import settings_for
+
+pytestmark = pytest.mark.integration
+
+SESSION_S = 6.0  # zookeeper.session.timeout.ms of the test cluster
+
+
+def run(cluster: LocalCluster, fault: str, target: str, restore_after: float) -> DrillReport:
+    spec = DrillSpec(
+        fault=fault,
+        target=target,
+        acks="all",
+        duration_s=6,
+        restore_after_s=restore_after,
+        settle_timeout_s=90,
+        wait_preferred=False,
+        rate=150,
+        warmup_s=1.5,
+    )
+    return DrillRunner(settings_for(cluster), LocalBrokerControl(cluster), spec).run()
+
+
+def seconds(report: DrillReport, prefix: str) -> float | None:
+    return next(m.seconds for m in report.measurements if m.name.startswith(prefix))
+
+
+def check_common(report: DrillReport) -> list[EventKind]:
+    """No acked loss; fault < left < restore < joined for the target; settled."""
+    assert report.ok, report.audit.markdown()
+    assert report.audit.acked > 100
+    assert report.settled
+    target = report.target_broker
+    order = [(e.kind, e.broker) for e in report.events]
+    actions = [i for i, e in enumerate(report.events) if e.kind is EventKind.ACTION]
+    assert len(actions) == 2
+    left = order.index((EventKind.BROKER_LEFT, target))
+    joined = order.index((EventKind.BROKER_JOINED, target))
+    assert actions[0] < left < actions[1] < joined
+    assert all(m.seconds is None or m.seconds >= 0 for m in report.measurements)
+    return [k for k, _ in order]
+
+
+@pytest.mark.parametrize("target", ["controller", "leader:test-topic/1"])
+def test_stop(healthy: LocalCluster, zk: KazooClient, target: str) -> None:
+    try:
+        report = run(healthy, "stop", target, restore_after=3)
+        kinds = check_common(report)
+        assert (seconds(report, "fault -> every partition it led") or 0) < 5  # controlled
+        assert (seconds(report, "fault -> broker gone") or 99) < 15
+        if report.was_controller:
+            assert EventKind.CONTROLLER_CHANGED in kinds
+            assert (seconds(report, "fault -> new controller") or 99) < 15
+    finally:
+        restore(healthy, zk)
+
+
+@pytest.mark.parametrize("target", ["controller", "leader:test-topic/2"])
+def test_kill(healthy: LocalCluster, zk: KazooClient, target: str) -> None:
+    try:
+        report = run(healthy, "kill", target, restore_after=SESSION_S + 4)
+        check_common(report)
+        gone = seconds(report, "fault -> broker gone")
+        assert gone is not None and SESSION_S * 0.5 < gone < SESSION_S * 4  # session expiry
+        led = seconds(report, "fault -> every partition it led")
+        assert led is not None and led >= gone - 0.5  # no leader moves before it is noticed
+        if report.was_controller:
+            assert (seconds(report, "fault -> new controller") or 0) >= gone - 0.5
+    finally:
+        restore(healthy, zk)
+
+
+@pytest.mark.parametrize("target", ["controller", "leader:test-topic/3"])
+def test_pause(healthy: LocalCluster, zk: KazooClient, target: str) -> None:
+    try:
+        report = run(healthy, "pause", target, restore_after=SESSION_S + 4)
+        kinds = check_common(report)
+        gone = seconds(report, "fault -> broker gone")
+        assert gone is not None and SESSION_S * 0.5 < gone < SESSION_S * 4
+        assert EventKind.ISR_SHRANK in kinds
+        # the local backend reports the frozen process before ZooKeeper notices anything
+        paused = [
+            e for e in report.events if e.kind is EventKind.BROKER_STATE and e.new == "paused"
+        ]
+        assert paused and paused[0].ts - report.fault_at < gone
+    finally:
+        restore(healthy, zk)
+
+
+def test_cli_drill_writes_reports_and_exit_code(
+    healthy: LocalCluster, zk: KazooClient, tmp_path: Path
+) -> None:
+    """`kconsole drill run` writes the JSON report and the Markdown summary; exit 0 = no loss."""
+    out = tmp_path / "r" / "drill.json"
+    try:
+        res = CliRunner().invoke(
+            cli,
+            [
+                "--bootstrap",
+                healthy.spec.bootstrap,
+                "--zookeeper",
+                healthy.spec.zk_connect,
+                "--backend",
+                "local",
+                "drill",
+                "run",
+                "--fault",
+                "stop",
+                "--target",
+                "broker:2",
+                "--duration",
+                "5",
+                "--restore-after",
+                "2",
+                "--no-wait-preferred",
+                "--report",
+                str(out),
+            ],
+            env={"KCONSOLE_CLUSTER_DIR": str(healthy.state_dir)},
+        )
+    finally:
+        restore(healthy, zk)
+    assert res.exit_code == 0, res.output
+    data = json.loads(out.read_text())
+    assert data["ok"] is True and data["target_broker"] == 2
+    assert data["audit"]["acked"] > 0
+    assert "no acknowledged message was lost" in out.with_suffix(".md").read_text()
+
+
+def test_cli_drill_bad_target(healthy: LocalCluster, tmp_path: Path) -> None:
+    res = CliRunner().invoke(
+        cli,
+        [
+            "--bootstrap",
+            healthy.spec.bootstrap,
+            "--zookeeper",
+            healthy.spec.zk_connect,
+            "--backend",
+            "local",
+            "drill",
+            "run",
+            "--fault",
+            "kill",
+            "--target",
+            "leader:nope/0",
+            "--report",
+            str(tmp_path / "x.json"),
+        ],
+        env={"KCONSOLE_CLUSTER_DIR": str(healthy.state_dir)},
+    )
+    assert res.exit_code == 1
+    assert "partition nope/0 does not exist" in res.output
+    assert not (tmp_path / "x.json").exists()

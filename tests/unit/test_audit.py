@@ -1,0 +1,234 @@
+"""The acked-loss checker on hand-made timelines: it must catch loss, duplicates and reordering
+exactly, and say what acks=0 and unknown outcomes do and do not prove."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from kconsole.drills.audit import (
+    PAGE_CACHE_NOTE,
+    Acked,
+    AuditResult,
+    Consumed,
+    Duplicate,
+    Failed,
+    Lost,
+    Moved,
+    OrderViolation,
+    Pending,
+    Window,
+    check,
+    longest_gap,
+)
+from kconsole.drills.workload import Workload
+from tests.waiting import wait_until
+
+
+def acked(key: str, seq: int, partition: int, offset: int, at: float) -> Acked:
+    return Acked(key, seq, partition, offset, sent_at=at - 0.01, acked_at=at)
+
+
+def read(key: str, seq: int, partition: int, offset: int) -> Consumed:
+    return Consumed(key, seq, partition, offset)
+
+
+def clean_run() -> tuple[list[Acked], list[Consumed]]:
+    """k0 on partition 0 and k1 on partition 1, three messages each, acked once a second."""
+    a = [acked(k, s, p, s, at=1.0 + s) for k, p in (("k0", 0), ("k1", 1)) for s in range(3)]
+    return a, [read(x.key, x.seq, x.partition, x.offset) for x in a]
+
+
+class TestCleanRun:
+    def test_everything_read_back_once_is_ok(self) -> None:
+        """A run where every acked record is read once, in order, passes."""
+        a, c = clean_run()
+        r = check(a, [], c, send_times=(0.5, 3.5))
+        assert r.ok
+        assert (r.acked, r.read_back, r.consumed) == (6, 6, 6)
+        assert r.lost == r.duplicates == r.order_violations == r.moved == ()
+        assert r.failed_by_code == {} and r.unknown == 0 and r.unaccounted == 0
+        assert "**OK:** all 6 acknowledged messages were read back." in r.markdown()
+
+    def test_overlapping_reads_of_one_offset_are_not_duplicates(self) -> None:
+        """Reading the same (partition, offset) twice is the reader, not the log."""
+        a, c = clean_run()
+        r = check(a, [], c + c[:2], send_times=(0.5, 3.5))
+        assert r.duplicates == () and r.order_violations == () and r.consumed == 6
+
+
+class TestLossDuplicatesOrder:
+    def run(self) -> AuditResult:
+        a, c = clean_run()
+        # Loss: k0 seq 1 (acked at partition 0 offset 1) was never read.
+        c = [x for x in c if (x.key, x.seq) != ("k0", 1)]
+        # Duplicate: k1 seq 2 stored again at offset 3, right after itself (no reordering).
+        c.append(read("k1", 2, 1, 3))
+        # Order violation: k2 seq 0 stored after seq 1 on partition 2.
+        a += [acked("k2", 0, 2, 1, at=1.5), acked("k2", 1, 2, 0, at=1.6)]
+        c += [read("k2", 1, 2, 0), read("k2", 0, 2, 1)]
+        return check(a, [], c, send_times=(0.5, 3.5))
+
+    def test_gap_is_reported_exactly(self) -> None:
+        """The acked-but-unread record is reported with its acked partition and offset."""
+        r = self.run()
+        assert not r.ok
+        assert r.lost == (Lost("k0", 1, 0, 1),)
+        assert r.acked == 8 and r.read_back == 7
+
+    def test_duplicate_is_reported_exactly(self) -> None:
+        r = self.run()
+        assert r.duplicates == (Duplicate("k1", 2, ((1, 2), (1, 3))),)
+
+    def test_order_violation_is_reported_exactly(self) -> None:
+        r = self.run()
+        assert r.order_violations == (OrderViolation("k2", 2, 1, 0, after_seq=1, after_offset=0),)
+
+    def test_markdown_says_loss_and_lists_it(self) -> None:
+        md = self.run().markdown()
+        assert "**LOSS:** 1 of 8 acknowledged messages were never read back." in md
+        assert "- key=k0, seq=1, partition=0, offset=1" in md
+        assert PAGE_CACHE_NOTE in md
+
+    def test_to_dict_is_json(self) -> None:
+        d = json.loads(json.dumps(self.run().to_dict()))
+        assert d["ok"] is False
+        assert d["lost"] == [{"key": "k0", "seq": 1, "partition": 0, "offset": 1}]
+        assert d["duplicates"][0]["positions"] == [[1, 2], [1, 3]]
+        w = d["longest_no_success"]
+        assert (w["start"], w["end"], w["seconds"], w["from_start_s"]) == (2.0, 3.0, 1.0, 1.5)
+
+    def test_duplicate_that_went_back_is_also_an_order_violation(self) -> None:
+        """Without idempotence a retry can land after a later seq: both findings."""
+        a = [acked("k0", 0, 0, 0, 1.0), acked("k0", 1, 0, 1, 1.1)]
+        c = [read("k0", 0, 0, 0), read("k0", 1, 0, 1), read("k0", 0, 0, 2)]
+        r = check(a, [], c, send_times=(0.0, 2.0))
+        assert r.duplicates == (Duplicate("k0", 0, ((0, 0), (0, 2))),)
+        assert r.order_violations == (OrderViolation("k0", 0, 2, 0, 1, 1),)
+        assert r.ok
+
+    def test_acked_position_that_did_not_hold(self) -> None:
+        """Read back, but only at another offset than the one acked: moved, not lost."""
+        a = [acked("k0", 0, 0, 5, 1.0)]
+        r = check(a, [], [read("k0", 0, 0, 7)], send_times=(0.0, 2.0))
+        assert r.ok and r.moved == (Moved("k0", 0, (0, 5), ((0, 7),)),)
+
+
+class TestNoSuccessWindow:
+    def test_largest_gap_between_acks(self) -> None:
+        """Acks at 1, 2, 2.5, 7, 8 while sending from 0.5 to 9: the outage is 2.5 -> 7."""
+        assert longest_gap([2.0, 1.0, 2.5, 7.0, 8.0], (0.5, 9.0)) == Window(2.5, 7.0)
+        assert Window(2.5, 7.0).seconds == pytest.approx(4.5)
+
+    def test_edges_count(self) -> None:
+        """Nothing succeeded after the last ack until sending stopped; same before the first."""
+        assert longest_gap([1.0, 1.5], (0.5, 9.0)) == Window(1.5, 9.0)
+        assert longest_gap([8.0, 8.5], (0.5, 9.0)) == Window(0.5, 8.0)
+
+    def test_no_success_at_all_is_the_whole_run(self) -> None:
+        assert longest_gap([], (0.5, 9.0)) == Window(0.5, 9.0)
+
+    def test_send_times_may_be_every_send(self) -> None:
+        """Any sequence of send times works: min and max are the edges."""
+        assert longest_gap([4.0], [3.0, 1.0, 6.0, 2.0]) == Window(1.0, 4.0)
+
+    def test_through_check_and_markdown(self) -> None:
+        a = [acked("k0", i, 0, i, at=t) for i, t in enumerate([1.0, 2.0, 2.5, 7.0, 8.0])]
+        c = [read(x.key, x.seq, 0, x.offset) for x in a]
+        r = check(a, [], c, send_times=(0.5, 9.0))
+        assert r.longest_no_success == Window(2.5, 7.0)
+        assert "4.50 s (+2.00 s to +6.50 s)" in r.markdown()
+
+
+class TestFailuresAndUnknown:
+    def test_failures_grouped_by_code(self) -> None:
+        """Failed sends are counted per KafkaError name; one that is in the log anyway is noted."""
+        f = [
+            Failed("k0", 1, "NOT_ENOUGH_REPLICAS", 0, 1.0, 1.1),
+            Failed("k0", 2, "NOT_ENOUGH_REPLICAS", 0, 1.2, 1.3),
+            Failed("k1", 1, "_MSG_TIMED_OUT", None, 1.0, 31.0),
+            Failed("k1", 2, "REQUEST_TIMED_OUT", 1, 1.4, 31.4),
+        ]
+        a = [acked("k0", 0, 0, 0, 0.9), acked("k1", 0, 1, 0, 0.9)]
+        c = [read("k0", 0, 0, 0), read("k1", 0, 1, 0), read("k1", 1, 1, 1)]
+        r = check(a, f, c, send_times=(0.5, 2.0))
+        assert r.failed_by_code == {
+            "NOT_ENOUGH_REPLICAS": 2,
+            "REQUEST_TIMED_OUT": 1,
+            "_MSG_TIMED_OUT": 1,
+        }
+        assert r.failed == 4 and r.failed_read_back == 1 and r.ok and r.unaccounted == 0
+        assert "4 (NOT_ENOUGH_REPLICAS 2, REQUEST_TIMED_OUT 1, _MSG_TIMED_OUT 1)" in r.markdown()
+
+    def test_unknown_outcome_is_never_acked(self) -> None:
+        """Sends without a report are counted apart; missing ones are not called lost."""
+        a = [acked("k0", 0, 0, 0, 1.0)]
+        u = [Pending("k0", 1, 1.5), Pending("k0", 2, 1.6)]
+        c = [read("k0", 0, 0, 0), read("k0", 1, 0, 1)]
+        r = check(a, [], c, send_times=(0.5, 2.0), unknown=u)
+        assert r.ok and r.acked == 1 and r.unknown == 2 and r.unknown_read_back == 1
+        assert any("never as acknowledged" in n for n in r.notes)
+
+    def test_records_nobody_sent_are_unaccounted(self) -> None:
+        r = check([], [], [read("k9", 0, 0, 0)], send_times=(0.0, 1.0))
+        assert r.unaccounted == 1
+
+
+class TestAcksZero:
+    def run(self) -> AuditResult:
+        a = [acked("k0", s, 0, -1, at=1.0 + s) for s in range(3)]
+        return check(
+            a, [], [read("k0", 0, 0, 10), read("k0", 2, 0, 11)], send_times=(0.5, 3.5), acks="0"
+        )
+
+    def test_missing_is_unconfirmed_not_lost(self) -> None:
+        """With acks=0 nothing was promised: a missing message is not an acked loss."""
+        r = self.run()
+        assert not r.acknowledged and r.ok
+        assert r.lost == ()
+        assert r.unconfirmed_missing == (Lost("k0", 1, 0, -1),)
+        assert r.moved == ()  # offset -1 is "no position", not a position that moved
+
+    def test_markdown_says_sends_are_not_acknowledged(self) -> None:
+        md = self.run().markdown()
+        assert "acks=0: sends are not acknowledged" in md
+        assert "sent (not acknowledged) | 3 |" in md
+        assert "**No verdict on loss:**" in md and "**OK:**" not in md
+        assert PAGE_CACHE_NOTE in md
+
+    def test_bad_acks_value(self) -> None:
+        with pytest.raises(ValueError):
+            check([], [], [], send_times=(0.0, 1.0), acks="2")  # type: ignore[arg-type]
+
+
+class TestWorkloadWithoutBroker:
+    def test_messages_without_report_are_unknown_never_acked(self) -> None:
+        """Nothing listens: every sent message ends as unknown outcome after a bounded stop."""
+        wl = Workload({"bootstrap.servers": "127.0.0.1:9"}, "t", acks="all", rate=200, keys=4)
+        wl.start(ready_timeout_s=0.5)
+        wait_until(lambda: wl.counters().sent >= 20, 10, "20 sends")
+        res = wl.stop(flush_timeout_s=0.5)
+        assert res.finished and res.acked == () and res.failed == ()
+        assert res.sent >= 20 and len(res.unknown) == res.sent
+        seqs = sorted((u.key, u.seq) for u in res.unknown)
+        assert seqs[:2] == [("k0", 0), ("k0", 1)]
+        assert any("unknown outcome" in n for n in res.notes)
+        assert res.ready_s is None and any("not ready" in n for n in res.notes)
+
+    def test_bad_arguments(self) -> None:
+        with pytest.raises(ValueError):
+            Workload({}, "t", acks="2")  # type: ignore[arg-type]
+        with pytest.raises(ValueError):
+            Workload({}, "t", rate=0)
+
+
+def test_drills_never_import_textual() -> None:
+    code = (
+        "import sys, kconsole.drills.audit, kconsole.drills.workload, kconsole.drills.verify; "
+        "sys.exit(3 if 'textual' in sys.modules else 0)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr or "kconsole.drills imports textual"
