@@ -36,6 +36,13 @@ class Broker:
     rack: str | None = None
     state: BrokerState = BrokerState.UP
     registered_at: float | None = None  # from the registration's timestamp (epoch seconds)
+    # In ZooKeeper (or the metadata). Separate from `state`: a paused broker stays "paused"
+    # while its session expires and it drops out of the cluster.
+    registered: bool = True
+
+    @property
+    def in_cluster(self) -> bool:
+        return self.registered and self.state is not BrokerState.DOWN
 
     @property
     def address(self) -> str:

@@ -167,7 +167,7 @@ class SnapshotBuilder:
                 state = BrokerState.UP
             if self.proc_states.get(bid) is ProcState.PAUSED and bid not in present:
                 state = BrokerState.PAUSED
-            out.append(Broker(b.id, b.host, b.port, b.rack, state, b.registered_at))
+            out.append(Broker(b.id, b.host, b.port, b.rack, state, b.registered_at, bid in present))
         return tuple(out)
 
     def _controller(self, zk_ok: bool, now: float) -> Controller:
@@ -240,7 +240,10 @@ class ClusterObserver:
         if self.settings.zookeeper:
             self._zk = ZkWatcher(self.settings.zookeeper, self._zk_changed)
             self._zk.start()
-        for name, target in (("admin", self._admin_loop), ("groups", self._groups_loop)):
+        loops = [("admin", self._admin_loop), ("groups", self._groups_loop)]
+        if self.proc_states_fn is not None:
+            loops.append(("backend", self._backend_loop))
+        for name, target in loops:
             t = threading.Thread(target=target, name=f"kconsole-{name}", daemon=True)
             t.start()
             self._threads.append(t)
@@ -281,6 +284,7 @@ class ClusterObserver:
                 self._zk_changed(read_once(self.settings.zookeeper), "", publish=False)
             except Exception as exc:
                 self._zk_changed(None, f"ZooKeeper {self.settings.zookeeper}: {exc}", publish=False)
+        self._read_proc_states()
         reader = self._reader()
         self._poll_admin(reader, publish=False)
         self._poll_groups(reader, publish=False)
@@ -316,7 +320,6 @@ class ClusterObserver:
         except Exception as exc:  # a dead cluster must never stop the poller
             with self._lock:
                 self.builder.health[SourceName.ADMIN].failure(_describe(exc))
-        self._read_proc_states()
         if self._zk is not None and self._zk.connected:
             with self._lock:
                 zk = self.builder.health[SourceName.ZOOKEEPER]
@@ -337,16 +340,27 @@ class ClusterObserver:
         if publish:
             self._publish()
 
-    def _read_proc_states(self) -> None:
+    def _read_proc_states(self) -> bool:
+        """Read the backend's process states; True when they changed."""
         if self.proc_states_fn is None:
-            return
+            return False
         try:
             states = self.proc_states_fn()
         except Exception:
             log.debug("backend states", exc_info=True)
-            return
+            return False
         with self._lock:
+            changed = states != self.builder.proc_states
             self.builder.proc_states = states
+        return changed
+
+    def _backend_loop(self) -> None:
+        # Its own loop: an Admin poll can block for its whole timeout on a frozen broker, and
+        # "paused" must not wait for that.
+        while not self._stop.is_set():
+            if self._read_proc_states():
+                self._publish()
+            self._stop.wait(0.25)
 
     def _admin_loop(self) -> None:
         reader = self._reader()

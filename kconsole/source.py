@@ -4,7 +4,7 @@ them) to a callback. Textual-free, so the CLI, the drills and tests can implemen
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from kconsole.models import ClusterSnapshot
 from kconsole.timeline import Event
@@ -23,3 +23,12 @@ class Observer(Protocol):
 
     def refresh(self) -> None:
         """Ask for an immediate re-poll (returns at once; the result arrives via on_update)."""
+
+
+@runtime_checkable
+class EventRecorder(Protocol):
+    """An optional Observer capability: put an event of our own (a user action) on the
+    observer's timeline, delivered through `on_update` in order with the cluster's events."""
+
+    def record(self, event: Event) -> None:
+        """Record `event` and publish it with the current snapshot."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from kconsole.models import Broker, BrokerState, ClusterSnapshot, Partition
+from kconsole.models import BrokerState, ClusterSnapshot, Partition
 
 
 class EventKind(StrEnum):
@@ -60,10 +60,6 @@ class Event:
         return "info"
 
 
-def _present(b: Broker) -> bool:
-    return b.state is not BrokerState.DOWN
-
-
 def diff(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[Event]:
     """Events that explain how `old` became `new` (none for the first snapshot)."""
     if old is None:
@@ -75,13 +71,18 @@ def diff(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[Event]:
     new_b = {b.id: b for b in new.brokers}
     for bid in sorted(set(old_b) | set(new_b)):
         was, now = old_b.get(bid), new_b.get(bid)
-        was_in = was is not None and _present(was)
-        now_in = now is not None and _present(now)
+        was_in = was is not None and was.in_cluster
+        now_in = now is not None and now.in_cluster
         if was_in and not now_in:
             events.append(Event(ts, EventKind.BROKER_LEFT, f"broker {bid} left the cluster", bid))
         elif now_in and not was_in:
             events.append(Event(ts, EventKind.BROKER_JOINED, f"broker {bid} joined", bid))
-        elif was is not None and now is not None and was_in and was.state != now.state:
+        if (
+            was is not None
+            and now is not None
+            and was.state != now.state
+            and BrokerState.DOWN not in (was.state, now.state)
+        ):
             events.append(
                 Event(
                     ts,

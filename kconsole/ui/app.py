@@ -2,6 +2,9 @@
 
 One data path: observer thread -> SnapshotUpdated message -> apply_snapshot() on the app's loop
 -> reactives (snapshot, events, now) -> each widget's watcher re-syncs its rows by key.
+
+Broker actions go the other way: a key -> (the blast-radius confirmation) -> a thread worker
+that records an ACTION event and calls Commands -> BrokerActionDone -> a notification.
 """
 
 from __future__ import annotations
@@ -11,23 +14,37 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from functools import partial
+from pathlib import Path
 from typing import ClassVar
 
+from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.reactive import reactive
 from textual.screen import Screen
 
-from kconsole.models import ClusterSnapshot
-from kconsole.source import Observer
-from kconsole.timeline import Event
-from kconsole.ui.messages import SnapshotUpdated
+from kconsole import paths
+from kconsole.cluster.control import BrokerAction
+from kconsole.cluster.errors import ClusterError
+from kconsole.commands import Commands
+from kconsole.drills.measure import BrokerConfig, Measurement
+from kconsole.impact import blast_radius
+from kconsole.models import BrokerState, ClusterSnapshot
+from kconsole.source import EventRecorder, Observer
+from kconsole.timeline import Event, EventKind
+from kconsole.ui.drill import ActionRun, Drill, latest_drill
+from kconsole.ui.messages import BrokerActionDone, EventsLogged, SnapshotUpdated
 from kconsole.ui.rows import LoggedEvent
+from kconsole.ui.screens.actions import BrokerChooser, ConfirmBrokerAction
 from kconsole.ui.screens.help import HelpScreen
 from kconsole.ui.screens.main import MainScreen
 
 MAX_EVENTS = 500
 LAG_HISTORY = 60
+# The timeline keeps more than the events pane: one broker leaving a big cluster is an event
+# per partition, and a drill's measurements need all of them.
+TIMELINE_EVENTS = 5000
+ACTIONS_GROUP = "broker-actions"
 
 
 class KConsoleApp(App[None]):
@@ -52,11 +69,13 @@ class KConsoleApp(App[None]):
         self,
         observer: Observer | None,
         *,
-        commands: object | None = None,
+        commands: Commands | None = None,
         clock: Callable[[], float] = time.time,
         refresh_s: float = 1.0,
         group_refresh_s: float = 2.0,
         title: str = "kconsole",
+        broker_config: BrokerConfig | None = None,
+        export_dir: Path | None = None,
     ) -> None:
         super().__init__()
         self.observer = observer
@@ -65,8 +84,19 @@ class KConsoleApp(App[None]):
         self.refresh_s = refresh_s
         self.group_refresh_s = group_refresh_s
         self.title = title
+        self.broker_config = broker_config or BrokerConfig()
+        self._export_dir = export_dir
         self.lag_history: dict[str, deque[int]] = {}
+        self.timeline: deque[LoggedEvent] = deque(maxlen=TIMELINE_EVENTS)
+        """Every event in arrival order (the events pane shows the newest MAX_EVENTS)."""
+        self.actions: list[ActionRun] = []
+        """Broker actions started from the console, oldest first."""
         self._event_seq = 0
+
+    @property
+    def export_dir(self) -> Path:
+        """Where timelines are exported (resolved late: KCONSOLE_STATE_DIR may change)."""
+        return self._export_dir or paths.state_dir() / "timelines"
 
     def get_default_screen(self) -> Screen[None]:
         return MainScreen()
@@ -100,17 +130,25 @@ class KConsoleApp(App[None]):
         """Make `snapshot` the current state and log `events` (oldest first, as diff gives them)."""
         with self.batch_update():
             self._record_lag(snapshot)
-            new = list(events)
-            if new:
-                # Newest batch on top; within a batch keep diff's cause-then-effect order.
-                logged = []
-                for event in new:
-                    self._event_seq += 1
-                    logged.append(LoggedEvent(self._event_seq, event))
-                ordered = sorted(logged, key=lambda le: -le.event.ts)
-                self.events = (*ordered, *self.events)[:MAX_EVENTS]
+            self._log_events(events)
             self.now = self.clock()
             self.snapshot = snapshot
+
+    def on_events_logged(self, message: EventsLogged) -> None:
+        self._log_events(message.events)
+
+    def _log_events(self, events: Iterable[Event]) -> None:
+        new = list(events)
+        if not new:
+            return
+        # Newest batch on top; within a batch keep diff's cause-then-effect order.
+        logged = []
+        for event in new:
+            self._event_seq += 1
+            logged.append(LoggedEvent(self._event_seq, event))
+        self.timeline.extend(logged)
+        ordered = sorted(logged, key=lambda le: -le.event.ts)
+        self.events = (*ordered, *self.events)[:MAX_EVENTS]
 
     def _record_lag(self, snapshot: ClusterSnapshot) -> None:
         for group in snapshot.groups:
@@ -119,8 +157,162 @@ class KConsoleApp(App[None]):
                 history = self.lag_history.setdefault(group.group_id, deque(maxlen=LAG_HISTORY))
                 history.append(lag)
 
+    # -- broker actions -----------------------------------------------------------------------
+    def check_broker_action(self, action: str) -> bool | None:
+        """check_action for the broker keys wherever they are bound.
+
+        Without a command layer they are hidden; while Commands says no (read-only, no
+        backend) they are shown disabled, and the fallback binding on the same key says why.
+        """
+        if self.commands is None:
+            return False
+        available, _ = self.commands.broker_actions_available()
+        if action == "broker_actions_unavailable":
+            return not available  # never None: the fallback itself is never shown
+        return True if available else None
+
+    def action_broker_actions_unavailable(self) -> None:
+        """Say why the broker keys do nothing."""
+        if self.commands is not None:
+            _, reason = self.commands.broker_actions_available()
+            self.notify(
+                f"broker actions are unavailable: {reason}", severity="warning", markup=False
+            )
+
+    def pause_or_resume(self, broker_id: int) -> BrokerAction:
+        """Resume a broker the snapshot shows paused, pause any other."""
+        broker = self.snapshot.broker(broker_id) if self.snapshot else None
+        paused = broker is not None and broker.state is BrokerState.PAUSED
+        return BrokerAction.RESUME if paused else BrokerAction.PAUSE
+
+    def _role(self, broker_id: int) -> str:
+        snap = self.snapshot
+        return "controller" if snap is not None and snap.controller.id == broker_id else ""
+
+    def choose_broker_action(self, broker_id: int, role: str) -> None:
+        """Ask what to do to `broker_id` (picked by `role`), then do it."""
+        paused = self.pause_or_resume(broker_id) is BrokerAction.RESUME
+
+        def chosen(action: BrokerAction | None) -> None:
+            if action is not None:
+                self.request_broker_action(action, broker_id, role)
+
+        self.push_screen(BrokerChooser(broker_id, role, paused), chosen)
+
+    def request_broker_action(
+        self, action: BrokerAction, broker_id: int, role: str | None = None
+    ) -> None:
+        """Run `action` on `broker_id`; a destructive one only after its confirmation."""
+        if self.commands is None:
+            return
+        available, _ = self.commands.broker_actions_available()
+        if not available:
+            self.action_broker_actions_unavailable()
+            return
+        role = self._role(broker_id) if role is None else role
+        if not action.destructive:
+            self._start(action, broker_id, confirmed=False)
+            return
+        if self.snapshot is None:
+            self.notify("no snapshot of the cluster yet: nothing to confirm against")
+            return
+        impact = blast_radius(self.snapshot, action, broker_id)
+        lines = impact.lines(self.broker_config.session_timeout_ms)
+
+        def confirmed(ok: bool | None) -> None:
+            if ok:
+                self._start(action, broker_id, confirmed=True)
+
+        self.push_screen(ConfirmBrokerAction(action, broker_id, lines, role), confirmed)
+
+    def _start(self, action: BrokerAction, broker_id: int, *, confirmed: bool) -> None:
+        text = f"{action.value} broker {broker_id}"
+        event = Event(self.clock(), EventKind.ACTION, text, broker=broker_id, new=action.value)
+        # The snapshot just before the fault is what the drill's measurements replay over.
+        run = ActionRun(action, broker_id, event, self.snapshot)
+        self.actions.append(run)
+        self.notify(f"{text}…", timeout=3, markup=False)
+        self._run_action(run, confirmed)
+
+    @work(thread=True, exit_on_error=False, group=ACTIONS_GROUP)
+    def _run_action(self, run: ActionRun, confirmed: bool) -> None:
+        # A worker thread: no widgets, no reactives, only post_message.
+        commands = self.commands
+        assert commands is not None
+        self._record(run.event)
+
+        def confirm(_prompt: str, expected: str) -> bool:
+            # The user typed the id in ConfirmBrokerAction, which only returns True on a match.
+            return confirmed and expected == str(run.broker_id)
+
+        try:
+            outcome = commands.broker(run.action, run.broker_id, confirm)
+        except ClusterError as exc:
+            self.post_message(BrokerActionDone(run, False, exc.message))
+        except Exception as exc:  # a backend bug must not take the console down
+            self.post_message(BrokerActionDone(run, False, f"{type(exc).__name__}: {exc}"))
+        else:
+            self.post_message(BrokerActionDone(run, True, outcome))
+
+    def _record(self, event: Event) -> None:
+        """Put `event` on the timeline: through the observer when it records (so it is in
+        order with the cluster's events), else straight into the app. Any thread."""
+        if isinstance(self.observer, EventRecorder) and self.snapshot is not None:
+            try:
+                self.observer.record(event)
+                return
+            except Exception:
+                pass  # fall through: the event must not be lost
+        with contextlib.suppress(RuntimeError):
+            self.post_message(EventsLogged((event,)))
+
+    def on_broker_action_done(self, message: BrokerActionDone) -> None:
+        run = message.run
+        run.ok, run.outcome = message.ok, message.text
+        if message.ok:
+            hint = " · T shows the timeline" if run.action.destructive else ""
+            self.notify(message.text + hint, title=run.event.text, markup=False)
+        else:
+            self.notify(
+                message.text,
+                title=f"{run.event.text} failed",
+                severity="error",
+                timeout=10,
+                markup=False,
+            )
+            first = message.text.splitlines()[0] if message.text else "failed"
+            self._record(
+                Event(
+                    self.clock(),
+                    EventKind.ACTION,
+                    f"{run.event.text} failed: {first}",
+                    broker=run.broker_id,
+                    old=run.action.value,
+                )
+            )
+        if self.observer is not None:
+            self.observer.refresh()
+
+    # -- drills -------------------------------------------------------------------------------
+    def latest_drill(self) -> Drill | None:
+        """The latest stop / kill / pause from the console, with its restore if any."""
+        return latest_drill(self.actions)
+
+    def timeline_events(self) -> list[Event]:
+        """Every event kept, in arrival order."""
+        return [le.event for le in self.timeline]
+
+    def drill_measurements(self, drill: Drill | None = None) -> list[Measurement]:
+        """measure() over the latest drill (none without one)."""
+        drill = drill or self.latest_drill()
+        if drill is None:
+            return []
+        return drill.measurements(self.timeline_events(), self.broker_config)
+
     # -- actions ------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "broker_actions_unavailable":
+            return self.check_broker_action(action)
         if action == "refresh":
             return True if self.observer is not None else None  # shown, but dimmed
         return True
@@ -159,13 +351,20 @@ class KConsoleApp(App[None]):
 def make_app(
     observer: Observer | None,
     *,
-    commands: object | None = None,
+    commands: Commands | None = None,
     clock: Callable[[], float] = time.time,
     refresh_s: float = 1.0,
     group_refresh_s: float = 2.0,
     title: str = "kconsole",
+    broker_config: BrokerConfig | None = None,
+    export_dir: Path | None = None,
 ) -> KConsoleApp:
-    """The console app, reading from `observer` (None: wait for SnapshotUpdated messages)."""
+    """The console app, reading from `observer` (None: wait for SnapshotUpdated messages).
+
+    `commands` enables the broker keys; `broker_config` is what drill measurements are
+    predicted from (default: the local cluster's settings); timelines are exported to
+    `export_dir` (default: <state dir>/timelines).
+    """
     return KConsoleApp(
         observer,
         commands=commands,
@@ -173,4 +372,6 @@ def make_app(
         refresh_s=refresh_s,
         group_refresh_s=group_refresh_s,
         title=title,
+        broker_config=broker_config,
+        export_dir=export_dir,
     )

@@ -7,6 +7,7 @@ from textual.message import Message
 
 from kconsole.models import ClusterSnapshot
 from kconsole.timeline import Event
+from kconsole.ui.drill import ActionRun
 
 
 class SnapshotUpdated(Message):
@@ -27,3 +28,21 @@ class SnapshotUpdated(Message):
             message.events = self.events + message.events
             return True
         return False
+
+
+class EventsLogged(Message):
+    """Events of our own (a user action) for an app whose observer cannot record them."""
+
+    def __init__(self, events: tuple[Event, ...]) -> None:
+        super().__init__()
+        self.events = events
+
+
+class BrokerActionDone(Message):
+    """A broker action's outcome: the backend's description, or the error."""
+
+    def __init__(self, run: ActionRun, ok: bool, text: str) -> None:
+        super().__init__()
+        self.run = run
+        self.ok = ok
+        self.text = text

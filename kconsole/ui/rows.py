@@ -14,7 +14,7 @@ from rich.style import Style
 from rich.text import Text
 
 from kconsole.models import ClusterSnapshot, Group, GroupPartition, Partition
-from kconsole.timeline import Event
+from kconsole.timeline import Event, EventKind
 from kconsole.ui import format as fmt
 
 Rows = dict[str, list[Text]]
@@ -265,11 +265,12 @@ def event_rows(events: Iterable[LoggedEvent]) -> Rows:
     """One row per event, in the order given (the app keeps them newest first)."""
     rows: Rows = {}
     for le in events:
-        style = fmt.SEVERITY_STYLE.get(le.event.severity, fmt.PLAIN)
+        action = le.event.kind is EventKind.ACTION
+        style = fmt.ACTION if action else fmt.SEVERITY_STYLE.get(le.event.severity, fmt.PLAIN)
         key = str(le.seq)
         rows[key] = [
             KeyCell(fmt.clock_time(le.event.ts), fmt.DIM, row_key=key),
             fmt.cell(le.event.kind.value, style),
-            fmt.cell(le.event.text),
+            fmt.cell(le.event.text, fmt.ACTION if action else ""),
         ]
     return rows

@@ -12,6 +12,10 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
+from kconsole.cluster.control import BrokerAction
+from kconsole.cluster.errors import ClusterError
+from kconsole.cluster.procs import ProcState
+from kconsole.commands import Commands
 from kconsole.models import ClusterSnapshot
 from kconsole.timeline import Event, diff
 from kconsole.ui.app import KConsoleApp, make_app
@@ -49,6 +53,40 @@ class FakeObserver:
         self.refreshes += 1
 
 
+class RecordingObserver(FakeObserver):
+    """A FakeObserver that can also record events (kconsole.source.EventRecorder), publishing
+    them with `snapshot` as ClusterObserver does."""
+
+    def __init__(self, snapshot: ClusterSnapshot) -> None:
+        super().__init__()
+        self.snapshot = snapshot
+        self.recorded: list[Event] = []
+
+    def record(self, event: Event) -> None:
+        self.recorded.append(event)
+        if self.on_update is not None:
+            self.on_update(self.snapshot, (event,))
+
+
+class FakeControl:
+    """A BrokerControl that records every act() call (from the worker thread)."""
+
+    name = "fake"
+
+    def __init__(self, error: str = "") -> None:
+        self.calls: list[tuple[BrokerAction, int]] = []
+        self.error = error
+
+    def states(self) -> dict[int, ProcState]:
+        return {}
+
+    def act(self, action: BrokerAction, broker_id: int) -> str:
+        self.calls.append((action, broker_id))
+        if self.error:
+            raise ClusterError(self.error)
+        return f"broker {broker_id}: {action.value} done (fake)"
+
+
 def load(name: str) -> ClusterSnapshot:
     """A recorded snapshot from tests/fixtures/snapshots/<name>.json."""
     path: Path = FIXTURES / f"{name}.json"
@@ -56,11 +94,36 @@ def load(name: str) -> ClusterSnapshot:
         return ClusterSnapshot.from_dict(json.load(f))
 
 
-def new_app(observer: FakeObserver | None = None, clock: Clock | None = None) -> KConsoleApp:
+def new_app(
+    observer: FakeObserver | None = None,
+    clock: Clock | None = None,
+    *,
+    commands: Commands | None = None,
+    export_dir: Path | None = None,
+) -> KConsoleApp:
     """The console as the tests run it: fixed clock, no animation."""
-    app = make_app(observer, clock=clock or Clock(), refresh_s=1.0, group_refresh_s=2.0)
+    app = make_app(
+        observer,
+        commands=commands,
+        clock=clock or Clock(),
+        refresh_s=1.0,
+        group_refresh_s=2.0,
+        export_dir=export_dir,
+    )
     app.animation_level = "none"
     return app
+
+
+async def wait_for_actions(pilot: Pilot[None]) -> None:
+    """Wait for the broker actions the app started (only those workers), then for the
+    messages they posted."""
+    from kconsole.ui.app import ACTIONS_GROUP
+
+    for worker in list(pilot.app.workers):
+        if worker.group == ACTIONS_GROUP:
+            await worker.wait()
+    await pilot.pause()
+    await pilot.pause()
 
 
 def feed(app: KConsoleApp, *snapshots: ClusterSnapshot) -> None:
@@ -98,6 +161,50 @@ def keys_then(
         await pilot.pause()
 
     return run_before
+
+
+async def select_broker(pilot: Pilot[None], broker_id: int) -> None:
+    """Focus the brokers pane and put the cursor on `broker_id`."""
+    from kconsole.ui.widgets.table import KeyedTable
+
+    app = pilot.app
+    await pilot.press("1")
+    brokers = app.screen.query_one("#brokers", KeyedTable)
+    brokers.move_cursor(row=brokers.get_row_index(str(broker_id)))
+    await pilot.pause()
+
+
+def fixture_drill() -> tuple[ClusterSnapshot, ClusterSnapshot, ClusterSnapshot]:
+    """The recorded healthy -> broker_down (controller 2 stopped) -> back, 7.3 s and 25 s
+    after the healthy snapshot."""
+    healthy = load("healthy")
+    t = healthy.taken_at
+    down = dataclasses.replace(load("broker_down"), taken_at=t + 7.3)
+    back = dataclasses.replace(healthy, taken_at=t + 25.0, controller=down.controller)
+    return healthy, down, back
+
+
+async def run_fixture_drill(pilot: Pilot[None], restore: bool = True) -> None:
+    """Stop broker 2 (the controller) one second after the recorded healthy snapshot, see it
+    go 6.3 s later, start it 19 s after the fault and see it back 5 s after that."""
+    app = pilot.app
+    assert isinstance(app, KConsoleApp) and isinstance(app.clock, Clock)
+    healthy, down, back = fixture_drill()
+    feed(app, healthy)
+    await pilot.pause()
+    app.clock.t = healthy.taken_at + 1.0
+    await select_broker(pilot, 2)
+    await pilot.press("s", "2", "enter")
+    await wait_for_actions(pilot)
+    feed(app, down)
+    if restore:
+        app.clock.t = healthy.taken_at + 20.0
+        await pilot.press("t")
+        await wait_for_actions(pilot)
+        feed(app, back)
+        app.clock.t = healthy.taken_at + 30.0
+        app.now = app.clock()
+    await pilot.pause()
 
 
 @pytest.fixture

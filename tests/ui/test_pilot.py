@@ -7,18 +7,21 @@ import threading
 
 from textual.dom import DOMNode
 
+from kconsole.commands import Commands
 from kconsole.models import ClusterSnapshot, Controller, Group, GroupPartition, Partition, Topic
 from kconsole.timeline import Event, EventKind
 from kconsole.ui.app import MAX_EVENTS, KConsoleApp
 from kconsole.ui.messages import SnapshotUpdated
+from kconsole.ui.screens.actions import BrokerChooser, ConfirmBrokerAction
 from kconsole.ui.screens.group import GroupScreen
 from kconsole.ui.screens.help import HelpScreen, bindings_of, key_sections
 from kconsole.ui.screens.main import FilterInput, MainScreen
+from kconsole.ui.screens.timeline import TimelineScreen
 from kconsole.ui.widgets.panes import Pane
 from kconsole.ui.widgets.table import KeyedTable
-from kconsole.ui.widgets.tables import GroupsTable, PartitionsTable
+from kconsole.ui.widgets.tables import BrokersTable, GroupsTable, PartitionsTable
 from tests.ui import builders as B
-from tests.ui.conftest import Clock, FakeObserver, feed, new_app
+from tests.ui.conftest import Clock, FakeControl, FakeObserver, feed, new_app
 
 SIZE = (120, 40)
 
@@ -370,9 +373,14 @@ class TestKeysAreListed:
             owners: dict[str, type[DOMNode]] = {
                 "Anywhere": KConsoleApp,
                 "Main screen": MainScreen,
+                "Brokers pane": BrokersTable,
+                "Partitions": PartitionsTable,
                 "Topic filter": FilterInput,
                 "Consumer groups pane": GroupsTable,
                 "Group screen": GroupScreen,
+                "Broker action chooser (C, L)": BrokerChooser,
+                "Confirmation": ConfirmBrokerAction,
+                "Timeline": TimelineScreen,
                 "This help": HelpScreen,
             }
             for section, owner in owners.items():
@@ -383,11 +391,15 @@ class TestKeysAreListed:
             assert isinstance(app.screen, MainScreen)
 
     async def test_palette_lists_every_action(self) -> None:
-        app = new_app(FakeObserver())
+        app = new_app(FakeObserver(), commands=Commands(FakeControl()))
         async with app.run_test(size=SIZE) as pilot:
             feed(app, B.healthy())
             await pilot.pause()
             await pilot.press("slash", "x", "enter")  # so "clear filter" is available too
             titles = {c.title for c in app.get_system_commands(app.screen)}
-            for b in bindings_of(MainScreen, KConsoleApp):
+            for b in bindings_of(MainScreen, KConsoleApp, PartitionsTable):
+                assert b.description in titles, b.description
+            await pilot.press("1")  # the broker keys are the brokers pane's
+            titles = {c.title for c in app.get_system_commands(app.screen)}
+            for b in bindings_of(BrokersTable):
                 assert b.description in titles, b.description

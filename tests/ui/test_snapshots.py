@@ -6,12 +6,25 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from textual.pilot import Pilot
+from textual.widgets import Input
 
+from kconsole.commands import Commands
 from kconsole.models import ClusterSnapshot
 from kconsole.ui.app import KConsoleApp
+from kconsole.ui.screens.actions import ConfirmBrokerAction
 from kconsole.ui.screens.main import FilterInput
 from kconsole.ui.widgets.table import KeyedTable
-from tests.ui.conftest import feed, feeding, keys_then, lag_series, load, new_app
+from tests.ui.conftest import (
+    FakeControl,
+    feed,
+    feeding,
+    keys_then,
+    lag_series,
+    load,
+    new_app,
+    run_fixture_drill,
+    select_broker,
+)
 
 WIDE = (160, 48)
 SMALL = (80, 24)
@@ -131,3 +144,62 @@ class TestHelp:
         """Help on an 80x24 terminal (scrolls)."""
         run = keys_then([load("healthy")], "question_mark")
         assert snap_compare(new_app(), terminal_size=SMALL, run_before=run)
+
+
+def drill_app() -> KConsoleApp:
+    """The console with a (fake) broker control behind its command layer."""
+    return new_app(commands=Commands(FakeControl()))
+
+
+def confirm_stop(*typed: str) -> Callable[[Pilot[Any]], Awaitable[None]]:
+    """Healthy cluster; s on broker 2 (the controller); then type `typed`."""
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        app = pilot.app
+        assert isinstance(app, KConsoleApp)
+        feed(app, load("healthy"))
+        await pilot.pause()
+        await select_broker(pilot, 2)
+        await pilot.press("s")
+        assert isinstance(app.screen, ConfirmBrokerAction)
+        app.screen.query_one(Input).cursor_blink = False
+        await pilot.press(*typed)
+        await pilot.pause()
+
+    return run_before
+
+
+async def open_timeline(pilot: Pilot[Any]) -> None:
+    """Run the recorded stop-and-start drill, then open the timeline."""
+    app = pilot.app
+    assert isinstance(app, KConsoleApp)
+    await run_fixture_drill(pilot)
+    await pilot.press("T")
+    app.clear_notifications()
+    await pilot.pause()
+
+
+class TestDrills:
+    """Broker actions: the confirmation with its blast radius, and the drill timeline."""
+
+    def test_confirm_stop_80x24(self, snap_compare: SnapCompare) -> None:
+        """Stopping the controller: the blast radius, and the id to type."""
+        assert snap_compare(drill_app(), terminal_size=SMALL, run_before=confirm_stop())
+
+    def test_confirm_wrong_id_wide(self, snap_compare: SnapCompare) -> None:
+        """A wrong id keeps the confirmation open and says so."""
+        run = confirm_stop("3", "enter")
+        assert snap_compare(drill_app(), terminal_size=WIDE, run_before=run)
+
+    def test_chooser_80x24(self, snap_compare: SnapCompare) -> None:
+        """C: what to do to the controller."""
+        run = keys_then([load("healthy")], "C")
+        assert snap_compare(drill_app(), terminal_size=SMALL, run_before=run)
+
+    def test_timeline_80x24(self, snap_compare: SnapCompare) -> None:
+        """The timeline after stopping and starting the controller, on an 80x24 terminal."""
+        assert snap_compare(drill_app(), terminal_size=SMALL, run_before=open_timeline)
+
+    def test_timeline_wide(self, snap_compare: SnapCompare) -> None:
+        """The timeline: chart, measurements next to predictions, and the events."""
+        assert snap_compare(drill_app(), terminal_size=WIDE, run_before=open_timeline)

@@ -86,10 +86,13 @@ def test_broker_states() -> None:
     b.zk = zk_state(brokers=(1, 3))
     b.proc_states = {3: ProcState.PAUSED}
     b.reachable = {1: False}
-    states = {br.id: (br.state, br.address) for br in b.build(2.0).brokers}
-    assert states[2] == (BrokerState.DOWN, "127.0.0.1:19093")
-    assert states[3][0] is BrokerState.PAUSED
+    states = {br.id: (br.state, br.address, br.registered) for br in b.build(2.0).brokers}
+    assert states[2] == (BrokerState.DOWN, "127.0.0.1:19093", False)
+    assert states[3][0] is BrokerState.PAUSED and states[3][2] is True
     assert states[1][0] is BrokerState.UNREACHABLE
+    b.zk = zk_state(brokers=(1,))  # broker 3's session expired while it was paused
+    paused = next(br for br in b.build(3.0).brokers if br.id == 3)
+    assert paused.state is BrokerState.PAUSED and not paused.registered
 
 
 def test_previous_controller_is_remembered() -> None:

@@ -72,3 +72,18 @@ def test_recorded_controller_stop() -> None:
     assert EventKind.CONTROLLER_CHANGED in kinds
     assert EventKind.ISR_SHRANK in kinds
     assert all(victim not in e.new for e in events if e.kind is EventKind.ISR_SHRANK)  # type: ignore[operator]
+
+
+def test_paused_broker_leaves_when_its_session_expires() -> None:
+    """Paused (process frozen) and registered are separate: 'left' comes at session expiry,
+    while the broker still shows as paused; 'joined' when it re-registers after resume."""
+    b = (Broker(1, "h", 1), Broker(3, "h", 3))
+    up = _snap(brokers=(*b, Broker(2, "h", 2)))
+    paused = _snap(brokers=(*b, Broker(2, "h", 2, state=BrokerState.PAUSED)))
+    expired = _snap(brokers=(*b, Broker(2, "h", 2, state=BrokerState.PAUSED, registered=False)))
+    resumed = _snap(brokers=(*b, Broker(2, "h", 2, state=BrokerState.DOWN, registered=False)))
+    kinds = lambda a, z: [(e.kind, e.broker) for e in diff(a, z)]  # noqa: E731
+    assert kinds(up, paused) == [(EventKind.BROKER_STATE, 2)]
+    assert kinds(paused, expired) == [(EventKind.BROKER_LEFT, 2)]
+    assert kinds(expired, resumed) == []
+    assert kinds(resumed, up) == [(EventKind.BROKER_JOINED, 2)]

@@ -33,18 +33,31 @@ def bindings_of(*owners: type[DOMNode]) -> list[Binding]:
 
 def key_sections(app: KConsoleApp) -> list[Section]:
     """Every key the console answers to, by where it works."""
+    from kconsole.ui.screens.actions import BrokerChooser, ConfirmBrokerAction
     from kconsole.ui.screens.group import GroupScreen
     from kconsole.ui.screens.main import FilterInput, MainScreen
-    from kconsole.ui.widgets.tables import GroupsTable
+    from kconsole.ui.screens.timeline import TimelineScreen
+    from kconsole.ui.widgets.tables import BrokersTable, GroupsTable, PartitionsTable
 
     palette = Binding(app.COMMAND_PALETTE_BINDING, "command_palette", "Command palette")
+    confirm = [("type id, enter", "Confirm a stop, kill or pause")]
     return [
         ("Anywhere", _rows(app, [*bindings_of(type(app), App), palette])),
         ("Main screen", _rows(app, bindings_of(MainScreen))),
-        ("Partitions", [("click header", "Sort by that column (again: reverse)")]),
+        ("Brokers pane", _rows(app, bindings_of(BrokersTable))),
+        (
+            "Partitions",
+            [
+                *_rows(app, bindings_of(PartitionsTable)),
+                ("click header", "Sort by that column (again: reverse)"),
+            ],
+        ),
         ("Topic filter", _rows(app, bindings_of(FilterInput))),
         ("Consumer groups pane", _rows(app, bindings_of(GroupsTable))),
         ("Group screen", _rows(app, bindings_of(GroupScreen))),
+        ("Broker action chooser (C, L)", _rows(app, bindings_of(BrokerChooser))),
+        ("Confirmation", [*confirm, *_rows(app, bindings_of(ConfirmBrokerAction))]),
+        ("Timeline", _rows(app, bindings_of(TimelineScreen))),
         ("Any table", _rows(app, bindings_of(DataTable))),
         ("This help", _rows(app, bindings_of(HelpScreen))),
     ]

@@ -18,7 +18,8 @@ from textual.widgets import DataTable, Footer, Input
 from kconsole.models import BrokerState, ClusterSnapshot
 from kconsole.ui import rows
 from kconsole.ui.screens.group import GroupScreen
-from kconsole.ui.widgets.base import console
+from kconsole.ui.screens.timeline import TimelineScreen
+from kconsole.ui.widgets.base import UNAVAILABLE, console
 from kconsole.ui.widgets.panes import (
     CLUSTER_SOURCES,
     GROUP_SOURCES,
@@ -26,7 +27,13 @@ from kconsole.ui.widgets.panes import (
     HeaderLine,
     Pane,
 )
-from kconsole.ui.widgets.tables import BrokersTable, EventsTable, GroupsTable, PartitionsTable
+from kconsole.ui.widgets.tables import (
+    BrokersTable,
+    EventsTable,
+    GroupsTable,
+    PartitionsTable,
+    broker_check,
+)
 
 PANES = {
     "brokers": "#brokers",
@@ -113,6 +120,23 @@ class MainScreen(Screen[None]):
             tooltip="Reverse the partitions' sort order",
             id="reverse-sort",
         ),
+        Binding(
+            "C",
+            "controller_actions",
+            "Controller actions",
+            show=False,
+            tooltip="Stop, kill, pause or start the controller",
+            id="controller-actions",
+        ),
+        Binding("C", UNAVAILABLE, show=False),
+        Binding(
+            "T",
+            "timeline",
+            "Timeline",
+            show=False,
+            tooltip="Drill timeline: chart, measurements, events",
+            id="timeline",
+        ),
     ]
 
     def compose(self) -> ComposeResult:
@@ -168,7 +192,19 @@ class MainScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "clear_filter":
             return bool(self.partitions.view.text)
-        return True
+        return broker_check(self, action)
+
+    def action_controller_actions(self) -> None:
+        """Choose an action for the current controller."""
+        snap = console(self).snapshot
+        if snap is None or snap.controller.id is None:
+            self.notify("there is no active controller", severity="warning")
+            return
+        console(self).choose_broker_action(snap.controller.id, "controller")
+
+    def action_timeline(self) -> None:
+        """Open the drill timeline."""
+        self.app.push_screen(TimelineScreen())
 
     def action_focus_pane(self, pane: str) -> None:
         """Focus one pane's table."""

@@ -6,6 +6,11 @@ from typing import TYPE_CHECKING, cast
 
 from textual.dom import DOMNode
 
+# Actions of the broker keys, wherever they are bound. Each key also has a hidden fallback
+# binding to UNAVAILABLE, reached only while the action is disabled: it says why.
+BROKER_ACTIONS = ("broker", "leader_actions", "controller_actions")
+UNAVAILABLE = "app.broker_actions_unavailable"
+
 if TYPE_CHECKING:
     from kconsole.ui.app import KConsoleApp
 

@@ -5,20 +5,73 @@ from __future__ import annotations
 from dataclasses import replace
 
 from textual.binding import Binding
+from textual.dom import DOMNode
 from textual.reactive import reactive
 from textual.widgets import DataTable
 
+from kconsole.cluster.control import BrokerAction
 from kconsole.models import Group
 from kconsole.ui import rows
 from kconsole.ui.rows import PartitionView
-from kconsole.ui.widgets.base import console
+from kconsole.ui.widgets.base import BROKER_ACTIONS, UNAVAILABLE, console
 from kconsole.ui.widgets.table import KeyedTable
 
 
+def broker_check(node: DOMNode, action: str) -> bool | None:
+    """check_action for the broker-action keys: hidden, disabled or enabled by Commands."""
+    if action in BROKER_ACTIONS:
+        return console(node).check_broker_action(action)
+    return True
+
+
 class BrokersTable(KeyedTable):
-    """Brokers by id. Broker actions (stop / kill / pause / start) will bind keys here."""
+    """Brokers by id; s / k / p / t act on the one under the cursor."""
 
     COLUMNS = rows.BROKER_COLUMNS
+    BINDINGS = [
+        Binding(
+            "s",
+            "broker('stop')",
+            "Stop",
+            tooltip="Stop the selected broker: controlled shutdown (asks first)",
+            id="broker-stop",
+        ),
+        Binding(
+            "k",
+            "broker('kill')",
+            "Kill",
+            tooltip="Kill the selected broker: no shutdown (asks first)",
+            id="broker-kill",
+        ),
+        Binding(
+            "p",
+            "broker('pause')",
+            "Pause/resume",
+            tooltip="Pause the selected broker (asks first), or resume it",
+            id="broker-pause",
+        ),
+        Binding(
+            "t", "broker('start')", "Start", tooltip="Start the selected broker", id="broker-start"
+        ),
+        # Reached only while the keys above are disabled: says why instead of doing nothing.
+        Binding("s,k,p,t", UNAVAILABLE, show=False),
+    ]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return broker_check(self, action)
+
+    def action_broker(self, action: str) -> None:
+        """Act on the broker under the cursor (pause resumes a paused one)."""
+        key = self.cursor_key
+        if key is None:
+            self.notify("no broker selected")
+            return
+        broker_id = int(key)
+        chosen = BrokerAction(action)
+        app = console(self)
+        if chosen is BrokerAction.PAUSE:
+            chosen = app.pause_or_resume(broker_id)
+        app.request_broker_action(chosen, broker_id)
 
     def connect(self) -> None:
         self.watch(console(self), "snapshot", self.redraw, init=True)
@@ -29,14 +82,45 @@ class BrokersTable(KeyedTable):
 
 
 class PartitionsTable(KeyedTable):
-    """Partitions keyed topic/partition, filtered and ordered by `view`."""
+    """Partitions keyed topic/partition, filtered and ordered by `view`; L acts on the leader
+    of the one under the cursor."""
 
     COLUMNS = rows.PARTITION_COLUMNS
+    BINDINGS = [
+        Binding(
+            "L",
+            "leader_actions",
+            "Leader actions",
+            show=False,
+            tooltip="Stop, kill, pause or start this partition's leader",
+            id="partition-leader",
+        ),
+        Binding("L", UNAVAILABLE, show=False),
+    ]
 
     view: reactive[PartitionView] = reactive(PartitionView, init=False)
 
     def connect(self) -> None:
         self.watch(console(self), "snapshot", self.redraw, init=True)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return broker_check(self, action)
+
+    def action_leader_actions(self) -> None:
+        """Choose an action for the selected partition's leader."""
+        app = console(self)
+        key = self.cursor_key
+        partition = (
+            next((p for p in app.snapshot.partitions if p.key == key), None)
+            if app.snapshot and key
+            else None
+        )
+        if partition is None:
+            self.notify("no partition selected")
+        elif partition.leader < 0:
+            self.notify(f"{partition.key} has no leader", severity="warning", markup=False)
+        else:
+            app.choose_broker_action(partition.leader, f"leader of {partition.key}")
 
     def watch_view(self) -> None:
         self.redraw()
