@@ -31,6 +31,8 @@ def _quiet_libraries() -> None:
     # kazoo logs every dropped connection as a warning; a stopped ZooKeeper is reported by us.
     logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("kazoo").setLevel(logging.CRITICAL)
+    # librdkafka's connection errors are expected while a drill has a broker down.
+    logging.getLogger("kconsole.rdkafka").setLevel(logging.CRITICAL)
 
 
 def _fail(exc: Exception) -> None:
