@@ -119,7 +119,8 @@ def measure(
             "when it has shut down: its session closes last, after controlled shutdown and "
             "the log flush (about a second; longer for the controller or on a busy machine)"
             if graceful
-            else f"~{cfg.session_timeout_ms / 1000:.0f} s: when its session expires ({session})",
+            else f"~{cfg.session_timeout_ms / 1000:.0f} s: when its session expires ({session}; "
+            "ZooKeeper expires sessions on its tick, so up to one tickTime later)",
         )
     )
     if before.controller.id == target:
