@@ -19,6 +19,13 @@ HEADLESS = [
     "kconsole.observer",
     "kconsole.source",
     "kconsole.describe",
+    "kconsole.impact",
+    "kconsole.drills.audit",
+    "kconsole.drills.export",
+    "kconsole.drills.measure",
+    "kconsole.drills.runner",
+    "kconsole.drills.verify",
+    "kconsole.drills.workload",
     *[f"kconsole.cluster.{m.name}" for m in pkgutil.iter_modules(kconsole.cluster.__path__)],
 ]
 
