@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 from kazoo.client import KazooClient
 
 from kconsole.cli import main as cli
@@ -106,36 +106,44 @@ def test_pause(healthy: LocalCluster, zk: KazooClient, target: str) -> None:
         restore(healthy, zk)
 
 
+def drill_cli(cluster: LocalCluster, *args: str) -> Result:
+    """`kconsole drill run ARGS` against the test cluster, with the local backend."""
+    return CliRunner().invoke(
+        cli,
+        [
+            "--bootstrap",
+            cluster.spec.bootstrap,
+            "--zookeeper",
+            cluster.spec.zk_connect,
+            "--backend",
+            "local",
+            "drill",
+            "run",
+            *args,
+        ],
+        env={"KCONSOLE_CLUSTER_DIR": str(cluster.state_dir)},
+    )
+
+
 def test_cli_drill_writes_reports_and_exit_code(
     healthy: LocalCluster, zk: KazooClient, tmp_path: Path
 ) -> None:
     """`kconsole drill run` writes the JSON report and the Markdown summary; exit 0 = no loss."""
     out = tmp_path / "r" / "drill.json"
     try:
-        res = CliRunner().invoke(
-            cli,
-            [
-                "--bootstrap",
-                healthy.spec.bootstrap,
-                "--zookeeper",
-                healthy.spec.zk_connect,
-                "--backend",
-                "local",
-                "drill",
-                "run",
-                "--fault",
-                "stop",
-                "--target",
-                "broker:2",
-                "--duration",
-                "5",
-                "--restore-after",
-                "2",
-                "--no-wait-preferred",
-                "--report",
-                str(out),
-            ],
-            env={"KCONSOLE_CLUSTER_DIR": str(healthy.state_dir)},
+        res = drill_cli(
+            healthy,
+            "--fault",
+            "stop",
+            "--target",
+            "broker:2",
+            "--duration",
+            "5",
+            "--restore-after",
+            "2",
+            "--no-wait-preferred",
+            "--report",
+            str(out),
         )
     finally:
         restore(healthy, zk)
@@ -147,25 +155,15 @@ def test_cli_drill_writes_reports_and_exit_code(
 
 
 def test_cli_drill_bad_target(healthy: LocalCluster, tmp_path: Path) -> None:
-    res = CliRunner().invoke(
-        cli,
-        [
-            "--bootstrap",
-            healthy.spec.bootstrap,
-            "--zookeeper",
-            healthy.spec.zk_connect,
-            "--backend",
-            "local",
-            "drill",
-            "run",
-            "--fault",
-            "kill",
-            "--target",
-            "leader:nope/0",
-            "--report",
-            str(tmp_path / "x.json"),
-        ],
-        env={"KCONSOLE_CLUSTER_DIR": str(healthy.state_dir)},
+    """A target that names nothing is refused before any fault, and nothing is written."""
+    res = drill_cli(
+        healthy,
+        "--fault",
+        "kill",
+        "--target",
+        "leader:nope/0",
+        "--report",
+        str(tmp_path / "x.json"),
     )
     assert res.exit_code == 1
     assert "partition nope/0 does not exist" in res.output
