@@ -28,6 +28,7 @@ import logging
 import os
 import shlex
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -54,6 +55,26 @@ from kconsole.ui.widgets.tables import PartitionsTable
 ZK_PORT = 23181
 BASE_PORT = 21092
 POLL_S = 0.01
+
+
+def code_revision() -> str:
+    """The kconsole code this run measured: HEAD, plus any uncommitted changes under kconsole/."""
+    root = str(Path(__file__).resolve().parents[1])
+    try:
+        git = ["git", "-C", root]
+        sha = subprocess.run(
+            [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        status = subprocess.run(
+            [*git, "status", "--porcelain", "--", "kconsole"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    dirty = [line[3:] for line in status.splitlines() if line.strip()]
+    return f"git {sha}" + (f" + uncommitted changes in {', '.join(dirty)}" if dirty else "")
 
 
 @dataclass
@@ -369,10 +390,11 @@ def summary(name: str, runs: list[Run]) -> list[str]:
     return out
 
 
-def report(runs: list[Run], restores: list[float], args: argparse.Namespace) -> None:
+def report(runs: list[Run], restores: list[float], args: argparse.Namespace, revision: str) -> None:
     cmd = " ".join(shlex.quote(a) for a in [".venv/bin/python", *sys.argv])
     mem = psutil.virtual_memory().total / 2**30
     print(f"command: `{cmd}`  ")
+    print(f"code: {revision}  ")
     print(f"machine: {os.cpu_count()} cores, {mem:.0f} GiB; 3 brokers (512 MB heap), ", end="")
     print(f"ZooKeeper {ZK_PORT}, brokers {BASE_PORT}-{BASE_PORT + 2}; {TEST_TOPIC} 4 x RF3; ")
     print(
@@ -414,6 +436,7 @@ def main() -> None:
     args = ap.parse_args()
     # librdkafka complains loudly while a broker is down; keep stderr to progress lines.
     logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
+    revision = code_revision()
     with tempfile.TemporaryDirectory(prefix="kc-bench-failover-") as tmp:
         spec = LocalClusterSpec(brokers=3, zk_port=ZK_PORT, base_port=BASE_PORT)
         cluster = LocalCluster(Path(tmp) / "cluster", spec)
@@ -425,7 +448,7 @@ def main() -> None:
         finally:
             stopped = cluster.down(timeout=30)
             print(f"cluster down: {', '.join(stopped)}", file=sys.stderr)
-    report(runs, restores, args)
+    report(runs, restores, args, revision)
 
 
 if __name__ == "__main__":

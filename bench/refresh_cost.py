@@ -39,6 +39,7 @@ import os
 import pstats
 import shlex
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -57,7 +58,7 @@ from kconsole.cluster.control import LocalBrokerControl
 from kconsole.cluster.local import LocalCluster, LocalClusterSpec
 from kconsole.cluster.zk import ZkReader, ZkState
 from kconsole.config import Settings
-from kconsole.models import ClusterSnapshot, SourceName
+from kconsole.models import BrokerState, ClusterSnapshot, SourceName
 from kconsole.observer import ClusterObserver, SnapshotBuilder
 from kconsole.timeline import diff
 from kconsole.ui.app import make_app
@@ -69,6 +70,26 @@ SIZE = (160, 48)
 
 Row = tuple[str, str, str, str]  # step, median, p95, note
 OUT: list[str] = []
+
+
+def code_revision() -> str:
+    """The kconsole code this run measured: HEAD, plus any uncommitted changes under kconsole/."""
+    root = str(Path(__file__).resolve().parents[1])
+    try:
+        git = ["git", "-C", root]
+        sha = subprocess.run(
+            [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        status = subprocess.run(
+            [*git, "status", "--porcelain", "--", "kconsole"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    dirty = [line[3:] for line in status.splitlines() if line.strip()]
+    return f"git {sha}" + (f" + uncommitted changes in {', '.join(dirty)}" if dirty else "")
 
 
 def say(msg: str) -> None:
@@ -179,6 +200,25 @@ def moved_third(snap: ClusterSnapshot, dt: float = 1.0) -> ClusterSnapshot:
     return dataclasses.replace(snap, taken_at=snap.taken_at + dt, partitions=tuple(parts))
 
 
+def broker_stopped(snap: ClusterSnapshot, victim: int, dt: float = 2.0) -> ClusterSnapshot:
+    """What a controlled shutdown of `victim` leaves: its leaders moved to the next in-sync
+    replica, it is out of every ISR, it is down."""
+    parts = []
+    for p in snap.partitions:
+        isr = tuple(r for r in p.isr if r != victim)
+        leader = p.leader
+        if leader == victim:
+            leader = isr[0] if isr else -1
+        parts.append(dataclasses.replace(p, leader=leader, isr=isr))
+    brokers = tuple(
+        dataclasses.replace(b, state=BrokerState.DOWN) if b.id == victim else b
+        for b in snap.brokers
+    )
+    return dataclasses.replace(
+        snap, taken_at=snap.taken_at + dt, partitions=tuple(parts), brokers=brokers
+    )
+
+
 def changed_leaders(a: ClusterSnapshot, b: ClusterSnapshot) -> int:
     old = {p.key: p.leader for p in a.partitions}
     return sum(1 for p in b.partitions if old.get(p.key) != p.leader)
@@ -255,7 +295,10 @@ def _read_all(zk: KazooClient, watch: Callable[[Any], None] | None) -> ZkReader:
 
 
 # -- (e): the UI ------------------------------------------------------------------------------
-async def ui_apply(base: ClusterSnapshot, moved: ClusterSnapshot, reps: int) -> list[Row]:
+async def ui_apply(
+    base: ClusterSnapshot, moved: ClusterSnapshot, stopped: ClusterSnapshot, args: Any
+) -> list[Row]:
+    """Apply snapshots to the app directly; see the module docstring (e)."""
     rows: list[Row] = []
     app = make_app(None, refresh_s=1.0, group_refresh_s=2.0)
     app.animation_level = "none"
@@ -265,76 +308,85 @@ async def ui_apply(base: ClusterSnapshot, moved: ClusterSnapshot, reps: int) -> 
         await pilot.pause()
         table = app.screen.query_one("#partitions", PartitionsTable)
         assert table.view.show_internal
+        stamp = [0]
+
+        def fresh(s: ClusterSnapshot) -> ClusterSnapshot:
+            stamp[0] += 1
+            return dataclasses.replace(s, taken_at=s.taken_at + stamp[0])
 
         async def apply(snap: ClusterSnapshot, events: tuple[Any, ...]) -> tuple[float, float]:
             cpu0 = time.thread_time()
             t = time.perf_counter()
-            app.apply_snapshot(snap, events)
+            app.apply_snapshot(fresh(snap), events)
             wall = time.perf_counter() - t
-            await pilot.pause()  # until idle: layout, idle handlers, compositor render
+            await until_quiet()
             return wall, time.thread_time() - cpu0
 
+        async def until_quiet() -> None:
+            """Pause until a pause costs the main thread < 10 ms: idle handlers (DataTable's
+            column widths), layout and render have all run."""
+            while True:
+                c = time.thread_time()
+                await pilot.pause()
+                if time.thread_time() - c < 0.010:
+                    return
+
+        def add(label: str, walls: list[float], cpus: list[float], note: str = "") -> None:
+            rows.append(row(f"e. {label}: apply_snapshot() call", walls, note))
+            rows.append(row(f"e. {label}: call + until idle", cpus, "main-thread CPU"))
+            say(f"  {rows[-2]}\n  {rows[-1]}")
+
         wall, cpu = await apply(base, ())
-        rows.append(
-            (
-                f"e. first snapshot: empty table -> {table.row_count} rows",
-                f"{wall * 1000:.1f}",
-                "",
-                f"1 call; main-thread CPU to idle {cpu * 1000:.0f} ms",
-            )
-        )
         assert table.row_count == len(base.partitions), (table.row_count, len(base.partitions))
+        add(f"first snapshot, empty table -> {table.row_count} rows", [wall], [cpu], "1 call")
 
-        def fresh(s: ClusterSnapshot, i: int) -> ClusterSnapshot:
-            return dataclasses.replace(s, taken_at=s.taken_at + i)
+        walls, cpus = [], []
+        for _ in range(args.reps):
+            w, c = await apply(base, ())
+            walls.append(w)
+            cpus.append(c)
+        add("unchanged snapshot (new object, same data)", walls, cpus)
 
-        cases: list[tuple[str, Callable[[int], tuple[ClusterSnapshot, tuple[Any, ...]]]]] = [
-            ("unchanged snapshot (new object, same data)", lambda i: (fresh(base, i), ())),
+        # Pairs: base -> other (the change) and other -> base (its undoing), measured apart:
+        # DataTable re-measures a whole column for each cell that got narrower.
+        pairs = [
+            ("1/3 of leaders moved off preferred", moved, True, args.ui_reps),
+            ("1/3 of leaders moved off preferred, no events", moved, False, args.ui_reps),
+            ("broker 3 stopped", stopped, True, args.stop_reps),
         ]
-        ev_moved = tuple(diff(base, moved))
-        ev_back = tuple(diff(moved, base))
-        n_changed = changed_leaders(base, moved)
-
-        def flip(i: int, events: bool) -> tuple[ClusterSnapshot, tuple[Any, ...]]:
-            # Alternate base <-> moved so every apply changes the same 1/3 of leaders.
-            if i % 2 == 0:
-                return fresh(moved, i), (ev_moved if events else ())
-            return fresh(base, i), (ev_back if events else ())
-
-        cases.append(
-            (
-                f"1/3 of leaders changed ({n_changed}), with diff's {len(ev_moved)} events",
-                lambda i: flip(i, True),
-            )
-        )
-        cases.append((f"1/3 of leaders changed ({n_changed}), no events", lambda i: flip(i, False)))
-        await apply(fresh(base, 0), ())
-        for label, make in cases:
-            walls, cpus = [], []
-            for i in range(reps):
-                snap, events = make(i)
-                w, c = await apply(snap, events)
-                walls.append(w)
-                cpus.append(c)
-            rows.append(row(f"e. apply_snapshot(): {label}", walls, "wall time of the call"))
-            rows.append(
-                row(
-                    f"e. apply + layout + paint: {label}",
-                    cpus,
-                    "main-thread CPU from the call until idle",
-                )
-            )
-            await apply(fresh(base, 1000), ())  # back to base for the next case
-        # Where the time goes, for the 1/3-changed case with events.
-        prof = cProfile.Profile()
-        prof.enable()
-        for i in range(4):
-            snap, events = flip(i, True)
-            app.apply_snapshot(snap, events)
-            await pilot.pause()
-        prof.disable()
-        PROFILE.append(_profile_text(prof))
+        for label, other, with_events, n in pairs:
+            if n <= 0:
+                continue
+            ev_to = tuple(diff(base, other)) if with_events else ()
+            ev_back = tuple(diff(other, base)) if with_events else ()
+            fw: tuple[list[float], list[float]] = ([], [])
+            bw: tuple[list[float], list[float]] = ([], [])
+            for _ in range(n):
+                w, c = await apply(other, ev_to)
+                fw[0].append(w)
+                fw[1].append(c)
+                w, c = await apply(base, ev_back)
+                bw[0].append(w)
+                bw[1].append(c)
+            what = _describe_change(base, other)
+            add(f"{label}", *fw, f"{n} x; {what}, {len(ev_to)} events")
+            add(f"undo: {label}", *bw, f"{n} x; back to the base snapshot, {len(ev_back)} events")
+        if args.ui_reps > 0:
+            # Where the time goes: one change (1/3 of leaders moved, with events), until idle.
+            prof = cProfile.Profile()
+            prof.enable()
+            app.apply_snapshot(fresh(moved), tuple(diff(base, moved)))
+            await until_quiet()
+            prof.disable()
+            PROFILE.append(_profile_text(prof))
     return rows
+
+
+def _describe_change(a: ClusterSnapshot, b: ClusterSnapshot) -> str:
+    old = {p.key: p for p in a.partitions}
+    leaders = sum(1 for p in b.partitions if old[p.key].leader != p.leader)
+    isrs = sum(1 for p in b.partitions if old[p.key].isr != p.isr)
+    return f"{leaders} leaders, {isrs} ISRs changed"
 
 
 PROFILE: list[str] = []
@@ -527,19 +579,31 @@ def run(cluster: LocalCluster, args: argparse.Namespace) -> None:
         )
         say("measuring the data path")
         rows, base, moved = data_path(cluster, zk, args.reps)
+        for r in rows:
+            say(f"  {r}")
     finally:
         zk.stop()
         zk.close()
-    say("measuring the UI")
-    rows += asyncio.run(ui_apply(base, moved, args.reps))
-    OUT.append(f"Steps (a)-(e), {args.reps} repetitions each unless noted:\n")
+    OUT.append(f"Steps (a)-(d), {args.reps} repetitions each unless noted:\n")
     OUT.extend(table(rows))
+    OUT.append("")
+    say("measuring the UI")
+    stopped = broker_stopped(base, victim=3)
+    ui_rows = asyncio.run(ui_apply(base, moved, stopped, args))
+    OUT.append(
+        f"Step (e), the app fed directly with app.apply_snapshot(); {args.reps} repetitions "
+        "unless noted. 'call' is the wall time of apply_snapshot() (every pane's watcher "
+        "re-syncing its rows); 'call + until idle' is the main thread's CPU time from the call "
+        "until the app is idle again (adds DataTable's idle-time column-width pass, layout, "
+        "render):\n"
+    )
+    OUT.extend(table(ui_rows))
     OUT.append("")
     say(f"idle console for {args.idle:.0f} s on {len(base.partitions)} partitions")
     OUT.extend(asyncio.run(idle(cluster, args.idle, f"(f) {len(base.partitions)} partitions")))
     OUT.append(
-        "Where (e) goes: cProfile of 4 x (apply_snapshot with 1/3 of leaders changed + events, "
-        "then pause until idle), cumulative, kconsole and DataTable functions:\n"
+        "Where (e) goes: cProfile of one apply_snapshot() with 1/3 of leaders moved off "
+        "preferred (+ its events), until idle (cProfile slows it down ~2-3x):\n"
     )
     OUT.append("```")
     OUT.extend(PROFILE[0].rstrip().splitlines() if PROFILE else ["(no profile)"])
@@ -552,32 +616,42 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=99)
     ap.add_argument("--rf", type=int, default=3)
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument(
+        "--ui-reps", type=int, default=3, help="repetitions of the 1/3-leaders-changed UI cases"
+    )
+    ap.add_argument(
+        "--stop-reps", type=int, default=1, help="repetitions of the broker-stopped UI case"
+    )
     ap.add_argument("--idle", type=float, default=30.0, help="seconds of idle measurement")
     ap.add_argument("--no-baseline", action="store_true", help="skip the bare-cluster idle run")
     ap.add_argument("--ready-timeout", type=float, default=600.0)
     args = ap.parse_args()
     logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
-    with tempfile.TemporaryDirectory(prefix="kc-bench-refresh-") as tmp:
-        spec = LocalClusterSpec(brokers=3, zk_port=ZK_PORT, base_port=BASE_PORT)
-        cluster = LocalCluster(Path(tmp) / "cluster", spec)
-        try:
-            t = time.monotonic()
-            cluster.up(timeout=180, progress=say)
-            say(f"cluster up in {time.monotonic() - t:.1f} s")
-            run(cluster, args)
-        finally:
-            stopped = cluster.down(timeout=60)
-            say(f"cluster down: {', '.join(stopped)}")
-    cmd = " ".join(shlex.quote(a) for a in [".venv/bin/python", *sys.argv])
-    mem = psutil.virtual_memory().total / 2**30
-    print(f"command: `{cmd}`  ")
-    print(
-        f"machine: {os.cpu_count()} cores, {mem:.0f} GiB; 3 brokers (512 MB heap) + ZooKeeper "
-        f"on the same machine (ZooKeeper {ZK_PORT}, brokers {BASE_PORT}-{BASE_PORT + 2}); "
-        f"UI headless (run_test {SIZE[0]}x{SIZE[1]}: everything but writing escape codes to a "
-        "terminal).\n"
-    )
-    print("\n".join(OUT))
+    revision = code_revision()
+    try:
+        with tempfile.TemporaryDirectory(prefix="kc-bench-refresh-") as tmp:
+            spec = LocalClusterSpec(brokers=3, zk_port=ZK_PORT, base_port=BASE_PORT)
+            cluster = LocalCluster(Path(tmp) / "cluster", spec)
+            try:
+                t = time.monotonic()
+                cluster.up(timeout=180, progress=say)
+                say(f"cluster up in {time.monotonic() - t:.1f} s")
+                run(cluster, args)
+            finally:
+                stopped = cluster.down(timeout=60)
+                say(f"cluster down: {', '.join(stopped)}")
+    finally:  # whatever was measured, even when a later step failed
+        cmd = " ".join(shlex.quote(a) for a in [".venv/bin/python", *sys.argv])
+        mem = psutil.virtual_memory().total / 2**30
+        print(f"command: `{cmd}`  ")
+        print(f"code: {revision}  ")
+        print(
+            f"machine: {os.cpu_count()} cores, {mem:.0f} GiB; 3 brokers (512 MB heap) + ZooKeeper "
+            f"on the same machine (ZooKeeper {ZK_PORT}, brokers {BASE_PORT}-{BASE_PORT + 2}); "
+            f"UI headless (run_test {SIZE[0]}x{SIZE[1]}: everything but writing escape codes to "
+            "a terminal).\n"
+        )
+        print("\n".join(OUT))
 
 
 if __name__ == "__main__":

@@ -68,17 +68,31 @@ class Live:
 
 
 def test_partitions_equal_kafka_topics_describe(healthy: LocalCluster) -> None:
-    """Leader, replicas and ISR of every partition equal kafka-topics --describe."""
-    snap = ClusterObserver(settings_for(healthy)).read_once()
-    reference = topic_describe(healthy, "test-topic")
-    mine = {
-        p.partition: (p.leader, p.replicas, p.isr)
-        for p in snap.partitions
-        if p.topic == "test-topic"
-    }
-    assert {k: (v[0], v[1], tuple(sorted(v[2]))) for k, v in mine.items()} == {
-        k: (v[0], v[1], tuple(sorted(v[2]))) for k, v in reference.items()
-    }
+    """Leader, replicas and ISR of every partition equal kafka-topics --describe.
+
+    The two are read moments apart, and Kafka's automatic preferred-leader election may move a
+    leader in between (earlier tests restart brokers), so they must agree within a deadline."""
+
+    def views() -> tuple[dict, dict]:
+        snap = ClusterObserver(settings_for(healthy)).read_once()
+        mine = {
+            p.partition: (p.leader, p.replicas, tuple(sorted(p.isr)))
+            for p in snap.partitions
+            if p.topic == "test-topic"
+        }
+        ref = {
+            k: (v[0], v[1], tuple(sorted(v[2])))
+            for k, v in topic_describe(healthy, "test-topic").items()
+        }
+        return mine, ref
+
+    last: list[tuple[dict, dict]] = []
+
+    def agree() -> bool:
+        last[:] = [views()]
+        return last[0][0] == last[0][1] and len(last[0][0]) == 4
+
+    wait_until(agree, 90, "kconsole and kafka-topics to agree", interval=2.0)
 
 
 def test_brokers_and_controller(healthy: LocalCluster, zk: KazooClient) -> None:

@@ -53,13 +53,21 @@ class KeyedTable(DataTable[Text]):
         existing = set(self.row_keys)
         for key in existing - rows.keys():
             self.remove_row(key)
+        # Widths are settled once per column, not per cell: DataTable re-measures the whole
+        # column for every narrower cell, which made a failover on 2,000 partitions cost tens
+        # of seconds of UI time (bench/results/refresh_cost.md).
+        widest: dict[str, tuple[int, str, Text]] = {}
         for key, cells in rows.items():
             if key not in existing:
                 self.add_row(*cells, key=key)
                 continue
             for column, new in zip(column_keys, cells, strict=False):
                 if not fmt.same(self.get_cell(key, column), new):
-                    self.update_cell(key, column, new, update_width=True)
+                    self.update_cell(key, column, new)
+                    if new.cell_len >= widest.get(column, (-1, "", new))[0]:
+                        widest[column] = (new.cell_len, key, new)
+        for column, (_width, key, new) in widest.items():
+            self.update_cell(key, column, new, update_width=True)
         wanted = list(rows)
         if self.row_keys != wanted:
             rank = {key: i for i, key in enumerate(wanted)}
