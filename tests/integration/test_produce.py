@@ -1,0 +1,201 @@
+"""`kconsole produce` against the real local cluster, with Kafka's own console producer as the
+reference for where keys land."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from collections import defaultdict
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from confluent_kafka import Consumer, TopicPartition
+from kazoo.client import KazooClient
+
+from kconsole.cli import main
+from kconsole.cluster import jars
+from kconsole.cluster.local import LocalCluster
+from kconsole.cluster.produce import partition_for
+from kconsole.cluster.settings import TEST_TOPIC, TEST_TOPIC_PARTITIONS
+from kconsole.config import Settings
+from kconsole.drills.verify import end_offsets, verifier_config
+from tests.integration.conftest import partition_state, registered
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.integration
+
+JAVA_PRODUCER = "kafka.tools.ConsoleProducer"  # kafka_2.13-3.9.x; moved to tools in 4.0
+
+
+def _settings(cluster: LocalCluster) -> Settings:
+    return Settings(bootstrap=cluster.spec.bootstrap, zookeeper=cluster.spec.zk_connect)
+
+
+def _cli(cluster: LocalCluster, *args: str, stdin: bytes | None = None) -> Result:
+    base = ["--bootstrap", cluster.spec.bootstrap, "--zookeeper", cluster.spec.zk_connect]
+    return CliRunner().invoke(main, [*base, "produce", *args], input=stdin)
+
+
+def _read(
+    cluster: LocalCluster, topic: str, start: Mapping[int, int]
+) -> list[tuple[int, int, bytes | None, bytes | None]]:
+    """(partition, offset, key, value) from `start` to the high watermarks: assign, no group."""
+    end = end_offsets(_settings(cluster), topic)
+    consumer = Consumer(verifier_config(_settings(cluster)))
+    out = []
+    try:
+        todo = {p for p in end if end[p] > start.get(p, 0)}
+        consumer.assign([TopicPartition(topic, p, start.get(p, 0)) for p in todo])
+        while todo:
+            msg = consumer.poll(10.0)
+            assert msg is not None, f"nothing more to read, still waiting for {todo}"
+            if msg.error():
+                continue
+            p, off = msg.partition(), msg.offset()
+            assert p is not None and off is not None
+            out.append((p, off, msg.key(), msg.value()))
+            if off + 1 >= end[p]:
+                todo.discard(p)
+    finally:
+        consumer.close()
+    return out
+
+
+def _java_console_produce(cluster: LocalCluster, topic: str, lines: list[str]) -> None:
+    """Kafka's console producer with parse.key (as run_tool, but fed through stdin)."""
+    lib = jars.ensure_kafka_jars(cluster.spec.kafka_version)
+    proc = subprocess.run(
+        [
+            jars.java_executable(),
+            "-Xmx256m",
+            "-cp",
+            f"{lib}/*",
+            JAVA_PRODUCER,
+            "--bootstrap-server",
+            cluster.spec.bootstrap,
+            "--topic",
+            topic,
+            "--property",
+            "parse.key=true",
+            "--property",
+            "key.separator=:",
+            "--producer-property",
+            "acks=all",
+        ],
+        input="".join(f"{line}\n" for line in lines),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_keys_land_where_the_java_producer_puts_them(healthy: LocalCluster) -> None:
+    run = uuid.uuid4().hex[:8]
+    keys = [f"key-{i}-{run}" for i in range(40)] + ["21", "foobar", "a-little-bit-long-string"]
+    start = end_offsets(_settings(healthy), TEST_TOPIC)
+    res = _cli(
+        healthy,
+        "--topic",
+        TEST_TOPIC,
+        "--key-separator",
+        ":",
+        stdin="".join(f"{k}:kconsole-{run}\n" for k in keys).encode(),
+    )
+    assert res.exit_code == 0, res.output
+    _java_console_produce(healthy, TEST_TOPIC, [f"{k}:java-{run}" for k in keys])
+
+    where: dict[str, dict[str, int]] = {"kconsole": {}, "java": {}}
+    for p, _off, key, value in _read(healthy, TEST_TOPIC, start):
+        if value and value.endswith(run.encode()) and key is not None:
+            where[value.decode().split("-")[0]][key.decode()] = p
+    assert set(where["kconsole"]) == set(keys) == set(where["java"])
+    assert where["kconsole"] == where["java"]
+    assert where["kconsole"] == {k: partition_for(k.encode(), TEST_TOPIC_PARTITIONS) for k in keys}
+    assert len(set(where["kconsole"].values())) == TEST_TOPIC_PARTITIONS  # keys do spread
+
+
+def test_bulk_acks_all_in_order_per_key(healthy: LocalCluster) -> None:
+    n, run = 500, uuid.uuid4().hex[:8]
+    start = end_offsets(_settings(healthy), TEST_TOPIC)
+    lines = "".join(f"k{i % 7}-{run}:{i}\n" for i in range(n))
+    res = _cli(healthy, "--topic", TEST_TOPIC, "--acks", "all", "-K", ":", stdin=lines.encode())
+    assert res.exit_code == 0, res.output
+    assert f"sent {n}, acked {n}, failed 0" in res.output
+    assert "p99" in res.output
+    seqs: dict[bytes, list[int]] = defaultdict(list)
+    for p, _off, key, value in _read(healthy, TEST_TOPIC, start):
+        if key is not None and key.endswith(run.encode()):
+            assert p == partition_for(key, TEST_TOPIC_PARTITIONS)
+            seqs[key].append(int(value or b"-1"))
+    assert sum(len(v) for v in seqs.values()) == n
+    for key, got in seqs.items():
+        assert got == sorted(got), f"{key!r} out of order"
+        assert len(set(got)) == len(got), f"{key!r} duplicated"
+
+
+def test_under_min_isr_warns_then_fails(healthy: LocalCluster, zk: KazooClient) -> None:
+    try:
+        for bid in (2, 3):
+            healthy.stop_broker(bid)
+        wait_until(lambda: registered(zk) == {1}, 30, "only broker 1 registered")
+        wait_until(
+            lambda: all(
+                partition_state(zk, TEST_TOPIC, p)["isr"] == [1]
+                for p in range(TEST_TOPIC_PARTITIONS)
+            ),
+            30,
+            "ISR shrunk to broker 1",
+        )
+        res = _cli(healthy, "--topic", TEST_TOPIC, "--key", "k1", "--value", "must-fail")
+        out = res.output
+        assert res.exit_code == 2, out
+        assert "under min ISR" in out
+        assert "NOT_ENOUGH_REPLICAS" in out.split("FAILED")[1], out
+        # The warning came before the attempt.
+        assert out.index("under min ISR") < out.index("FAILED")
+    finally:
+        for bid in (2, 3):
+            if bid not in registered(zk):
+                healthy.start_broker(bid, wait=False)
+
+
+@pytest.mark.parametrize(
+    "args, stdin, message",
+    [
+        (["--topic", "bad topic!", "--value", "v"], None, "invalid topic name"),
+        (["--topic", "..", "--value", "v"], None, "invalid topic name"),
+        (["--topic", "no-such-topic-xyz", "--value", "v"], None, "does not exist"),
+        (["--topic", TEST_TOPIC, "--value", "v", "--count", "0"], None, "at least 1"),
+        (["--topic", TEST_TOPIC, "--value", "v", "--count", "99999999"], None, "too many"),
+        (["--topic", TEST_TOPIC, "--value", "v", "--rate", "0"], None, "rate must be"),
+        (["--topic", TEST_TOPIC, "--value", "v", "--partition", "4"], None, "does not exist"),
+        (["--topic", TEST_TOPIC, "-K", ":"], b"k:ok\nk:\xff\xfe\n", "line 2 is not valid UTF-8"),
+        (["--topic", TEST_TOPIC, "--value", "v", "--header", "nohdr"], None, "key=value"),
+        (["--topic", TEST_TOPIC], b"", "no records"),
+    ],
+)
+def test_bad_input_sends_nothing(
+    healthy: LocalCluster, args: list[str], stdin: bytes | None, message: str
+) -> None:
+    before = end_offsets(_settings(healthy), TEST_TOPIC)
+    res = _cli(healthy, *args, stdin=stdin)
+    assert res.exit_code == 1, res.output
+    assert "error:" in res.output and message in res.output, res.output
+    assert end_offsets(_settings(healthy), TEST_TOPIC) == before
+
+
+def test_too_large_value_is_refused(healthy: LocalCluster, tmp_path: Path) -> None:
+    big = tmp_path / "big.bin"
+    big.write_bytes(b"x" * 1048588)
+    before = end_offsets(_settings(healthy), TEST_TOPIC)
+    res = _cli(healthy, "--topic", TEST_TOPIC, "--file", str(big))
+    assert res.exit_code == 1, res.output
+    assert "too large" in res.output and "1048588" in res.output
+    assert end_offsets(_settings(healthy), TEST_TOPIC) == before
+    # Just under the limit goes through (librdkafka's own smaller default does not refuse it).
+    big.write_bytes(b"y" * 1_040_000)
+    res = _cli(healthy, "--topic", TEST_TOPIC, "--file", str(big), "--compression", "lz4")
+    assert res.exit_code == 0, res.output

@@ -1,0 +1,242 @@
+"""kconsole.cluster.produce without a cluster: partitioner, validation, input parsing, trace."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from kconsole.cluster.produce import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    Delivery,
+    ProduceError,
+    ProduceResult,
+    TopicLimits,
+    check_topic_name,
+    decode_text,
+    parse_header,
+    parse_line,
+    partition_for,
+    record_size,
+    trace,
+    validate,
+)
+from tests.unit.snapshots import load
+
+# Kafka's own test vectors for Utils.murmur2 (clients/src/test/java/org/apache/kafka/common/
+# utils/UtilsTest.java, testMurmur2), as signed Java ints. The partition is
+# (hash & 0x7fffffff) % n, computed here from those constants, not from kafka-python.
+JAVA_MURMUR2 = {
+    b"21": -973932308,
+    b"foobar": -790332482,
+    b"a-little-bit-long-string": -985981536,
+    b"a-little-bit-longer-string": -1486304829,
+    b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
+    b"abc": 479470107,
+}
+
+
+@pytest.mark.parametrize("key", list(JAVA_MURMUR2))
+@pytest.mark.parametrize("n", [1, 3, 4, 7, 12, 50])
+def test_partition_for_matches_java(key: bytes, n: int) -> None:
+    assert partition_for(key, n) == (JAVA_MURMUR2[key] & 0x7FFFFFFF) % n
+
+
+def test_partition_for_known_values_on_four_partitions() -> None:
+    # Spelled out so a change of formula shows up as concrete numbers.
+    got = {k: partition_for(k, 4) for k in JAVA_MURMUR2}
+    assert got == {
+        b"21": 0,
+        b"foobar": 2,
+        b"a-little-bit-long-string": 0,
+        b"a-little-bit-longer-string": 3,
+        b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": 1,
+        b"abc": 3,
+    }
+
+
+def test_null_key_has_no_fixed_partition() -> None:
+    assert partition_for(None, 4) is None
+
+
+def test_empty_key_is_not_null() -> None:
+    assert partition_for(b"", 4) is not None
+
+
+def test_partition_for_rejects_no_partitions() -> None:
+    with pytest.raises(ValueError):
+        partition_for(b"k", 0)
+
+
+@pytest.mark.parametrize(
+    "name, ok",
+    [
+        ("test-topic", True),
+        ("a", True),
+        ("A.b_c-9", True),
+        ("x" * 249, True),
+        ("x" * 250, False),
+        ("", False),
+        (".", False),
+        ("..", False),
+        ("...", True),
+        ("has space", False),
+        ("slash/topic", False),
+        ("ümlaut", False),
+        ("colon:topic", False),
+    ],
+)
+def test_topic_name_rules(name: str, ok: bool) -> None:
+    if ok:
+        check_topic_name(name)
+    else:
+        with pytest.raises(ProduceError, match="invalid topic name"):
+            check_topic_name(name)
+
+
+LIMITS = TopicLimits("t", True, 4, DEFAULT_MAX_MESSAGE_BYTES, "topic")
+
+
+def test_size_limit() -> None:
+    fits = b"x" * (DEFAULT_MAX_MESSAGE_BYTES - record_size(b"k", b""))
+    validate("t", limits=LIMITS, records=[(b"k", fits, [])])
+    with pytest.raises(ProduceError, match=r"too large.*1048588"):
+        validate("t", limits=LIMITS, records=[(b"k", fits + b"x", [])])
+
+
+def test_size_counts_headers() -> None:
+    value = b"x" * (DEFAULT_MAX_MESSAGE_BYTES - record_size(b"k", b""))
+    with pytest.raises(ProduceError, match="too large"):
+        validate("t", limits=LIMITS, records=[(b"k", value, [("h", b"v")])])
+
+
+def test_size_limit_of_the_topic() -> None:
+    small = TopicLimits("t", True, 4, 1000, "topic")
+    with pytest.raises(ProduceError, match="record 2 is too large"):
+        validate("t", limits=small, records=[(None, b"a", []), (None, b"x" * 1000, [])])
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"count": 0}, "count must be at least 1"),
+        ({"count": 10_000_000}, "too many"),
+        ({"rate": 0}, "rate must be"),
+        ({"rate": -5.0}, "rate must be"),
+        ({"acks": "2"}, "acks must be"),
+        ({"compression": "brotli"}, "compression"),
+        ({"partition": -1}, "partition must be"),
+        ({"partition": 4, "limits": LIMITS}, "partition 4 does not exist"),
+        ({"limits": TopicLimits("t", False)}, "does not exist"),
+    ],
+)
+def test_validation_errors(kwargs: dict, match: str) -> None:
+    kwargs.setdefault("limits", None)
+    with pytest.raises(ProduceError, match=match):
+        validate("t", **kwargs)
+
+
+def test_validation_passes() -> None:
+    validate("t", limits=LIMITS, records=[(b"k", b"v", [])], count=5, rate=10, partition=3)
+
+
+@pytest.mark.parametrize(
+    "line, sep, expected",
+    [
+        ("k:v\n", ":", ("k", "v")),
+        ("k:v:w", ":", ("k", "v:w")),
+        (":v", ":", ("", "v")),
+        ("k:", ":", ("k", "")),
+        ("no separator", ":", (None, "no separator")),
+        ("k\tv\r\n", "\t", ("k", "v")),
+        ("k::v", "::", ("k", "v")),
+        ("k:v", None, (None, "k:v")),
+    ],
+)
+def test_parse_line(line: str, sep: str | None, expected: tuple) -> None:
+    assert parse_line(line, sep) == expected
+
+
+def test_decode_text() -> None:
+    assert decode_text("ok é".encode(), "x") == "ok é"
+    with pytest.raises(ProduceError, match="stdin line 3 is not valid UTF-8 \\(byte 2"):
+        decode_text(b"ab\xff", "stdin line 3")
+
+
+def test_parse_header() -> None:
+    assert parse_header("a=b=c") == ("a", b"b=c")
+    with pytest.raises(ProduceError, match="key=value"):
+        parse_header("novalue")
+
+
+# -- trace on snapshots recorded from a real cluster ----------------------------------------------
+def _key_for(partition: int, n: int = 4) -> bytes:
+    return next(k for i in range(1000) if partition_for(k := f"k{i}".encode(), n) == partition)
+
+
+def test_trace_healthy() -> None:
+    snap = load("healthy")
+    key = _key_for(2)
+    t = trace(snap, "test-topic", key)
+    assert (t.partition, t.leader, t.isr, t.min_isr) == (2, 2, (2, 1, 3), 2)
+    assert t.warnings == ()
+    assert "test-topic/2 -> leader 2" in t.describe()
+
+
+def test_trace_unknown_topic() -> None:
+    t = trace(load("healthy"), "nope", b"k")
+    assert t.partition is None
+    assert t.warnings == ("topic 'nope' does not exist",)
+
+
+def test_trace_under_min_isr() -> None:
+    snap = load("broker_down")
+    # broker_down: test-topic ISRs of 2 with min ISR 2 (fine); shrink them to the leader alone.
+    t = trace(snap, "test-topic", _key_for(0))
+    assert t.isr == (3, 1) and t.warnings == ()
+    shrunk = replace(
+        snap,
+        partitions=tuple(
+            replace(p, isr=(p.leader,)) if p.topic == "test-topic" else p for p in snap.partitions
+        ),
+    )
+    t = trace(shrunk, "test-topic", _key_for(0))
+    assert len(t.warnings) == 1
+    assert "under min ISR" in t.warnings[0] and "NOT_ENOUGH_REPLICAS" in t.warnings[0]
+
+
+def test_trace_offline_partition() -> None:
+    snap = load("offline_partition")
+    t = trace(snap, "audit-log", _key_for(1, 3))
+    assert t.partition == 1 and t.leader == -1
+    assert any("offline" in w for w in t.warnings)
+    healthy_one = trace(snap, "audit-log", _key_for(0, 3))
+    assert healthy_one.warnings == ()
+
+
+def test_trace_null_key_reports_topic_wide() -> None:
+    t = trace(load("offline_partition"), "audit-log", None)
+    assert t.partition is None and t.num_partitions == 3
+    assert t.warnings == ("partitions 1 offline (no leader)",)
+    assert "sticky" in t.describe()
+
+
+def test_trace_explicit_partition() -> None:
+    t = trace(load("healthy"), "test-topic", b"whatever", partition=3)
+    assert t.partition == 3 and t.leader == 3
+    t = trace(load("healthy"), "test-topic", b"k", partition=9)
+    assert "does not exist" in t.warnings[0]
+
+
+def test_result_accounting() -> None:
+    ds = (
+        Delivery(0, b"a", 0, 10, 0.002),
+        Delivery(1, b"a", 0, 11, 0.004),
+        Delivery(2, b"b", 1, None, 1.0, "NOT_ENOUGH_REPLICAS", "x"),
+        Delivery(3, b"b", None, None, None, "UNKNOWN", "no report"),
+    )
+    r = ProduceResult("t", "all", 4, ds, 2.0)
+    assert len(r.acked) == 2 and len(r.failed) == 1 and len(r.unknown) == 1
+    assert r.failed_by_code == {"NOT_ENOUGH_REPLICAS": 1}
+    assert not r.ok and r.rate == 2.0
+    assert r.latency() == pytest.approx({"p50": 4.0, "p99": 4.0, "max": 4.0})
