@@ -61,6 +61,7 @@ async def main() -> None:
         s0 = base()
         steps = [
             ("first snapshot, 1984 rows", s0),
+            ("unchanged (the next poll)", dataclasses.replace(s0, taken_at=1.5)),
             ("1/3 of leaders moved", moved(s0)),
             ("back", s0),
             ("broker 3 gone", broker3_gone(s0)),
@@ -78,7 +79,7 @@ async def main() -> None:
     print("|---|---:|---:|")
     for name, ms, n in rows:
         print(f"| {name} | {ms:.0f} | {n} |")
-    print(f"\nmedian of the change steps: {statistics.median(r[1] for r in rows[1:]):.0f} ms")
+    print(f"\nmedian of the change steps: {statistics.median(r[1] for r in rows[2:]):.0f} ms")
 
 
 asyncio.run(main())

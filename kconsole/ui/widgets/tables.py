@@ -125,9 +125,29 @@ class PartitionsTable(KeyedTable):
     def watch_view(self) -> None:
         self.redraw()
 
+    _synced: object = None  # what the rows were last built from
+
     def redraw(self) -> None:
-        """Re-sync from the latest snapshot and the current view."""
-        self.sync(rows.partition_rows(console(self).snapshot, self.view))
+        """Re-sync from the latest snapshot and the current view.
+
+        Skipped when nothing the rows depend on changed: every poll brings a new snapshot,
+        and comparing 2,000 rows cell by cell cost ~0.2 s of UI time per poll.
+        """
+        snap = console(self).snapshot
+        inputs = (
+            None
+            if snap is None
+            else (
+                snap.partitions,
+                snap.topics,
+                tuple((b.id, b.state, b.registered) for b in snap.brokers),
+                self.view,
+            )
+        )
+        if inputs is not None and inputs == self._synced:
+            return
+        self._synced = inputs
+        self.sync(rows.partition_rows(snap, self.view))
 
     def sort_by(self, column: str) -> None:
         """Sort by `column`; choosing the current sort column again reverses it."""
