@@ -77,6 +77,14 @@ def code_revision() -> str:
     return f"git {sha}" + (f" + uncommitted changes in {', '.join(dirty)}" if dirty else "")
 
 
+def load() -> str:
+    """The 1-minute load average: the machine is shared, and the brokers run on it too."""
+    try:
+        return f"{os.getloadavg()[0]:.1f}"
+    except OSError:
+        return "?"
+
+
 @dataclass
 class Run:
     action: str
@@ -437,6 +445,7 @@ def main() -> None:
     # librdkafka complains loudly while a broker is down; keep stderr to progress lines.
     logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
     revision = code_revision()
+    load_start = load()
     with tempfile.TemporaryDirectory(prefix="kc-bench-failover-") as tmp:
         spec = LocalClusterSpec(brokers=3, zk_port=ZK_PORT, base_port=BASE_PORT)
         cluster = LocalCluster(Path(tmp) / "cluster", spec)
@@ -448,7 +457,12 @@ def main() -> None:
         finally:
             stopped = cluster.down(timeout=30)
             print(f"cluster down: {', '.join(stopped)}", file=sys.stderr)
-    report(runs, restores, args, revision)
+    report(
+        runs,
+        restores,
+        args,
+        f"{revision}  \nload average (1 min): {load_start} at start, {load()} at end",
+    )
 
 
 if __name__ == "__main__":

@@ -92,6 +92,14 @@ def code_revision() -> str:
     return f"git {sha}" + (f" + uncommitted changes in {', '.join(dirty)}" if dirty else "")
 
 
+def load() -> str:
+    """The 1-minute load average: the machine is shared, and the brokers run on it too."""
+    try:
+        return f"{os.getloadavg()[0]:.1f}"
+    except OSError:
+        return "?"
+
+
 def say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -628,6 +636,7 @@ def main() -> None:
     args = ap.parse_args()
     logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
     revision = code_revision()
+    load_start = load()
     try:
         with tempfile.TemporaryDirectory(prefix="kc-bench-refresh-") as tmp:
             spec = LocalClusterSpec(brokers=3, zk_port=ZK_PORT, base_port=BASE_PORT)
@@ -645,6 +654,7 @@ def main() -> None:
         mem = psutil.virtual_memory().total / 2**30
         print(f"command: `{cmd}`  ")
         print(f"code: {revision}  ")
+        print(f"load average (1 min): {load_start} at start, {load()} at end  ")
         print(
             f"machine: {os.cpu_count()} cores, {mem:.0f} GiB; 3 brokers (512 MB heap) + ZooKeeper "
             f"on the same machine (ZooKeeper {ZK_PORT}, brokers {BASE_PORT}-{BASE_PORT + 2}); "
