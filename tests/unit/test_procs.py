@@ -15,7 +15,7 @@ from kconsole.cluster.errors import PortInUse, ToolMissing
 from kconsole.cluster.local import check_port_free
 from kconsole.cluster.procs import ManagedProcess, ProcState, tail_lines
 
-SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
+SLEEPER = [sys.executable, "-c", "import signal; signal.pause()"]  # waits to be signalled
 
 
 @pytest.fixture
