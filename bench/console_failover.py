@@ -28,7 +28,6 @@ import logging
 import os
 import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -38,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
+from _common import code_revision, load
 from confluent_kafka import ElectionType, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
@@ -55,34 +55,6 @@ from kconsole.ui.widgets.tables import PartitionsTable
 ZK_PORT = 23181
 BASE_PORT = 21092
 POLL_S = 0.01
-
-
-def code_revision() -> str:
-    """The kconsole code this run measured: HEAD, plus any uncommitted changes under kconsole/."""
-    root = str(Path(__file__).resolve().parents[1])
-    try:
-        git = ["git", "-C", root]
-        sha = subprocess.run(
-            [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-        status = subprocess.run(
-            [*git, "status", "--porcelain", "--", "kconsole"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    dirty = [line[3:] for line in status.splitlines() if line.strip()]
-    return f"git {sha}" + (f" + uncommitted changes in {', '.join(dirty)}" if dirty else "")
-
-
-def load() -> str:
-    """The 1-minute load average: the machine is shared, and the brokers run on it too."""
-    try:
-        return f"{os.getloadavg()[0]:.1f}"
-    except OSError:
-        return "?"
 
 
 @dataclass

@@ -39,7 +39,6 @@ import os
 import pstats
 import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -49,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from _common import code_revision, load
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
@@ -70,34 +70,6 @@ SIZE = (160, 48)
 
 Row = tuple[str, str, str, str]  # step, median, p95, note
 OUT: list[str] = []
-
-
-def code_revision() -> str:
-    """The kconsole code this run measured: HEAD, plus any uncommitted changes under kconsole/."""
-    root = str(Path(__file__).resolve().parents[1])
-    try:
-        git = ["git", "-C", root]
-        sha = subprocess.run(
-            [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-        status = subprocess.run(
-            [*git, "status", "--porcelain", "--", "kconsole"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    dirty = [line[3:] for line in status.splitlines() if line.strip()]
-    return f"git {sha}" + (f" + uncommitted changes in {', '.join(dirty)}" if dirty else "")
-
-
-def load() -> str:
-    """The 1-minute load average: the machine is shared, and the brokers run on it too."""
-    try:
-        return f"{os.getloadavg()[0]:.1f}"
-    except OSError:
-        return "?"
 
 
 def say(msg: str) -> None:
