@@ -23,7 +23,7 @@ from kconsole.cluster.local import (
 )
 from kconsole.cluster.procs import tail_lines
 from kconsole.cluster.settings import KAFKA_VERSION, TEST_TOPIC, ZOOKEEPER_VERSION
-from kconsole.commands import Commands
+from kconsole.commands import Commands, ReadOnlyError
 from kconsole.config import BACKENDS, Settings, load_settings
 
 
@@ -345,7 +345,7 @@ def produce(
     settings: Settings = ctx.obj["settings"]
     try:
         if settings.read_only:
-            raise pr.ProduceError("read-only mode: producing is refused")
+            raise ReadOnlyError(f"read-only mode: refusing to produce to {topic}")
         if value is not None and file_path is not None:
             raise pr.ProduceError("give --value or --file, not both")
         if key is not None and key_separator is not None:
@@ -417,7 +417,7 @@ def produce(
             click.echo(f"  #{d.index + 1} key {k} FAILED {d.error}: {d.reason}")
 
     try:
-        result = pr.produce_records(
+        result = Commands(None, read_only=settings.read_only).produce(
             settings,
             topic,
             records,

@@ -6,11 +6,14 @@ modifying methods directly.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from kconsole.cluster.control import BrokerAction, BrokerControl
 from kconsole.cluster.errors import ClusterError
+from kconsole.cluster.produce import ProduceResult, Record, produce_records
+from kconsole.config import Settings
 
 
 class ReadOnlyError(ClusterError):
@@ -40,6 +43,20 @@ class Commands:
         if self.control is None:
             return False, self.control_reason or "no broker control backend"
         return True, ""
+
+    def writes_available(self) -> tuple[bool, str]:
+        """(available, reason) for actions that write data (produce, start a job)."""
+        if self.read_only:
+            return False, "read-only mode"
+        return True, ""
+
+    def produce(
+        self, settings: Settings, topic: str, records: Iterable[Record], **options: Any
+    ) -> ProduceResult:
+        """Send `records` to `topic` (see produce_records for `options`); refused read-only."""
+        if self.read_only:
+            raise ReadOnlyError(f"read-only mode: refusing to produce to {topic}")
+        return produce_records(settings, topic, records, **options)
 
     def broker(self, action: BrokerAction, broker_id: int, confirm: Confirm | None) -> str:
         """Run a broker action. Destructive ones need `confirm(prompt, expected_answer)`."""
