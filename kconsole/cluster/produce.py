@@ -13,7 +13,9 @@ flush ends is an unknown outcome, never counted as acked.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import re
 import time
 from collections import Counter
@@ -516,3 +518,201 @@ def produce_records(
         elapsed_s=max(sent_done, clock()) - start,
         notes=tuple(notes),
     )
+
+
+# -- a produce request as typed into a form -----------------------------------------------------
+VALUE_MODES = ("text", "json", "file")
+SMALL_SEND = 20  # up to this many records, each delivery is shown on its own
+
+
+@dataclass(frozen=True)
+class ProduceRequest:
+    """Everything one send needs, checked (but not yet against the cluster)."""
+
+    topic: str
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[Header, ...] = ()
+    count: int = 1
+    rate: float | None = None
+    acks: str = "all"
+    compression: str | None = None
+    partition: int | None = None
+
+    @property
+    def record(self) -> Record:
+        return (self.key, self.value, self.headers)
+
+    def records(self, stop: Callable[[], bool] = lambda: False) -> Iterable[Record]:
+        """`count` copies of the record, ending early once `stop()` is true."""
+        record = self.record
+        for _ in range(self.count):
+            if stop():
+                return
+            yield record
+
+
+def encode_text(text: str, what: str) -> bytes:
+    """`text` as UTF-8, or a ProduceError naming `what` (a lone surrogate cannot be encoded:
+    that is what undecodable bytes pasted into a terminal become)."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = text[exc.start : exc.start + 1].encode("utf-8", "surrogateescape")
+        raise ProduceError(
+            f"{what} is not valid UTF-8 text (character {exc.start + 1} is the undecodable "
+            f"byte {bad!r}); use the file value mode to send raw bytes"
+        ) from exc
+
+
+def _int_field(text: str, what: str, default: int | None) -> int | None:
+    t = text.strip().replace("_", "").replace(",", "")
+    if not t:
+        return default
+    try:
+        return int(t)
+    except ValueError:
+        raise ProduceError(f"{what} must be a whole number, not {text.strip()!r}") from None
+
+
+def parse_headers(text: str) -> tuple[Header, ...]:
+    """`k=v, k2=v2` (comma or newline separated) as headers; an empty text is none."""
+    items = [i.strip() for i in re.split(r"[,\n]", text) if i.strip()]
+    out = []
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ProduceError(f"headers are key=value, separated by commas; got {item!r}")
+        out.append((name.strip(), encode_text(value, f"header {name.strip()!r}")))
+    return tuple(out)
+
+
+def build_request(
+    *,
+    topic: str,
+    key: str,
+    value: str,
+    value_mode: str = "text",
+    headers: str = "",
+    count: str = "1",
+    rate: str = "",
+    acks: str = "all",
+    compression: str = "none",
+    partition: str = "",
+    read_file: Callable[[str], bytes] | None = None,
+) -> ProduceRequest:
+    """A ProduceRequest from a form's text fields, or a ProduceError saying what is wrong.
+
+    An empty key is a null key; `value_mode` json checks the value parses (and sends it as
+    typed); file reads the file named by `value` and sends its bytes as they are.
+    """
+    topic = topic.strip()
+    n = _int_field(count, "count", 1)
+    part = _int_field(partition, "partition", None)
+    rate_t = rate.strip()
+    try:
+        r = float(rate_t) if rate_t else None
+    except ValueError:
+        raise ProduceError(f"rate must be a number (messages per second), not {rate_t!r}") from None
+    validate(
+        topic,
+        limits=None,
+        count=n if n is not None else 1,
+        rate=r,
+        partition=part,
+        acks=acks,
+        compression=None if compression == "none" else compression,
+    )
+    if value_mode not in VALUE_MODES:
+        raise ProduceError(f"value mode must be one of {', '.join(VALUE_MODES)}")
+    kbytes = encode_text(key, "the key") if key else None
+    if value_mode == "file":
+        path = value.strip()
+        if not path:
+            raise ProduceError("file mode: give the path of the file to send")
+        try:
+            data = (read_file or _read_bytes)(path)
+        except OSError as exc:
+            raise ProduceError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    else:
+        data = encode_text(value, "the value")
+        if value_mode == "json":
+            try:
+                json.loads(value)
+            except ValueError as exc:
+                raise ProduceError(f"the value is not valid JSON: {exc}") from None
+    return ProduceRequest(
+        topic=topic,
+        key=kbytes,
+        value=data,
+        headers=parse_headers(headers),
+        count=n if n is not None else 1,
+        rate=r,
+        acks=acks,
+        compression=None if compression == "none" else compression,
+        partition=part,
+    )
+
+
+def _read_bytes(path: str) -> bytes:
+    with open(os.path.expanduser(path), "rb") as fh:
+        return fh.read()
+
+
+# -- live accounting of a send -------------------------------------------------------------------
+@dataclass(frozen=True)
+class TallyView:
+    """A consistent picture of a send in progress (or done)."""
+
+    total: int
+    acked: int
+    failed: dict[str, int]
+    unknown: int
+    elapsed_s: float
+    latency_ms: dict[str, float]
+
+    @property
+    def done(self) -> int:
+        return self.acked + sum(self.failed.values()) + self.unknown
+
+    @property
+    def rate(self) -> float:
+        return self.done / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+
+class Tally:
+    """Counts outcomes as delivery reports arrive (on the producing thread)."""
+
+    def __init__(self, total: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.total = total
+        self.clock = clock
+        self.started = clock()
+        self.acked = 0
+        self.unknown = 0
+        self.failed: Counter[str] = Counter()
+        self.latencies: list[float] = []
+
+    def add(self, d: Delivery) -> None:
+        if d.error is None:
+            self.acked += 1
+            if d.latency_s is not None:
+                self.latencies.append(d.latency_s)
+        elif d.error == "UNKNOWN":
+            self.unknown += 1
+        else:
+            self.failed[d.error] += 1
+
+    def view(self) -> TallyView:
+        lat = sorted(self.latencies)
+        latency = {}
+        if lat:
+            pick = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))] * 1000  # noqa: E731
+            latency = {"p50": pick(0.5), "p99": pick(0.99), "max": lat[-1] * 1000}
+        return TallyView(
+            self.total,
+            self.acked,
+            dict(sorted(self.failed.items())),
+            self.unknown,
+            self.clock() - self.started,
+            latency,
+        )

@@ -26,7 +26,9 @@ from textual.screen import Screen
 from kconsole import paths
 from kconsole.cluster.control import BrokerAction
 from kconsole.cluster.errors import ClusterError
+from kconsole.cluster.tail import TailFactory, tail_factory
 from kconsole.commands import Commands
+from kconsole.config import Settings
 from kconsole.drills.measure import BrokerConfig, Measurement
 from kconsole.impact import blast_radius
 from kconsole.models import BrokerState, ClusterSnapshot
@@ -76,8 +78,14 @@ class KConsoleApp(App[None]):
         title: str = "kconsole",
         broker_config: BrokerConfig | None = None,
         export_dir: Path | None = None,
+        settings: Settings | None = None,
+        tailer: TailFactory | None = None,
     ) -> None:
         super().__init__()
+        self.settings = settings
+        """How to reach the cluster for producing (None: producing is unavailable)."""
+        self.tailer = tailer or (tail_factory(settings) if settings is not None else None)
+        """Opens tails of topics (None: tailing is unavailable)."""
         self.observer = observer
         self.commands = commands
         self.clock = clock
@@ -317,6 +325,11 @@ class KConsoleApp(App[None]):
             return True if self.observer is not None else None  # shown, but dimmed
         return True
 
+    def refresh_observer(self) -> None:
+        """Ask the observer for an immediate re-poll (after something changed the cluster)."""
+        if self.observer is not None:
+            self.observer.refresh()
+
     def action_refresh(self) -> None:
         """Ask the observer for an immediate re-poll."""
         if self.observer is not None:
@@ -358,12 +371,15 @@ def make_app(
     title: str = "kconsole",
     broker_config: BrokerConfig | None = None,
     export_dir: Path | None = None,
+    settings: Settings | None = None,
+    tailer: TailFactory | None = None,
 ) -> KConsoleApp:
     """The console app, reading from `observer` (None: wait for SnapshotUpdated messages).
 
     `commands` enables the broker keys; `broker_config` is what drill measurements are
     predicted from (default: the local cluster's settings); timelines are exported to
-    `export_dir` (default: <state dir>/timelines).
+    `export_dir` (default: <state dir>/timelines). `settings` enable producing and (through
+    `tailer`, by default a real Tailer) tailing.
     """
     return KConsoleApp(
         observer,
@@ -374,4 +390,6 @@ def make_app(
         title=title,
         broker_config=broker_config,
         export_dir=export_dir,
+        settings=settings,
+        tailer=tailer,
     )

@@ -21,6 +21,7 @@ NOTE = Style(color="#7aa2f7")
 MOVING = Style(color="#c792ea")
 DIM = Style(color="#8a8f98")
 PLAIN = Style()
+BOLD = Style(bold=True)
 ACTION = Style(color="#f0b429", bold=True)  # something the user did (stop broker 2, …)
 
 BROKER_STATE_STYLE = {

@@ -12,10 +12,13 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
+from kconsole.cluster import produce as pr
 from kconsole.cluster.control import BrokerAction
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.procs import ProcState
+from kconsole.cluster.tail import TailFactory
 from kconsole.commands import Commands
+from kconsole.config import Settings
 from kconsole.models import ClusterSnapshot
 from kconsole.timeline import Event, diff
 from kconsole.ui.app import KConsoleApp, make_app
@@ -100,6 +103,8 @@ def new_app(
     *,
     commands: Commands | None = None,
     export_dir: Path | None = None,
+    settings: Settings | None = None,
+    tailer: TailFactory | None = None,
 ) -> KConsoleApp:
     """The console as the tests run it: fixed clock, no animation."""
     app = make_app(
@@ -109,6 +114,8 @@ def new_app(
         refresh_s=1.0,
         group_refresh_s=2.0,
         export_dir=export_dir,
+        settings=settings,
+        tailer=tailer,
     )
     app.animation_level = "none"
     return app
@@ -236,3 +243,20 @@ def lag_series(snap: ClusterSnapshot, count: int = 40) -> list[ClusterSnapshot]:
         taken_at = snap.taken_at - (count - i) * 2.0
         out.append(dataclasses.replace(snap, taken_at=taken_at, groups=groups))
     return out
+
+
+@pytest.fixture
+def recorded_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """read_topic_limits answers what the real cluster answered for test-topic."""
+
+    def limits(settings: Settings, topic: str, timeout_s: float = 10.0) -> pr.TopicLimits:
+        if topic != "test-topic":
+            return pr.TopicLimits(topic, False)
+        return recorded_topic_limits()
+
+    monkeypatch.setattr(pr, "read_topic_limits", limits)
+
+
+def recorded_topic_limits() -> pr.TopicLimits:
+    """What the real cluster answered for test-topic (4 partitions, the default size limit)."""
+    return pr.TopicLimits("test-topic", True, 4, pr.DEFAULT_MAX_MESSAGE_BYTES, "topic")

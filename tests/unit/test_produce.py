@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -11,7 +12,9 @@ from kconsole.cluster.produce import (
     Delivery,
     ProduceError,
     ProduceResult,
+    Tally,
     TopicLimits,
+    build_request,
     check_topic_name,
     decode_text,
     parse_header,
@@ -240,3 +243,98 @@ def test_result_accounting() -> None:
     assert r.failed_by_code == {"NOT_ENOUGH_REPLICAS": 1}
     assert not r.ok and r.rate == 2.0
     assert r.latency() == pytest.approx({"p50": 4.0, "p99": 4.0, "max": 4.0})
+
+
+# -- the dialog's form ------------------------------------------------------------------------
+def _form(**kw: str) -> dict[str, str]:
+    base = {"topic": "test-topic", "key": "k", "value": "v"}
+    base.update(kw)
+    return base
+
+
+def test_build_request_defaults() -> None:
+    req = build_request(**_form())
+    assert (req.topic, req.key, req.value, req.count, req.rate) == ("test-topic", b"k", b"v", 1, None)
+    assert (req.acks, req.compression, req.partition, req.headers) == ("all", None, None, ())
+    assert list(req.records()) == [(b"k", b"v", ())]
+
+
+def test_build_request_fields() -> None:
+    req = build_request(
+        **_form(key="", headers="a=1, b = two ,c="),
+        count="1_000",
+        rate="250.5",
+        acks="1",
+        compression="zstd",
+        partition="3",
+    )
+    assert req.key is None  # an empty key field is a null key
+    assert req.headers == (("a", b"1"), ("b", b" two"), ("c", b""))
+    assert (req.count, req.rate, req.acks, req.compression, req.partition) == (
+        1000, 250.5, "1", "zstd", 3,
+    )  # fmt: skip
+
+
+def test_records_stop_early() -> None:
+    req = build_request(**_form(), count="100")
+    seen: list[object] = []
+    for r in req.records(lambda: len(seen) >= 7):
+        seen.append(r)
+    assert len(seen) == 7
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"topic": "bad topic"}, "invalid topic name 'bad topic': ' ' not allowed"),
+        ({"topic": ""}, "invalid topic name: it is empty"),
+        ({"count": "0"}, "count must be at least 1, not 0"),
+        ({"count": "-3"}, "count must be at least 1, not -3"),
+        ({"count": "lots"}, "count must be a whole number, not 'lots'"),
+        ({"count": "2000000"}, "too many"),
+        ({"rate": "0"}, "rate must be in"),
+        ({"rate": "-1"}, "rate must be in"),
+        ({"rate": "fast"}, "rate must be a number"),
+        ({"partition": "-1"}, "partition must be >= 0"),
+        ({"partition": "x"}, "partition must be a whole number"),
+        ({"key": "caf\udce9"}, "the key is not valid UTF-8 text .*b'\\\\xe9'"),
+        ({"value": "\udcff"}, "the value is not valid UTF-8 text"),
+        ({"headers": "novalue"}, "headers are key=value"),
+        ({"headers": "h=\udc80"}, "header 'h' is not valid UTF-8"),
+        ({"value": "{not json", "value_mode": "json"}, "the value is not valid JSON"),
+        ({"value": "", "value_mode": "file"}, "give the path of the file"),
+        ({"value": "/nonexistent/x.bin", "value_mode": "file"}, "cannot read /nonexistent"),
+    ],
+)
+def test_build_request_refuses(kw: dict[str, str], match: str) -> None:
+    with pytest.raises(ProduceError, match=match):
+        build_request(**_form(**kw))
+
+
+def test_build_request_json_and_file(tmp_path: Path) -> None:
+    req = build_request(**_form(value='{"a": [1, 2]}', value_mode="json"))
+    assert req.value == b'{"a": [1, 2]}'  # sent as typed
+    blob = tmp_path / "blob.bin"
+    blob.write_bytes(bytes(range(256)))
+    req = build_request(**_form(value=str(blob), value_mode="file"))
+    assert req.value == bytes(range(256))  # raw bytes: any content
+
+
+def test_tally() -> None:
+    now = [10.0]
+    tally = Tally(5, clock=lambda: now[0])
+    for d in (
+        Delivery(0, b"a", 0, 1, 0.010),
+        Delivery(1, b"a", 0, 2, 0.030),
+        Delivery(2, b"b", 1, None, 0.5, "NOT_ENOUGH_REPLICAS", "x"),
+        Delivery(3, b"b", 1, None, 0.5, "NOT_ENOUGH_REPLICAS", "x"),
+        Delivery(4, b"c", None, None, None, "UNKNOWN", "no report"),
+    ):
+        tally.add(d)
+    now[0] = 12.0
+    v = tally.view()
+    assert (v.total, v.acked, v.failed, v.unknown, v.done) == (
+        5, 2, {"NOT_ENOUGH_REPLICAS": 2}, 1, 5,
+    )  # fmt: skip
+    assert v.rate == 2.5
+    assert v.latency_ms == pytest.approx({"p50": 30.0, "p99": 30.0, "max": 30.0})

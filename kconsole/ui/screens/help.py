@@ -36,6 +36,8 @@ def key_sections(app: KConsoleApp) -> list[Section]:
     from kconsole.ui.screens.actions import BrokerChooser, ConfirmBrokerAction
     from kconsole.ui.screens.group import GroupScreen
     from kconsole.ui.screens.main import FilterInput, MainScreen
+    from kconsole.ui.screens.produce import ProduceScreen
+    from kconsole.ui.screens.tail import TailScreen
     from kconsole.ui.screens.timeline import TimelineScreen
     from kconsole.ui.widgets.tables import BrokersTable, GroupsTable, PartitionsTable
 
@@ -58,6 +60,8 @@ def key_sections(app: KConsoleApp) -> list[Section]:
         ("Broker action chooser (C, L)", _rows(app, bindings_of(BrokerChooser))),
         ("Confirmation", [*confirm, *_rows(app, bindings_of(ConfirmBrokerAction))]),
         ("Timeline", _rows(app, bindings_of(TimelineScreen))),
+        ("Produce (P)", _rows(app, bindings_of(ProduceScreen))),
+        ("Tail (F)", [*_rows(app, bindings_of(TailScreen)), ("enter", "Start the tail")]),
         ("Any table", _rows(app, bindings_of(DataTable))),
         ("This help", _rows(app, bindings_of(HelpScreen))),
     ]

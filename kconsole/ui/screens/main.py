@@ -101,6 +101,7 @@ class MainScreen(Screen[None]):
             "i",
             "toggle_internal",
             "Internal",
+            show=False,
             tooltip="Show or hide internal topics (__consumer_offsets, …)",
             id="internal-topics",
         ),
@@ -129,6 +130,20 @@ class MainScreen(Screen[None]):
             id="controller-actions",
         ),
         Binding("C", UNAVAILABLE, show=False),
+        Binding(
+            "P",
+            "produce",
+            "Produce",
+            tooltip="Produce keyed messages to the selected topic, with a partition trace",
+            id="produce",
+        ),
+        Binding(
+            "F",
+            "tail",
+            "Tail",
+            tooltip="Follow (tail) the selected topic's records, without a consumer group",
+            id="tail",
+        ),
         Binding(
             "T",
             "timeline",
@@ -201,6 +216,33 @@ class MainScreen(Screen[None]):
             self.notify("there is no active controller", severity="warning")
             return
         console(self).choose_broker_action(snap.controller.id, "controller")
+
+    def _selected_topic(self) -> tuple[str, int | None]:
+        """The topic (and partition) under the partitions table's cursor."""
+        table = self.partitions
+        snap = console(self).snapshot
+        if snap is None or not table.row_count:
+            return "", None
+        try:
+            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        except Exception:
+            return "", None
+        topic, _, part = (key or "").rpartition("/")
+        return (topic, int(part)) if part.isdigit() else ("", None)
+
+    def action_produce(self) -> None:
+        """Open the produce dialog on the selected topic."""
+        from kconsole.ui.screens.produce import ProduceScreen
+
+        topic, _ = self._selected_topic()
+        self.app.push_screen(ProduceScreen(topic=topic))
+
+    def action_tail(self) -> None:
+        """Tail the selected topic."""
+        from kconsole.ui.screens.tail import TailScreen
+
+        topic, _ = self._selected_topic()
+        self.app.push_screen(TailScreen(topic=topic))
 
     def action_timeline(self) -> None:
         """Open the drill timeline."""

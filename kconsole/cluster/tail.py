@@ -1,0 +1,391 @@
+"""Tail a topic or one partition: from the end, the beginning, an offset, a timestamp or the
+last N records of each partition.
+
+By default no consumer group is used: partitions are assigned explicitly and nothing is ever
+committed, so tailing never joins, rebalances or moves the offsets of anyone's group (see
+kconsole.drills.verify). With `group_id`, the tail joins that group as a normal member (it
+subscribes, so it takes partitions away from the group's other members) and commits, which is
+only for when the user asks for it.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from confluent_kafka import (
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    TopicPartition,
+)
+
+from kconsole.cluster.errors import ClusterError
+from kconsole.cluster.produce import RDKAFKA_LOG, check_topic_name
+from kconsole.config import Settings
+from kconsole.drills.verify import verifier_config
+
+Header = tuple[str, bytes | None]
+
+
+class TailError(ClusterError):
+    """The tail could not start (or stopped); the message says why."""
+
+
+# -- where to start -----------------------------------------------------------------------------
+START_KINDS = ("end", "beginning", "offset", "timestamp", "last")
+
+
+@dataclass(frozen=True)
+class StartAt:
+    """Where a tail starts in each partition."""
+
+    kind: str = "end"  # one of START_KINDS
+    value: int = 0  # the offset, the timestamp (ms since the epoch) or N for "last"
+
+    def describe(self) -> str:
+        if self.kind == "offset":
+            return f"offset {self.value}"
+        if self.kind == "timestamp":
+            when = datetime.fromtimestamp(self.value / 1000, tz=UTC)
+            return f"time {when.isoformat(timespec='milliseconds')}"
+        if self.kind == "last":
+            return f"last {self.value} per partition"
+        return self.kind
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)")
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_start(text: str, now_ms: Callable[[], int] | None = None) -> StartAt:
+    """A start position as typed by a user.
+
+    `end` (new records only), `beginning`, `@123` or `offset:123` (that offset in each
+    partition), `-10` or `last:10` (the last 10 records of each partition), `ts:<ISO time>` or
+    `ts:<ms since epoch>`, or `ago:5m` (records from 5 minutes ago on; ms, s, m, h, d).
+    """
+    t = text.strip().lower()
+    now_ms = now_ms or (lambda: int(time.time() * 1000))
+    if t in ("", "end", "latest"):
+        return StartAt("end")
+    if t in ("beginning", "begin", "earliest", "start"):
+        return StartAt("beginning")
+    try:
+        if t.startswith("@") or t.startswith("offset:"):
+            n = int(t.split(":", 1)[1] if ":" in t else t[1:])
+            if n < 0:
+                raise TailError(f"an offset is >= 0, not {n}")
+            return StartAt("offset", n)
+        if t.startswith("-") or t.startswith("last:"):
+            n = int(t[1:] if t.startswith("-") else t.split(":", 1)[1])
+            if n < 1:
+                raise TailError(f"last N needs N >= 1, not {n}")
+            return StartAt("last", n)
+        if t.startswith("ago:"):
+            m = _DURATION.fullmatch(t[4:].strip())
+            if not m:
+                raise TailError(f"ago: takes a duration like 30s, 5m or 2h, not {t[4:]!r}")
+            return StartAt("timestamp", now_ms() - int(float(m[1]) * _UNIT_MS[m[2]]))
+        if t.startswith("ts:"):
+            raw = text.strip()[3:].strip()
+            if raw.isdigit():
+                return StartAt("timestamp", int(raw))
+            when = datetime.fromisoformat(raw)
+            if when.tzinfo is None:
+                when = when.astimezone()  # local time, as the user reads their clock
+            return StartAt("timestamp", int(when.timestamp() * 1000))
+    except ValueError as exc:
+        raise TailError(f"cannot read the start position {text!r}: {exc}") from exc
+    raise TailError(
+        f"unknown start position {text!r}: use end, beginning, @OFFSET, -N, ts:TIME or ago:5m"
+    )
+
+
+# -- records ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TailRecord:
+    """One record as read."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp_ms: int | None  # None when the record has none
+    timestamp_type: str  # "create", "log-append" or "none"
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[Header, ...] = ()
+
+
+_TS_TYPES = {1: "create", 2: "log-append"}
+
+
+def _record(msg: Message) -> TailRecord:
+    ts_type, ts = msg.timestamp()
+    return TailRecord(
+        topic=msg.topic() or "",
+        partition=msg.partition() or 0,
+        offset=msg.offset() or 0,
+        timestamp_ms=ts if ts_type in _TS_TYPES and ts >= 0 else None,
+        timestamp_type=_TS_TYPES.get(ts_type, "none"),
+        key=_as_bytes(msg.key()),
+        value=_as_bytes(msg.value()),
+        headers=_headers(msg.headers()),
+    )
+
+
+def _headers(raw: Any) -> tuple[Header, ...]:
+    # confluent-kafka gives a list of (name, value) pairs (or None).
+    return tuple((str(h[0]), _as_bytes(h[1])) for h in raw or ())
+
+
+def _as_bytes(data: bytes | str | None) -> bytes | None:
+    return data.encode() if isinstance(data, str) else data
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def show_bytes(data: bytes | None, limit: int = 200) -> str:
+    """Bytes for a screen: UTF-8 text as it is, anything else escaped (undecodable bytes and
+    control characters as \\xNN, so nothing reaches the terminal raw); `null` for None."""
+    if data is None:
+        return "null"
+    text = data.decode("utf-8", "backslashreplace")
+    text = _CONTROL.sub(lambda m: _NAMED.get(m[0], f"\\x{ord(m[0]):02x}"), text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# -- the tailer ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TailPosition:
+    """Where the tail started in one partition, and that partition's end when it started."""
+
+    partition: int
+    start: int  # the first offset that will be read
+    low: int
+    high: int
+
+
+class Tailer:
+    """Reads a topic (or one partition) from `start` on. Not thread-safe: one thread uses it.
+
+    open() resolves the start offsets (and raises TailError for a bad topic or partition, or
+    an unreachable cluster); poll() returns what arrived; pause()/resume() stop and restart
+    fetching without losing the position; close() always.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        topic: str,
+        *,
+        partition: int | None = None,
+        start: StartAt = StartAt("end"),
+        group_id: str | None = None,
+        timeout_s: float = 10.0,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.topic = topic
+        self.partition = partition
+        self.start = start
+        self.group_id = group_id or None
+        self.timeout_s = timeout_s
+        self.extra = extra or {}
+        self.positions: tuple[TailPosition, ...] = ()
+        self.paused = False
+        self._consumer: Consumer | None = None
+        self._assigned: list[TopicPartition] = []
+
+    # -- set-up -------------------------------------------------------------------------------
+    def _config(self) -> dict[str, Any]:
+        if self.group_id is None:
+            conf = verifier_config(self.settings)
+        else:
+            conf = self.settings.kafka_config()
+            conf.update(
+                {
+                    "logger": RDKAFKA_LOG,
+                    "group.id": self.group_id,
+                    "enable.auto.commit": True,
+                    "enable.partition.eof": False,
+                }
+            )
+        conf.update({"socket.timeout.ms": int(self.timeout_s * 1000)})
+        conf.update(self.extra)
+        return conf
+
+    def open(self) -> tuple[TailPosition, ...]:
+        """Connect, check the topic and partition, and position every partition."""
+        try:
+            check_topic_name(self.topic)
+        except ClusterError as exc:
+            raise TailError(exc.message) from exc
+        if self.partition is not None and self.partition < 0:
+            raise TailError(f"partition must be >= 0, not {self.partition}")
+        try:
+            consumer = Consumer(self._config())
+        except KafkaException as exc:
+            raise TailError(f"cannot create the consumer: {exc}") from exc
+        try:
+            parts = self._partitions(consumer)
+            self.positions = self._resolve(consumer, parts)
+            if self.group_id is None:
+                consumer.assign(
+                    [TopicPartition(self.topic, p.partition, p.start) for p in self.positions]
+                )
+            else:
+                starts = {p.partition: p.start for p in self.positions}
+
+                def on_assign(c: Consumer, tps: list[TopicPartition]) -> None:
+                    # Only a start the user chose overrides the group's committed offsets.
+                    if self.start.kind != "end":
+                        for tp in tps:
+                            tp.offset = starts.get(tp.partition, tp.offset)
+                    c.assign(tps)
+
+                consumer.subscribe([self.topic], on_assign=on_assign)
+        except BaseException:
+            consumer.close()
+            raise
+        self._consumer = consumer
+        return self.positions
+
+    def _partitions(self, consumer: Consumer) -> list[int]:
+        try:
+            md = consumer.list_topics(self.topic, timeout=self.timeout_s)
+        except KafkaException as exc:
+            raise TailError(
+                f"cannot read metadata from {self.settings.bootstrap}: {exc.args[0]}"
+            ) from exc
+        t = md.topics.get(self.topic)
+        if t is None or (t.error is not None and not t.partitions):
+            raise TailError(f"topic {self.topic!r} does not exist")
+        parts = sorted(t.partitions)
+        if self.partition is not None:
+            if self.partition not in parts:
+                raise TailError(
+                    f"partition {self.partition} does not exist: {self.topic} has partitions "
+                    f"0..{len(parts) - 1}"
+                )
+            return [self.partition]
+        return parts
+
+    def _resolve(self, consumer: Consumer, parts: list[int]) -> tuple[TailPosition, ...]:
+        marks = {}
+        for p in parts:
+            try:
+                marks[p] = consumer.get_watermark_offsets(
+                    TopicPartition(self.topic, p), timeout=self.timeout_s
+                )
+            except KafkaException as exc:
+                raise TailError(
+                    f"cannot read the offsets of {self.topic}/{p}: {exc.args[0]}"
+                ) from exc
+        by_time: dict[int, int] = {}
+        if self.start.kind == "timestamp":
+            asked = [TopicPartition(self.topic, p, self.start.value) for p in parts]
+            try:
+                found = consumer.offsets_for_times(asked, timeout=self.timeout_s)
+            except KafkaException as exc:
+                raise TailError(f"cannot look up offsets by time: {exc.args[0]}") from exc
+            # -1: no record at or after that time -> the end.
+            by_time = {tp.partition: tp.offset for tp in found}
+        out = []
+        for p in parts:
+            low, high = marks[p]
+            kind, value = self.start.kind, self.start.value
+            if kind == "beginning":
+                start = low
+            elif kind == "offset":
+                start = min(max(value, low), high)
+            elif kind == "last":
+                start = max(low, high - value)
+            elif kind == "timestamp":
+                found_at = by_time.get(p, -1)
+                start = found_at if found_at >= 0 else high
+            else:
+                start = high
+            out.append(TailPosition(p, start, low, high))
+        return tuple(out)
+
+    # -- reading ------------------------------------------------------------------------------
+    def poll(self, timeout_s: float = 0.2, max_records: int = 500) -> list[TailRecord]:
+        """What arrived within `timeout_s` (nothing while paused). Raises TailError on a fatal
+        error; transient ones (a leader moving) are left to librdkafka."""
+        consumer = self._consumer
+        if consumer is None:
+            raise TailError("the tail is not open")
+        if self.paused:
+            time.sleep(timeout_s)  # paused partitions fetch nothing: just wait
+            consumer.poll(0)  # serve callbacks (rebalances, errors)
+            return []
+        out = []
+        for msg in consumer.consume(num_messages=max_records, timeout=timeout_s):
+            err = msg.error()
+            if err is not None:
+                if err.fatal() or err.code() in (
+                    KafkaError.UNKNOWN_TOPIC_OR_PART,
+                    KafkaError.TOPIC_AUTHORIZATION_FAILED,
+                ):
+                    raise TailError(f"reading {self.topic} failed: {err.str()}")
+                continue
+            out.append(_record(msg))
+        return out
+
+    def pause(self) -> None:
+        """Stop fetching; the position is kept."""
+        if self._consumer is not None and not self.paused:
+            self._consumer.pause(self._consumer.assignment())
+        self.paused = True
+
+    def resume(self) -> None:
+        """Fetch again from where the tail stopped."""
+        if self._consumer is not None and self.paused:
+            self._consumer.resume(self._consumer.assignment())
+        self.paused = False
+
+    def close(self) -> None:
+        consumer, self._consumer = self._consumer, None
+        if consumer is not None:
+            consumer.close()
+
+    def __enter__(self) -> Tailer:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class TailSource(Protocol):
+    """What the tail view needs of a Tailer (tests replay recorded records through it)."""
+
+    positions: tuple[TailPosition, ...]
+    paused: bool
+
+    def open(self) -> tuple[TailPosition, ...]: ...
+    def poll(self, timeout_s: float = 0.2, max_records: int = 500) -> list[TailRecord]: ...
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
+    def close(self) -> None: ...
+
+
+# (topic, partition or None, start, group id or None) -> a tail, not yet open
+TailFactory = Callable[[str, int | None, StartAt, str | None], TailSource]
+
+
+def tail_factory(settings: Settings) -> TailFactory:
+    """Real tails of the cluster `settings` point at."""
+
+    def make(topic: str, partition: int | None, start: StartAt, group: str | None) -> TailSource:
+        return Tailer(settings, topic, partition=partition, start=start, group_id=group)
+
+    return make

@@ -1,0 +1,496 @@
+"""The produce dialog: a record (or many), a live key -> partition -> leader -> ISR trace, and
+every delivery accounted for.
+
+The trace is recomputed as the user types and with every snapshot, so it warns before sending
+when the target partition is offline or under min ISR. Sending runs in a thread worker through
+the command layer (read-only refuses it): first the request is checked against the cluster
+(topic exists, partition exists, record size), then sent; deliveries come back as messages.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import ClassVar
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Label, ProgressBar, Select, Static, TextArea
+
+from kconsole.cluster import produce as pr
+from kconsole.cluster.errors import ClusterError
+from kconsole.cluster.tail import show_bytes
+from kconsole.ui import format as fmt
+from kconsole.ui.widgets.base import console
+
+VALUE_MODE_LABELS = {"text": "text", "json": "JSON", "file": "file"}
+PROGRESS_EVERY_S = 0.1
+
+
+class ProduceScreen(Screen[None]):
+    """Produce to a topic from the keyboard."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+s", "send", "Send", id="produce-send"),
+        Binding("escape", "back", "Back / stop sending", id="produce-back"),
+        Binding("ctrl+t", "tail", "Tail this topic", id="produce-tail"),
+    ]
+
+    class Delivered(Message):
+        """One record's outcome (small sends), with the running tally."""
+
+        def __init__(self, delivery: pr.Delivery, tally: pr.TallyView) -> None:
+            super().__init__()
+            self.delivery = delivery
+            self.tally = tally
+
+    class Progressed(Message):
+        """The running tally of a bulk send."""
+
+        def __init__(self, tally: pr.TallyView) -> None:
+            super().__init__()
+            self.tally = tally
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, ProduceScreen.Progressed)
+
+    class Finished(Message):
+        """The send is over: every record acked, failed or unknown."""
+
+        def __init__(self, result: pr.ProduceResult, tally: pr.TallyView) -> None:
+            super().__init__()
+            self.result = result
+            self.tally = tally
+
+    class Refused(Message):
+        """Nothing was sent: the request was refused (the reason says why)."""
+
+        def __init__(self, reason: str) -> None:
+            super().__init__()
+            self.reason = reason
+
+    def __init__(self, topic: str = "", key: str = "", partition: int | None = None) -> None:
+        super().__init__()
+        self.initial_topic = topic
+        self.initial_key = key
+        self.initial_partition = partition
+        self.sending = False
+        self.request: pr.ProduceRequest | None = None
+        self.last_result: pr.ProduceResult | None = None
+        self._stop = threading.Event()
+
+    # -- layout -------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        with Vertical(id="produce-form", classes="pane") as form:
+            form.border_title = "Produce"
+            form.border_subtitle = "ctrl+s sends · escape goes back"
+            with Horizontal(classes="form-row"):
+                yield Label("Topic", classes="form-label")
+                yield Input(self.initial_topic, placeholder="topic", compact=True, id="topic")
+                yield Label("Partition", classes="form-label")
+                yield Input(
+                    "" if self.initial_partition is None else str(self.initial_partition),
+                    placeholder="by key",
+                    compact=True,
+                    id="partition",
+                )
+            with Horizontal(classes="form-row"):
+                yield Label("Key", classes="form-label")
+                yield Input(
+                    self.initial_key, placeholder="empty: null key", compact=True, id="key"
+                )
+                yield Label("Count", classes="form-label")
+                yield Input("1", compact=True, id="count")
+                yield Label("Rate", classes="form-label")
+                yield Input(placeholder="max", compact=True, id="rate")
+                yield Label("msg/s", classes="form-unit")
+            with Horizontal(classes="form-row"):
+                yield Label("Value", classes="form-label")
+                yield Select(
+                    [(label, mode) for mode, label in VALUE_MODE_LABELS.items()],
+                    value="text",
+                    allow_blank=False,
+                    compact=True,
+                    id="value-mode",
+                )
+                yield Label("Acks", classes="form-label")
+                yield Select(
+                    [("all", "all"), ("1", "1"), ("0", "0")],
+                    value="all",
+                    allow_blank=False,
+                    compact=True,
+                    id="acks",
+                )
+                yield Label("Compression", classes="form-label")
+                yield Select(
+                    [(c, c) for c in pr.COMPRESSIONS],
+                    value="none",
+                    allow_blank=False,
+                    compact=True,
+                    id="compression",
+                )
+                yield Label("Headers", classes="form-label")
+                yield Input(placeholder="k=v, k2=v2", compact=True, id="headers")
+            yield TextArea(
+                placeholder="the value (text, or JSON in JSON mode)", compact=True, id="value"
+            )
+            yield Input(placeholder="path of the file to send", compact=True, id="value-file")
+        with Vertical(id="trace-pane", classes="pane") as trace:
+            trace.border_title = "Trace: key → partition → leader → ISR"
+            yield Static(id="trace")
+        with Vertical(id="result-pane", classes="pane") as result:
+            result.border_title = "Delivery"
+            yield Static(Text("nothing sent yet", fmt.DIM), id="produce-status")
+            yield ProgressBar(show_eta=False, id="produce-progress")
+            yield DataTable(cursor_type="row", zebra_stripes=False, id="deliveries")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#deliveries", DataTable)
+        for label, key in (
+            ("#", "n"),
+            ("key", "key"),
+            ("partition", "partition"),
+            ("offset", "offset"),
+            ("latency", "latency"),
+            ("result", "result"),
+        ):
+            table.add_column(label, key=key)
+        self.query_one("#value-file").display = False
+        self.query_one("#produce-progress").display = False
+        self.watch(console(self), "snapshot", self.update_trace, init=True)
+        self.query_one("#topic" if not self.initial_topic else "#key", Input).focus()
+
+    # -- the form -----------------------------------------------------------------------------
+    def _text(self, selector: str) -> str:
+        return self.query_one(selector, Input).value
+
+    def _select(self, selector: str) -> str:
+        return str(self.query_one(selector, Select).value)
+
+    @property
+    def value_mode(self) -> str:
+        return self._select("#value-mode")
+
+    def form_request(self) -> pr.ProduceRequest:
+        """The request the form describes, or a ProduceError (nothing touched the cluster)."""
+        mode = self.value_mode
+        value = self._text("#value-file") if mode == "file" else self.query_one(TextArea).text
+        return pr.build_request(
+            topic=self._text("#topic"),
+            key=self._text("#key"),
+            value=value,
+            value_mode=mode,
+            headers=self._text("#headers"),
+            count=self._text("#count"),
+            rate=self._text("#rate"),
+            acks=self._select("#acks"),
+            compression=self._select("#compression"),
+            partition=self._text("#partition"),
+        )
+
+    @on(Select.Changed, "#value-mode")
+    def _mode_changed(self) -> None:
+        file_mode = self.value_mode == "file"
+        self.query_one("#value-file").display = file_mode
+        self.query_one("#value").display = not file_mode
+
+    @on(Input.Changed)
+    @on(Select.Changed, "#acks")
+    def _form_changed(self) -> None:
+        self.update_trace()
+
+    def update_trace(self) -> None:
+        """Re-trace the key against the latest snapshot."""
+        self.query_one("#trace", Static).update(self.render_trace())
+
+    def render_trace(self) -> Text | Group:
+        snap = console(self).snapshot
+        topic = self._text("#topic").strip()
+        if not topic:
+            return Text("type a topic", fmt.DIM)
+        try:
+            pr.check_topic_name(topic)
+        except pr.ProduceError as exc:
+            return Text(exc.message, fmt.BAD)
+        if snap is None:
+            return Text("no snapshot of the cluster yet", fmt.DIM)
+        key_text = self._text("#key")
+        try:
+            key = pr.encode_text(key_text, "the key") if key_text else None
+        except pr.ProduceError as exc:
+            return Text(exc.message, fmt.BAD)
+        partition_text = self._text("#partition").strip()
+        partition = None
+        if partition_text:
+            try:
+                partition = int(partition_text)
+            except ValueError:
+                return Text(f"partition must be a whole number, not {partition_text!r}", fmt.BAD)
+        return render_trace(pr.trace(snap, topic, key, partition), self._select("#acks"))
+
+    # -- sending ------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "send":
+            app = console(self)
+            if app.settings is None or app.commands is None:
+                return None
+            return None if self.sending else True
+        return True
+
+    def action_send(self) -> None:
+        """Check the form and send."""
+        app = console(self)
+        if self.sending or app.settings is None or app.commands is None:
+            return
+        available, why = app.commands.writes_available()
+        if not available:
+            self._refused(f"{why}: producing is refused")
+            return
+        try:
+            request = self.form_request()
+        except ClusterError as exc:
+            self._refused(exc.message)
+            return
+        self.request = request
+        self.sending = True
+        self._stop.clear()
+        self.refresh_bindings()
+        table = self.query_one("#deliveries", DataTable)
+        table.clear()
+        table.display = request.count <= pr.SMALL_SEND
+        bar = self.query_one("#produce-progress", ProgressBar)
+        bar.display = request.count > pr.SMALL_SEND
+        bar.update(total=request.count, progress=0)
+        self._status(Text(f"checking {request.topic} …", fmt.DIM))
+        self._send(request)
+
+    @work(thread=True, exclusive=True, group="produce", exit_on_error=False)
+    def _send(self, request: pr.ProduceRequest) -> None:
+        # A worker thread: no widgets here, only post_message.
+        app = console(self)
+        settings, commands = app.settings, app.commands
+        assert settings is not None and commands is not None
+        try:
+            limits = pr.read_topic_limits(settings, request.topic)
+            pr.validate(
+                request.topic,
+                limits=limits,
+                records=[request.record],
+                count=request.count,
+                rate=request.rate,
+                partition=request.partition,
+                acks=request.acks,
+                compression=request.compression,
+            )
+        except ClusterError as exc:
+            self.post_message(self.Refused(exc.message))
+            return
+        tally = pr.Tally(request.count)
+        small = request.count <= pr.SMALL_SEND
+        last = 0.0
+
+        def on_progress(d: pr.Delivery) -> None:
+            nonlocal last
+            tally.add(d)
+            if small:
+                self.post_message(self.Delivered(d, tally.view()))
+                return
+            now = time.monotonic()
+            if now - last >= PROGRESS_EVERY_S:
+                last = now
+                self.post_message(self.Progressed(tally.view()))
+
+        try:
+            result = commands.produce(
+                settings,
+                request.topic,
+                request.records(self._stop.is_set),
+                acks=request.acks,
+                rate=request.rate,
+                compression=request.compression,
+                partition=request.partition,
+                on_progress=on_progress,
+                max_message_bytes=limits.max_message_bytes,
+            )
+        except ClusterError as exc:
+            self.post_message(self.Refused(exc.message))
+            return
+        except Exception as exc:  # a bug must not leave the dialog "sending" forever
+            self.post_message(self.Refused(f"{type(exc).__name__}: {exc}"))
+            return
+        self.post_message(self.Finished(result, tally.view()))
+
+    def on_produce_screen_delivered(self, message: Delivered) -> None:
+        d = message.delivery
+        table = self.query_one("#deliveries", DataTable)
+        key = fmt_key(d.key)
+        if d.error is None:
+            result = Text("acked", fmt.GOOD)
+        elif d.error == "UNKNOWN":
+            result = Text(f"unknown: {d.reason}", fmt.WARN)
+        else:
+            result = Text(f"{d.error}: {d.reason}", fmt.BAD)
+        table.add_row(
+            str(d.index + 1),
+            key,
+            "-" if d.partition is None else str(d.partition),
+            "-" if d.offset is None else str(d.offset),
+            "-" if d.latency_s is None else f"{d.latency_s * 1000:.1f} ms",
+            result,
+            key=str(d.index),
+        )
+        self._status(sending_text(self.request, message.tally))
+
+    def on_produce_screen_progressed(self, message: Progressed) -> None:
+        self.query_one("#produce-progress", ProgressBar).update(progress=message.tally.done)
+        self._status(sending_text(self.request, message.tally))
+
+    def on_produce_screen_finished(self, message: Finished) -> None:
+        self.sending = False
+        self.last_result = message.result
+        self.refresh_bindings()
+        self.query_one("#produce-progress", ProgressBar).update(
+            total=max(1, message.result.sent), progress=message.tally.done
+        )
+        self._status(finished_text(message.result, stopped=self._stop.is_set()))
+        result = message.result
+        if result.ok:
+            self.notify(f"{len(result.acked)} acked by {result.topic}", timeout=3)
+        else:
+            failed = ", ".join(f"{k}: {v}" for k, v in result.failed_by_code.items())
+            self.notify(
+                f"{len(result.acked)}/{result.sent} acked"
+                + (f"; failed: {failed}" if failed else "")
+                + (f"; {len(result.unknown)} unknown" if result.unknown else ""),
+                severity="error",
+                timeout=10,
+                markup=False,
+            )
+        console(self).refresh_observer()
+
+    def on_produce_screen_refused(self, message: Refused) -> None:
+        self.sending = False
+        self.refresh_bindings()
+        self._refused(message.reason)
+
+    def _refused(self, reason: str) -> None:
+        self._status(Text.assemble(("not sent: ", fmt.BAD), (reason, fmt.BAD)))
+        self.query_one("#produce-progress").display = False
+
+    def _status(self, text: Text) -> None:
+        self.query_one("#produce-status", Static).update(text)
+
+    # -- leaving ------------------------------------------------------------------------------
+    def action_back(self) -> None:
+        """Stop sending (what was sent is still accounted for), else go back."""
+        if self.sending:
+            self._stop.set()
+            self._status(Text("stopping: waiting for the reports of what was sent …", fmt.WARN))
+            return
+        self.dismiss()
+
+    def action_tail(self) -> None:
+        """Tail the topic being produced to."""
+        from kconsole.ui.screens.tail import TailScreen
+
+        topic = self._text("#topic").strip()
+        self.app.push_screen(TailScreen(topic=topic, start="-20"))
+
+
+# -- rendering (pure functions: tested without a screen) ---------------------------------------
+def fmt_key(key: bytes | None) -> Text:
+    if key is None:
+        return Text("null", fmt.DIM)
+    return Text(show_bytes(key, 60))
+
+
+def render_trace(t: pr.Trace, acks: str = "all") -> Text | Group:
+    """The trace as lines: where the key goes, then each warning."""
+    line = Text()
+    line.append("key ", fmt.DIM)
+    line.append_text(fmt_key(t.key))
+    line.append(" → ", fmt.DIM)
+    if t.partition is None:
+        if t.num_partitions:
+            line.append(
+                f"{t.topic}: any of {t.num_partitions} partitions (null key: the sticky "
+                "partitioner spreads batches)",
+            )
+        else:
+            line.append("?", fmt.DIM)
+    else:
+        line.append(f"{t.topic}/", fmt.DIM)
+        line.append(f"partition {t.partition}", fmt.BOLD)
+        line.append(" → ", fmt.DIM)
+        if t.leader is None or t.leader < 0:
+            line.append("no leader", fmt.BAD)
+        else:
+            line.append(f"leader {t.leader}", fmt.BOLD)
+        line.append(" → ", fmt.DIM)
+        line.append("ISR ", fmt.DIM)
+        line.append(",".join(map(str, t.isr)) or "-")
+        line.append("  replicas ", fmt.DIM)
+        line.append(",".join(map(str, t.replicas)) or "-")
+        if t.min_isr is not None:
+            line.append("  min.insync.replicas ", fmt.DIM)
+            line.append(str(t.min_isr))
+    if not t.warnings:
+        ok = Text("✓ ", fmt.GOOD)
+        ok.append("a send would be accepted now", fmt.DIM)
+        return Group(line, ok) if t.partition is not None else line
+    table = Table.grid()
+    table.add_column(width=2, no_wrap=True)
+    table.add_column()
+    for w in t.warnings:
+        text = w
+        if acks != "all" and "min ISR" in w:
+            text += f" (acks={acks} does not wait for the ISR: it would be accepted)"
+        severe = "offline" in w or "does not exist" in w or acks == "all"
+        style = fmt.BAD if severe else fmt.WARN
+        table.add_row(Text("⚠", style), Text(text, style))
+    return Group(line, table)
+
+
+def sending_text(request: pr.ProduceRequest | None, tally: pr.TallyView) -> Text:
+    total = request.count if request else tally.total
+    text = Text()
+    text.append(f"sending {tally.done:,}/{total:,}", fmt.BOLD)
+    if request is not None:
+        text.append(f" to {request.topic} (acks={request.acks})", fmt.DIM)
+    text.append(f" · {tally.acked:,} acked", fmt.GOOD)
+    if tally.failed:
+        text.append(" · failed " + ", ".join(f"{k}: {v}" for k, v in tally.failed.items()), fmt.BAD)
+    text.append(f" · {tally.rate:,.0f} msg/s", fmt.DIM)
+    return text
+
+
+def finished_text(result: pr.ProduceResult, stopped: bool = False) -> Text:
+    """'1,000 acked, 0 failed, 0 unknown in 1.2 s · 812 msg/s · latency p50 …'."""
+    text = Text()
+    acked, failed, unknown = len(result.acked), len(result.failed), len(result.unknown)
+    style = fmt.GOOD if result.ok else fmt.BAD
+    text.append(f"{acked:,}/{result.sent:,} acked", style + fmt.BOLD)
+    text.append(f", {failed:,} failed", fmt.BAD if failed else fmt.DIM)
+    for code, n in result.failed_by_code.items():
+        text.append(f" ({code}: {n:,})", fmt.BAD)
+    text.append(f", {unknown:,} unknown", fmt.WARN if unknown else fmt.DIM)
+    text.append(f" in {result.elapsed_s:.2f} s · {result.rate:,.0f} msg/s", fmt.DIM)
+    lat = result.latency()
+    if lat:
+        text.append(
+            f" · latency p50 {lat['p50']:.1f} ms  p99 {lat['p99']:.1f} ms  max {lat['max']:.1f} ms",
+            fmt.DIM,
+        )
+    if stopped:
+        text.append(" · stopped by you", fmt.WARN)
+    for note in result.notes:
+        text.append(f"\nnote: {note}", fmt.WARN)
+    return text

@@ -1,0 +1,264 @@
+"""Fakes for the produce dialog and the tail view, replaying data recorded from a real cluster
+(tests/fixtures/produce_tail.json, written by tests/fixtures/record_produce_tail.py)."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from textual.pilot import Pilot
+from textual.widgets import DataTable, Input, Select, Static, TextArea
+
+from kconsole.cluster import produce as pr
+from kconsole.cluster.tail import StartAt, TailError, TailPosition, TailRecord
+from kconsole.commands import Commands
+from kconsole.config import Settings
+from kconsole.ui.app import KConsoleApp
+from kconsole.ui.screens.produce import ProduceScreen
+from kconsole.ui.screens.tail import TailScreen
+from tests.ui.conftest import feed, load, new_app, recorded_topic_limits
+
+RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "produce_tail.json"
+
+
+def recorded() -> dict[str, Any]:
+    with RECORDED.open() as f:
+        return json.load(f)  # type: ignore[no-any-return]
+
+
+def deliveries(name: str) -> tuple[list[pr.Delivery], float]:
+    """The recorded deliveries of a send ("small_send" or "not_enough_replicas")."""
+    data = recorded()[name]
+    out = [
+        pr.Delivery(**{**d, "key": None if d["key"] is None else d["key"].encode()})
+        for d in data["deliveries"]
+    ]
+    return out, data["elapsed_s"]
+
+
+def tail_records() -> list[TailRecord]:
+    """The records a real tail read back, in the order it read them."""
+    unhex = bytes.fromhex
+    return [
+        TailRecord(
+            topic=r["topic"],
+            partition=r["partition"],
+            offset=r["offset"],
+            timestamp_ms=r["timestamp_ms"],
+            timestamp_type=r["timestamp_type"],
+            key=None if r["key"] is None else unhex(r["key"]),
+            value=None if r["value"] is None else unhex(r["value"]),
+            headers=tuple((k, None if v is None else unhex(v)) for k, v in r["headers"]),
+        )
+        for r in recorded()["tail"]
+    ]
+
+
+RECORDED_LIMITS = recorded_topic_limits()
+
+
+class ReplayCommands(Commands):
+    """A command layer whose produce() replays recorded deliveries through on_progress, in
+    the order the real run reported them, and returns the result the real run returned.
+
+    With `delay_s`, it takes each record from the iterator slowly (as a rate limit does), so a
+    test can stop a send half-way; records beyond the recording repeat its last outcome.
+    """
+
+    def __init__(
+        self, recorded: list[pr.Delivery], elapsed_s: float, *, read_only: bool = False,
+        delay_s: float = 0.0,
+    ) -> None:  # fmt: skip
+        super().__init__(None, read_only=read_only)
+        self.recorded = recorded
+        self.elapsed_s = elapsed_s
+        self.delay_s = delay_s
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.taken = 0
+        self.started = threading.Event()
+
+    def produce(
+        self, settings: Settings, topic: str, records: Iterable[pr.Record], **options: Any
+    ) -> pr.ProduceResult:
+        if self.read_only:
+            return super().produce(settings, topic, records, **options)
+        self.calls.append((topic, options))
+        self.started.set()
+        on_progress = options.get("on_progress")
+        out = []
+        for i, _record in enumerate(records):
+            self.taken += 1
+            if self.delay_s:
+                time.sleep(self.delay_s)
+            src = self.recorded[min(i, len(self.recorded) - 1)]
+            d = pr.Delivery(i, src.key, src.partition, src.offset, src.latency_s, src.error,
+                            src.reason)  # fmt: skip
+            out.append(d)
+            if on_progress is not None:
+                on_progress(d)
+        return pr.ProduceResult(topic, options.get("acks", "all"), len(out), tuple(out),
+                                self.elapsed_s)  # fmt: skip
+
+
+class ReplayTailer:
+    """A TailSource over recorded records: open() positions at the first record of each
+    partition (or refuses like the real one), poll() hands out what is left, none while paused."""
+
+    def __init__(
+        self, records: list[TailRecord], topic: str, partition: int | None, start: StartAt,
+        group: str | None, error: str = "",
+    ) -> None:  # fmt: skip
+        self.records = [
+            r
+            for r in records
+            if r.topic == topic and (partition is None or r.partition == partition)
+        ]
+        self.topic, self.partition, self.start, self.group = topic, partition, start, group
+        self.error = error
+        self.positions: tuple[TailPosition, ...] = ()
+        self.paused = False
+        self.polls = 0
+        self.closed = False
+
+    def open(self) -> tuple[TailPosition, ...]:
+        """Position like the real Tailer over a log holding the recorded records; from the end,
+        the recorded records count as arriving after the tail opened (a live tail's view)."""
+        if self.error:
+            raise TailError(self.error)
+        parts = sorted({r.partition for r in self.records})
+        kind, value = self.start.kind, self.start.value
+        positions = []
+        for p in parts:
+            offsets = sorted(r.offset for r in self.records if r.partition == p)
+            low, high = offsets[0], offsets[-1] + 1
+            start = {
+                "offset": min(max(value, low), high),
+                "last": max(low, high - value),
+                "timestamp": min(
+                    (r.offset for r in self.records
+                     if r.partition == p and (r.timestamp_ms or 0) >= value),
+                    default=high,
+                ),
+            }.get(kind, low)  # fmt: skip
+            positions.append(TailPosition(p, start, low, high))
+        self.positions = tuple(positions)
+        first = {pos.partition: pos.start for pos in self.positions}
+        self.records = [r for r in self.records if r.offset >= first[r.partition]]
+        return self.positions
+
+    def poll(self, timeout_s: float = 0.2, max_records: int = 500) -> list[TailRecord]:
+        self.polls += 1
+        if self.paused or not self.records:
+            time.sleep(min(timeout_s, 0.02))
+            return []
+        out, self.records = self.records[:max_records], self.records[max_records:]
+        return out
+
+    def add(self, records: list[TailRecord]) -> None:
+        """More records arrive (from the test's thread)."""
+        self.records = self.records + records
+
+    def pause(self) -> None:
+        self.paused = True
+
+    def resume(self) -> None:
+        self.paused = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+# -- driving the screens ------------------------------------------------------------------------
+def produce_app(commands: ReplayCommands | None = None) -> KConsoleApp:
+    sent, elapsed = deliveries("small_send")
+    return new_app(commands=commands or ReplayCommands(sent, elapsed), settings=Settings())
+
+
+def text_of(app: KConsoleApp, selector: str) -> str:
+    """A Static's content as plain text (Rich renderables rendered, wide enough not to wrap)."""
+    content = app.screen.query_one(selector, Static).content
+    if isinstance(content, str):
+        return content
+    out = Console(width=400, file=io.StringIO(), color_system=None, legacy_windows=False)
+    with out.capture() as captured:
+        out.print(content)
+    return "\n".join(line.rstrip() for line in captured.get().splitlines())
+
+
+async def wait_for(pilot: Pilot[None], check: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met within the deadline")
+        await pilot.pause(0.02)
+
+
+async def select_row(pilot: Pilot[None], snapshot: str, row: str = "test-topic/0") -> None:
+    """Feed `snapshot` and put the partitions cursor on `row`."""
+    app = pilot.app
+    assert isinstance(app, KConsoleApp)
+    feed(app, load(snapshot))
+    await pilot.pause()
+    table = app.screen.query_one("#partitions", DataTable)
+    table.move_cursor(row=table.get_row_index(row))
+    await pilot.pause()
+
+
+async def open_produce(pilot: Pilot[None], snapshot: str = "healthy") -> ProduceScreen:
+    app = pilot.app
+    assert isinstance(app, KConsoleApp)
+    await select_row(pilot, snapshot)
+    await pilot.press("P")
+    await pilot.pause()
+    screen = app.screen
+    assert isinstance(screen, ProduceScreen)
+    return screen
+
+
+def fill(screen: ProduceScreen, **fields: str) -> None:
+    for name, value in fields.items():
+        if name == "value":
+            screen.query_one(TextArea).text = value
+        elif name in ("acks", "compression", "value_mode"):
+            screen.query_one(f"#{name.replace('_', '-')}", Select).value = value
+        else:
+            screen.query_one(f"#{name.replace('_', '-')}", Input).value = value
+
+
+async def send_and_wait(pilot: Pilot[None], screen: ProduceScreen) -> None:
+    await pilot.press("ctrl+s")
+    await pilot.pause()
+    for worker in list(pilot.app.workers):
+        if worker.group == "produce":
+            await worker.wait()
+    await pilot.pause()
+    await pilot.pause()
+
+
+def tail_app(records: list[TailRecord] | None = None, error: str = "") -> tuple[KConsoleApp, list]:
+    made: list[ReplayTailer] = []
+    data = tail_records() if records is None else records
+
+    def factory(
+        topic: str, partition: int | None, start: StartAt, group: str | None
+    ) -> ReplayTailer:
+        made.append(ReplayTailer(data, topic, partition, start, group, error))
+        return made[-1]
+
+    return new_app(tailer=factory), made
+
+
+async def open_tail(pilot: Pilot[None]) -> TailScreen:
+    app = pilot.app
+    assert isinstance(app, KConsoleApp)
+    await select_row(pilot, "healthy")
+    await pilot.press("F")
+    await pilot.pause()
+    assert isinstance(app.screen, TailScreen)
+    return app.screen

@@ -1,0 +1,317 @@
+"""The produce dialog and the tail view, driven with Pilot over recorded snapshots, recorded
+deliveries and recorded tail records (the real-cluster versions are in tests/integration)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from textual.widgets import DataTable, Input
+
+from kconsole.cluster import produce as pr
+from kconsole.cluster.tail import StartAt, TailRecord
+from kconsole.ui.screens.produce import ProduceScreen
+from tests.ui.conftest import feed, load, new_app
+from tests.ui.produce_fakes import (
+    RECORDED_LIMITS,
+    ReplayCommands,
+    deliveries,
+    fill,
+    open_produce,
+    open_tail,
+    produce_app,
+    send_and_wait,
+    tail_app,
+    tail_records,
+    text_of,
+    wait_for,
+)
+
+SIZE = (120, 36)
+
+
+@pytest.fixture(autouse=True)
+def _limits(recorded_limits: None) -> None:
+    """read_topic_limits answers what the real cluster answered for test-topic."""
+
+
+# -- the trace ------------------------------------------------------------------------------
+async def test_trace_follows_the_key_as_typed() -> None:
+    app = produce_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_produce(pilot)
+        assert screen.query_one("#topic", Input).value == "test-topic"  # the selected row's
+        snap = load("healthy")
+        for key in ("order-7", "order-42", "customer-9"):
+            screen.query_one("#key", Input).value = ""
+            await pilot.press(*key)
+            await pilot.pause()
+            partition = pr.partition_for(key.encode(), 4)
+            p = snap.partition("test-topic", partition)
+            assert p is not None
+            shown = text_of(app, "#trace")
+            assert f"key {key} → test-topic/partition {partition} → leader {p.leader}" in shown
+            assert "ISR " + ",".join(map(str, p.isr)) in shown
+            assert "a send would be accepted now" in shown
+        # An explicit partition overrides the key; a null key spreads.
+        fill(screen, partition="3")
+        await pilot.pause()
+        assert "partition 3 → leader" in text_of(app, "#trace")
+        fill(screen, partition="", key="")
+        await pilot.pause()
+        assert "any of 4 partitions" in text_of(app, "#trace")
+        fill(screen, topic="no such topic")
+        await pilot.pause()
+        assert "invalid topic name 'no such topic'" in text_of(app, "#trace")
+        fill(screen, topic="missing-topic")
+        await pilot.pause()
+        assert "topic 'missing-topic' does not exist" in text_of(app, "#trace")
+
+
+async def test_trace_warns_under_min_isr_and_follows_snapshots() -> None:
+    app = produce_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_produce(pilot, "healthy")
+        fill(screen, key="order-42")
+        await pilot.pause()
+        assert "a send would be accepted now" in text_of(app, "#trace")
+        # Two brokers go down while the dialog is open: the trace warns before any send.
+        feed(app, load("two_down"))
+        await pilot.pause()
+        shown = text_of(app, "#trace")
+        assert "under min ISR: ISR 1 < min.insync.replicas 2" in shown
+        assert "acks=all would fail now with NOT_ENOUGH_REPLICAS" in shown
+        fill(screen, acks="1")
+        await pilot.pause()
+        assert "acks=1 does not wait for the ISR" in text_of(app, "#trace")
+
+
+async def test_trace_offline_partition() -> None:
+    app = produce_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_produce(pilot, "no_controller")
+        fill(screen, key="order-42")
+        await pilot.pause()
+        assert "is offline (no live leader): sends will fail" in text_of(app, "#trace")
+
+
+# -- sending ----------------------------------------------------------------------------------
+async def test_small_send_shows_every_delivery() -> None:
+    sent, elapsed = deliveries("small_send")
+    commands = ReplayCommands(sent, elapsed)
+    app = produce_app(commands)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_produce(pilot)
+        fill(screen, key="order-7", value="order order-7 placed", count="3", headers="src=ui")
+        await send_and_wait(pilot, screen)
+        assert len(commands.calls) == 1
+        topic, options = commands.calls[0]
+        assert topic == "test-topic" and options["acks"] == "all"
+        assert options["max_message_bytes"] == RECORDED_LIMITS.max_message_bytes
+        table = screen.query_one("#deliveries", DataTable)
+        assert table.row_count == 3
+        for i in range(3):
+            row = [str(c) for c in table.get_row(str(i))]
+            assert row[2] == str(sent[i].partition) and row[3] == str(sent[i].offset)
+            assert row[5] == "acked"
+        assert text_of(app, "#produce-status").startswith("3/3 acked, 0 failed, 0 unknown")
+        assert screen.last_result is not None and screen.last_result.ok
+
+
+async def test_not_enough_replicas_is_shown() -> None:
+    failed, elapsed = deliveries("not_enough_replicas")
+    commands = ReplayCommands(failed, elapsed)
+    app = produce_app(commands)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_produce(pilot, "two_down")
+        fill(screen, key="order-42", value="order order-42 paid")
+        await pilot.pause()
+        assert "NOT_ENOUGH_REPLICAS" in text_of(app, "#trace")  # warned before sending
+        await send_and_wait(pilot, screen)
+        status = text_of(app, "#produce-status")
+        assert "0/1 acked, 1 failed (NOT_ENOUGH_REPLICAS: 1)" in status
+        row = [str(c) for c in screen.query_one("#deliveries", DataTable).get_row("0")]
+        assert row[5] == "NOT_ENOUGH_REPLICAS: Broker: Not enough in-sync replicas"
+
+
+async def test_bulk_send_shows_progress_and_can_be_stopped() -> None:
+    sent, elapsed = deliveries("small_send")
+    commands = ReplayCommands(sent, elapsed, delay_s=0.002)
+    app = produce_app(commands)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_produce(pilot)
+        fill(screen, key="bulk", value="x", count="100000")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: commands.taken > 50)
+        assert screen.sending
+        assert not screen.query_one("#deliveries").display  # bulk: a progress bar instead
+        assert screen.query_one("#produce-progress").display
+        await wait_for(pilot, lambda: "sending" in text_of(app, "#produce-status"))
+        await pilot.press("escape")  # stop sending, stay on the dialog
+        await wait_for(pilot, lambda: not screen.sending)
+        assert isinstance(app.screen, ProduceScreen)
+        result = screen.last_result
+        assert result is not None and 50 < result.sent < 100000
+        assert len(result.acked) == result.sent  # every record sent is accounted for
+        assert "stopped by you" in text_of(app, "#produce-status")
+        await pilot.press("escape")
+        assert not isinstance(app.screen, ProduceScreen)
+
+
+BAD_INPUTS = [
+    ({"topic": "bad topic"}, "invalid topic name 'bad topic'"),
+    ({"topic": "missing-topic"}, "topic 'missing-topic' does not exist"),
+    ({"count": "0"}, "count must be at least 1, not 0"),
+    ({"count": "many"}, "count must be a whole number"),
+    ({"rate": "-5"}, "rate must be in (0, 1000000] messages/s, not -5.0"),
+    ({"partition": "9"}, "partition 9 does not exist: test-topic has partitions 0..3"),
+    ({"key": "caf\udce9"}, "the key is not valid UTF-8 text"),
+    ({"value_mode": "json", "value": "{oops"}, "the value is not valid JSON"),
+    ({"value_mode": "file", "value_file": "/nonexistent/blob"}, "cannot read /nonexistent/blob"),
+    ({"value": "x" * (pr.DEFAULT_MAX_MESSAGE_BYTES + 10)}, "the record is too large"),
+]
+
+
+@pytest.mark.parametrize(("fields", "message"), BAD_INPUTS)
+async def test_bad_input_is_refused_and_nothing_sent(fields: dict[str, str], message: str) -> None:
+    commands = ReplayCommands(*deliveries("small_send"))
+    app = produce_app(commands)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_produce(pilot)
+        fill(screen, key="k", value="v")
+        fill(screen, **fields)
+        await send_and_wait(pilot, screen)
+        status = text_of(app, "#produce-status")
+        assert status.startswith("not sent: ")
+        assert message in status
+        assert commands.calls == [] and commands.taken == 0
+        assert not screen.sending
+
+
+async def test_read_only_refuses_to_produce() -> None:
+    commands = ReplayCommands(*deliveries("small_send"), read_only=True)
+    app = produce_app(commands)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_produce(pilot)
+        fill(screen, key="k", value="v")
+        await send_and_wait(pilot, screen)
+        assert "not sent: read-only mode: producing is refused" in text_of(app, "#produce-status")
+        assert commands.calls == []
+
+
+async def test_send_is_unavailable_without_a_connection() -> None:
+    app = new_app()  # no settings, no commands
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_produce(pilot)
+        assert screen.check_action("send", ()) is None  # shown disabled
+        await pilot.press("ctrl+s")
+        assert "nothing sent yet" in text_of(app, "#produce-status")
+
+
+# -- the tail ---------------------------------------------------------------------------------
+async def test_tail_shows_records_and_pauses() -> None:
+    records = tail_records()
+    app, made = tail_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_tail(pilot)
+        table = screen.query_one("#tail-records", DataTable)
+        await wait_for(pilot, lambda: table.row_count == len(records))
+        tail = made[-1]
+        assert (tail.topic, tail.partition, tail.start, tail.group) == (
+            "test-topic", None, StartAt("end"), None,
+        )  # fmt: skip
+        by_key = {f"{r.partition}:{r.offset}": r for r in records}
+        for key, r in by_key.items():
+            cells = [str(c) for c in table.get_row(key)]
+            assert cells[0] == str(r.partition) and cells[1] == str(r.offset)
+            assert cells[3] == ("null" if r.key is None else r.key.decode("utf-8", "replace"))
+        headers = next(r for r in records if r.headers)
+        assert "trace-id=abc123" in str(table.get_row(f"{headers.partition}:{headers.offset}")[5])
+        binary = next(r for r in records if r.key == b"bin")
+        assert (
+            str(table.get_row(f"{binary.partition}:{binary.offset}")[4])
+            == "\\x00\\x9f\\x92\\x96\\xff"
+        )
+        assert "no consumer group" in text_of(app, "#tail-status")
+        # Pause: nothing more is fetched; resume: what arrived meanwhile shows.
+        await pilot.press("space")
+        await wait_for(pilot, lambda: tail.paused)
+        assert "paused" in text_of(app, "#tail-status")
+        extra = [TailRecord("test-topic", 0, 99, None, "none", b"late", b"arrived", ())]
+        tail.add(extra)
+        polls = tail.polls
+        await wait_for(pilot, lambda: tail.polls > polls + 3)
+        assert table.row_count == len(records)
+        await pilot.press("space")
+        await wait_for(pilot, lambda: table.row_count == len(records) + 1)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: tail.closed)
+
+
+async def test_tail_of_one_partition_from_an_offset() -> None:
+    app, made = tail_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_tail(pilot)
+        screen.query_one("#tail-partition", Input).value = "1"
+        screen.query_one("#tail-from", Input).value = "@1"
+        screen.query_one("#tail-group", Input).value = ""
+        screen.query_one("#tail-from", Input).focus()
+        await pilot.press("enter")
+        table = screen.query_one("#tail-records", DataTable)
+        ones = [r for r in tail_records() if r.partition == 1 and r.offset >= 1]
+        assert len(ones) >= 2
+        await wait_for(pilot, lambda: table.row_count == len(ones))
+        assert (made[-1].partition, made[-1].start) == (1, StartAt("offset", 1))
+        shown = [
+            (str(table.get_row_at(i)[0]), str(table.get_row_at(i)[1]))
+            for i in range(table.row_count)
+        ]
+        assert shown == [("1", str(r.offset)) for r in ones]
+        assert made[0].closed  # the first tail was stopped when this one started
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("#tail-from", "someday", "unknown start position 'someday'"),
+        ("#tail-partition", "two", "partition must be a whole number"),
+        ("#tail-topic", "", "type a topic to tail"),
+    ],
+)
+async def test_tail_bad_input(field: str, value: str, message: str) -> None:
+    app, made = tail_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_tail(pilot)
+        n = len(made)
+        screen.query_one(field, Input).value = value
+        screen.query_one(field, Input).focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert message in text_of(app, "#tail-status")
+        assert len(made) == n  # no new tail was opened
+
+
+async def test_tail_error_from_the_cluster_is_shown() -> None:
+    app, made = tail_app(error="topic 'gone' does not exist")
+    async with app.run_test(size=SIZE) as pilot:
+        await open_tail(pilot)
+        await wait_for(pilot, lambda: "does not exist" in text_of(app, "#tail-status"))
+        assert text_of(app, "#tail-status").strip().startswith("✗ topic 'gone' does not exist")
+        await wait_for(pilot, lambda: made[-1].closed)
+
+
+async def test_tail_keeps_the_newest_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kconsole.ui.screens import tail as tail_screen
+
+    monkeypatch.setattr(tail_screen, "MAX_ROWS", 50)
+    many = [
+        TailRecord("test-topic", 0, i, None, "none", str(i).encode(), b"v", ()) for i in range(120)
+    ]
+    app, _ = tail_app(many)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_tail(pilot)
+        await wait_for(pilot, lambda: screen.received == 120)
+        await asyncio.sleep(0)
+        table = screen.query_one("#tail-records", DataTable)
+        assert table.row_count == 50
+        assert str(table.get_row_at(0)[1]) == "70" and str(table.get_row_at(49)[1]) == "119"
