@@ -11,13 +11,13 @@ console: setup
 	@.venv/bin/kconsole
 
 test: setup
-	@.venv/bin/ruff check kconsole tests
+	@.venv/bin/ruff check kconsole tests jobs
 	@.venv/bin/lint-imports --no-cache >/dev/null
 	@.venv/bin/mypy
 	@.venv/bin/python -m pytest
 
 lint: setup
-	@.venv/bin/ruff check kconsole tests
-	@.venv/bin/ruff format --check kconsole tests
+	@.venv/bin/ruff check kconsole tests jobs
+	@.venv/bin/ruff format --check kconsole tests jobs
 	@.venv/bin/mypy
 	@.venv/bin/lint-imports

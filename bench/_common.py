@@ -7,8 +7,8 @@ import subprocess
 from pathlib import Path
 
 
-def code_revision() -> str:
-    """The kconsole code this run measured: HEAD, plus any uncommitted changes under kconsole/."""
+def code_revision(paths: tuple[str, ...] = ("kconsole",)) -> str:
+    """The code this run measured: HEAD, plus any uncommitted changes under `paths`."""
     root = str(Path(__file__).resolve().parents[1])
     try:
         git = ["git", "-C", root]
@@ -16,7 +16,7 @@ def code_revision() -> str:
             [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
         ).stdout.strip()
         status = subprocess.run(
-            [*git, "status", "--porcelain", "--", "kconsole"],
+            [*git, "status", "--porcelain", "--", *paths],
             capture_output=True,
             text=True,
             check=True,

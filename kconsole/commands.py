@@ -6,14 +6,17 @@ modifying methods directly.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kconsole.cluster.control import BrokerAction, BrokerControl
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.produce import ProduceResult, Record, produce_records
 from kconsole.config import Settings
+
+if TYPE_CHECKING:
+    from kconsole.jobs import JobManager, JobRun
 
 
 class ReadOnlyError(ClusterError):
@@ -75,3 +78,20 @@ class Commands:
             if confirm is None or not confirm(prompt, str(broker_id)):
                 raise NotConfirmed(f"{action.value} broker {broker_id}: not confirmed")
         return self.control.act(action, broker_id)
+
+    def start_job(
+        self,
+        manager: JobManager,
+        job: str,
+        options: Mapping[str, Any] | None = None,
+        detached: bool = False,
+    ) -> JobRun:
+        """Start a PySpark job (it reads Kafka and may write an output topic); refused
+        read-only."""
+        if self.read_only:
+            raise ReadOnlyError(f"read-only mode: refusing to start job {job}")
+        return manager.start(job, options or {}, detached=detached)
+
+    def stop_job(self, manager: JobManager, run_id: str, timeout_s: float = 20.0) -> JobRun:
+        """Stop a job run: allowed read-only too (it ends a process of ours, not the cluster)."""
+        return manager.stop(run_id, timeout_s=timeout_s)

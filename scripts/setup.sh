@@ -2,7 +2,8 @@
 # Sets up everything kconsole needs on a fresh clone, and is safe to run again:
 #   - Java and Maven (installed with apt-get when missing and we may; otherwise a clear error),
 #   - a virtualenv in .venv with kconsole and its test tools,
-#   - the Kafka jars, resolved once by Maven into the per-user cache.
+#   - the Kafka jars and Spark's Kafka connector (for jobs/), resolved once by Maven into the
+#     per-user cache.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,3 +51,4 @@ if [[ ! -f $stamp || pyproject.toml -nt $stamp ]]; then
 fi
 
 .venv/bin/kconsole cluster fetch
+.venv/bin/kconsole jobs fetch

@@ -81,10 +81,13 @@ class ManagedProcess:
         return ProcState.PAUSED if status == psutil.STATUS_STOPPED else ProcState.RUNNING
 
     # -- lifecycle ------------------------------------------------------------------------
-    def spawn(self, argv: list[str], *, cwd: Path, env: dict[str, str]) -> int:
-        """Start the process detached (own session) with output appended to its log file."""
+    def spawn(
+        self, argv: list[str], *, cwd: Path, env: dict[str, str], stdout_file: Path | None = None
+    ) -> int:
+        """Start the process detached (own session) with output appended to its log file
+        (stdout to `stdout_file` instead, when given)."""
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_file, "ab") as log:
+        with open(self.log_file, "ab") as log, open(stdout_file or os.devnull, "ab") as out:
             log.write(f"\n=== kconsole: starting {self.name} at {time.ctime()} ===\n".encode())
             log.flush()
             popen = subprocess.Popen(
@@ -92,8 +95,8 @@ class ManagedProcess:
                 cwd=cwd,
                 env=env,
                 stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
+                stdout=out if stdout_file is not None else log,
+                stderr=log if stdout_file is not None else subprocess.STDOUT,
                 start_new_session=True,
             )
         self._popen = popen

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka.admin import AdminClient, ConfigResource
@@ -297,11 +297,13 @@ def validate(
 
 
 # -- sending ------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Delivery:
-    """The outcome of one record: acked (error None), failed, or unknown (no report)."""
+class Delivery(NamedTuple):
+    """The outcome of one record: acked (error None), failed, or unknown (no report).
 
-    index: int
+    A NamedTuple, not a dataclass: a bulk send makes one per record, on the hot path.
+    """
+
+    index: int  # type: ignore[assignment]  # (shadows tuple.index, deliberately)
     key: bytes | None
     partition: int | None
     offset: int | None
@@ -430,9 +432,10 @@ def produce_records(
         producer = Producer(conf)
     except KafkaException as exc:
         raise ProduceError(f"cannot create the producer: {exc}") from exc
-    outcomes: dict[int, Delivery] = {}
-    sent_at: dict[int, float] = {}
-    keys: dict[int, bytes | None] = {}
+    # Lists indexed by send order: the delivery callback runs once per record, so keep it lean.
+    outcomes: list[Delivery | None] = []
+    sent_at: list[float] = []
+    keys: list[bytes | None] = []
 
     def report(d: Delivery) -> None:
         outcomes[d.index] = d
@@ -440,57 +443,52 @@ def produce_records(
             on_progress(d)
 
     def on_delivery(i: int, err: KafkaError | None, msg: Message) -> None:
-        now = clock()
-        if i in outcomes:
+        if outcomes[i] is not None:
             return
         part, off = msg.partition(), msg.offset()
         part = part if part is not None and part >= 0 else None
-        lat = now - sent_at[i]
         if err is None:
+            # librdkafka's own produce() -> ack time: no Python scheduling in it.
+            lat = msg.latency()
+            if lat is None:
+                lat = clock() - sent_at[i]
             off = off if off is not None and off >= 0 else None  # acks=0: no offset
             report(Delivery(i, keys[i], part, off, lat))
         elif err.code() in _PURGED:
             report(Delivery(i, keys[i], part, None, None, "UNKNOWN", err.str()))
         else:
-            report(Delivery(i, keys[i], part, None, lat, err.name(), err.str()))
+            report(Delivery(i, keys[i], part, None, clock() - sent_at[i], err.name(), err.str()))
 
     start = clock()
     n = 0
     period = 1.0 / rate if rate else 0.0
+    produce, poll = producer.produce, producer.poll
+    fixed: dict[str, Any] = {} if partition is None else {"partition": partition}
     for key, value, headers in records:
         if period:
             while (wait := start + n * period - clock()) > 0:
-                producer.poll(min(wait, 0.1))
-        keys[n] = key
-        kwargs: dict[str, Any] = {"key": key, "value": value}
+                poll(min(wait, 0.1))
+        keys.append(key)
+        outcomes.append(None)
+        kwargs: dict[str, Any] = {"key": key, "value": value, **fixed}
         if headers:
             kwargs["headers"] = list(headers)
-        if partition is not None:
-            kwargs["partition"] = partition
-        i = n
+        kwargs["on_delivery"] = partial(on_delivery, n)
+        sent_at.append(clock())
         while True:
-            sent_at[i] = clock()
             try:
-                producer.produce(topic, on_delivery=partial(on_delivery, i), **kwargs)
+                produce(topic, **kwargs)
             except BufferError:
-                producer.poll(0.05)  # local queue full: serve reports, then send it again
+                poll(0.05)  # local queue full: serve reports, then send it again
+                sent_at[n] = clock()
                 continue
             except KafkaException as exc:
                 err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
-                report(
-                    Delivery(
-                        i,
-                        key,
-                        None,
-                        None,
-                        None,
-                        err.name() if err else type(exc).__name__,
-                        err.str() if err else str(exc),
-                    )
-                )
+                name = err.name() if err else type(exc).__name__
+                report(Delivery(n, key, None, None, None, name, err.str() if err else str(exc)))
             break
         n += 1
-        producer.poll(0)
+        poll(0)
     sent_done = clock()
     notes = []
     producer.flush(
@@ -500,9 +498,10 @@ def produce_records(
         producer.purge(in_queue=True, in_flight=True, blocking=True)
         producer.flush(1.0)
     for i in range(n):
-        if i not in outcomes:
+        if outcomes[i] is None:
             report(Delivery(i, keys[i], None, None, None, "UNKNOWN", "no delivery report"))
-    unknown = sum(1 for d in outcomes.values() if d.error == "UNKNOWN")
+    done = [d for d in outcomes if d is not None]
+    unknown = sum(1 for d in done if d.error == "UNKNOWN")
     if unknown:
         notes.append(
             f"{unknown} records had no delivery report within the flush timeout: unknown "
@@ -514,7 +513,7 @@ def produce_records(
         topic=topic,
         acks=acks,
         sent=n,
-        deliveries=tuple(outcomes[i] for i in range(n)),
+        deliveries=tuple(done),
         elapsed_s=max(sent_done, clock()) - start,
         notes=tuple(notes),
     )
@@ -546,8 +545,8 @@ class ProduceRequest:
     def records(self, stop: Callable[[], bool] = lambda: False) -> Iterable[Record]:
         """`count` copies of the record, ending early once `stop()` is true."""
         record = self.record
-        for _ in range(self.count):
-            if stop():
+        for i in range(self.count):
+            if not i & 63 and stop():  # every 64 records: cheap enough, soon enough
                 return
             yield record
 

@@ -31,11 +31,18 @@ from kconsole.commands import Commands
 from kconsole.config import Settings
 from kconsole.drills.measure import BrokerConfig, Measurement
 from kconsole.impact import blast_radius
+from kconsole.jobs import JobError, JobManager, JobRun, JobSpec, available_jobs
 from kconsole.models import BrokerState, ClusterSnapshot
 from kconsole.source import EventRecorder, Observer
 from kconsole.timeline import Event, EventKind
 from kconsole.ui.drill import ActionRun, Drill, latest_drill
-from kconsole.ui.messages import BrokerActionDone, EventsLogged, SnapshotUpdated
+from kconsole.ui.messages import (
+    BrokerActionDone,
+    EventsLogged,
+    JobActionDone,
+    JobsUpdated,
+    SnapshotUpdated,
+)
 from kconsole.ui.rows import LoggedEvent
 from kconsole.ui.screens.actions import BrokerChooser, ConfirmBrokerAction
 from kconsole.ui.screens.help import HelpScreen
@@ -47,6 +54,8 @@ LAG_HISTORY = 60
 # per partition, and a drill's measurements need all of them.
 TIMELINE_EVENTS = 5000
 ACTIONS_GROUP = "broker-actions"
+JOB_ACTIONS_GROUP = "job-actions"
+JOB_LOG_LINES = 14
 
 
 class KConsoleApp(App[None]):
@@ -56,7 +65,7 @@ class KConsoleApp(App[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", id="quit"),
-        Binding("r", "refresh", "Refresh", id="refresh"),
+        Binding("r", "refresh", "Refresh", show=False, id="refresh"),
         Binding("question_mark", "help", "Help", key_display="?", id="help"),
     ]
 
@@ -64,6 +73,8 @@ class KConsoleApp(App[None]):
     """The latest snapshot (None until the first one arrives)."""
     events: reactive[tuple[LoggedEvent, ...]] = reactive((), always_update=True)
     """Events seen so far, newest first, at most MAX_EVENTS."""
+    job_runs: reactive[tuple[JobRun, ...]] = reactive((), always_update=True)
+    """Every job run the manager knows, oldest first (polled every second)."""
     now: reactive[float] = reactive(0.0)
     """clock() at the last tick or snapshot: every age on screen is measured against it."""
 
@@ -80,8 +91,14 @@ class KConsoleApp(App[None]):
         export_dir: Path | None = None,
         settings: Settings | None = None,
         tailer: TailFactory | None = None,
+        jobs: JobManager | None = None,
     ) -> None:
         super().__init__()
+        self.jobs = jobs
+        """Starts and observes PySpark jobs (None: the jobs screen only shows that)."""
+        self.job_logs: dict[str, tuple[str, ...]] = {}
+        """The newest log lines of each run that is active or failed."""
+        self._job_specs: list[JobSpec] | None = None
         self.settings = settings
         """How to reach the cluster for producing (None: producing is unavailable)."""
         self.tailer = tailer or (tail_factory(settings) if settings is not None else None)
@@ -118,10 +135,18 @@ class KConsoleApp(App[None]):
                 self.observer.start(self._from_observer)
             except Exception as exc:
                 self.notify(f"could not start observing the cluster: {exc}", severity="error")
+        if self.jobs is not None:
+            self.poll_jobs()
+            self.set_interval(1.0, self.poll_jobs)
 
     def on_unmount(self) -> None:
         if self.observer is not None:
             self.observer.stop()
+        if self.jobs is not None:
+            # Jobs started from this console stop with it (graceful, then forced), unless they
+            # were started detached.
+            with contextlib.suppress(Exception):
+                self.jobs.stop_attached()
 
     def _tick(self) -> None:
         self.now = self.clock()
@@ -301,6 +326,94 @@ class KConsoleApp(App[None]):
         if self.observer is not None:
             self.observer.refresh()
 
+    # -- jobs ---------------------------------------------------------------------------------
+    def job_specs(self) -> list[JobSpec]:
+        """The jobs in jobs/ (read once)."""
+        if self._job_specs is None:
+            try:
+                self._job_specs = available_jobs(self.jobs.jobs_directory if self.jobs else None)
+            except JobError as exc:
+                self.notify(exc.message, severity="error", markup=False)
+                self._job_specs = []
+        return self._job_specs
+
+    def job_option_defaults(self, spec: JobSpec) -> dict[str, object]:
+        """What the start dialog shows: the job's defaults, with this console's cluster."""
+        defaults: dict[str, object] = {o.name: o.default for o in spec.options}
+        if self.settings is not None and spec.option("bootstrap") is not None:
+            defaults["bootstrap"] = self.settings.bootstrap
+        # Left empty, the manager picks these: a checkpoint kept per job and topic (so a
+        # restarted job resumes) and an output dir inside the run's own dir.
+        for managed in ("checkpoint", "output-dir"):
+            if spec.option(managed) is not None:
+                defaults[managed] = ""
+        return defaults
+
+    @work(thread=True, exclusive=True, group="jobs-poll", exit_on_error=False)
+    def poll_jobs(self) -> None:
+        """Read every run's state and progress (a thread: files and processes)."""
+        jobs = self.jobs
+        if jobs is None:
+            return
+        try:
+            runs = tuple(jobs.runs())
+        except Exception as exc:
+            self.post_message(JobsUpdated((), {}, f"cannot read the jobs: {exc}"))
+            return
+        logs = {}
+        for run in runs[-10:]:
+            if run.active or run.error:
+                with contextlib.suppress(Exception):
+                    logs[run.run_id] = tuple(jobs.log_tail(run.run_id, JOB_LOG_LINES))
+        self.post_message(JobsUpdated(runs, logs))
+
+    def on_jobs_updated(self, message: JobsUpdated) -> None:
+        if message.error:
+            self.log.warning(message.error)
+            return
+        self.job_logs = message.logs
+        self.job_runs = message.runs
+
+    def request_job_start(self, job: str, options: dict[str, object], detached: bool) -> None:
+        """Start a run of `job` (through the command layer, on a thread)."""
+        self.notify(f"starting {job}…", timeout=3)
+        self._job_action("start", job, options, detached)
+
+    def request_job_stop(self, run_id: str) -> None:
+        """Stop a run: graceful first, forced after the timeout (on a thread)."""
+        self.notify(f"stopping run {run_id}…", timeout=3)
+        self._job_action("stop", run_id, {}, False)
+
+    @work(thread=True, exit_on_error=False, group=JOB_ACTIONS_GROUP)
+    def _job_action(self, what: str, name: str, options: dict[str, object], detached: bool) -> None:
+        commands, jobs = self.commands, self.jobs
+        if commands is None or jobs is None:
+            return
+        try:
+            if what == "start":
+                run = commands.start_job(jobs, name, options, detached)
+                text = f"{run.job} started: run {run.run_id} (pid {run.pid})" + (
+                    ", detached" if run.detached else ""
+                )
+            else:
+                run = commands.stop_job(jobs, name)
+                text = f"run {run.run_id} {run.state.value}" + (
+                    f" (exit code {run.exit_code})" if run.exit_code is not None else ""
+                )
+        except ClusterError as exc:
+            self.post_message(JobActionDone(False, f"{what} {name}: {exc.message}"))
+        except Exception as exc:  # a bug must not take the console down
+            self.post_message(JobActionDone(False, f"{what} {name}: {type(exc).__name__}: {exc}"))
+        else:
+            self.post_message(JobActionDone(True, text))
+
+    def on_job_action_done(self, message: JobActionDone) -> None:
+        if message.ok:
+            self.notify(message.text, markup=False)
+        else:
+            self.notify(message.text, severity="error", timeout=10, markup=False)
+        self.poll_jobs()
+
     # -- drills -------------------------------------------------------------------------------
     def latest_drill(self) -> Drill | None:
         """The latest stop / kill / pause from the console, with its restore if any."""
@@ -324,6 +437,27 @@ class KConsoleApp(App[None]):
         if action == "refresh":
             return True if self.observer is not None else None  # shown, but dimmed
         return True
+
+    async def action_quit(self) -> None:
+        """Quit; jobs started from this console (not detached) are stopped first, on a thread,
+        with the screen saying so."""
+        attached = [r for r in self.job_runs if r.active and not r.detached]
+        if self.jobs is None or not attached:
+            self.exit()
+            return
+        self.notify(
+            f"stopping {len(attached)} job run(s) started here (graceful, then forced) …",
+            timeout=30,
+        )
+        self._stop_jobs_then_exit()
+
+    @work(thread=True, exclusive=True, group="quit", exit_on_error=False)
+    def _stop_jobs_then_exit(self) -> None:
+        try:
+            if self.jobs is not None:
+                self.jobs.stop_attached()
+        finally:
+            self.call_from_thread(self.exit)
 
     def refresh_observer(self) -> None:
         """Ask the observer for an immediate re-poll (after something changed the cluster)."""
@@ -373,6 +507,7 @@ def make_app(
     export_dir: Path | None = None,
     settings: Settings | None = None,
     tailer: TailFactory | None = None,
+    jobs: JobManager | None = None,
 ) -> KConsoleApp:
     """The console app, reading from `observer` (None: wait for SnapshotUpdated messages).
 
@@ -392,4 +527,5 @@ def make_app(
         export_dir=export_dir,
         settings=settings,
         tailer=tailer,
+        jobs=jobs,
     )

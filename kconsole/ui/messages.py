@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
+from kconsole.jobs import JobRun
 from kconsole.models import ClusterSnapshot
 from kconsole.timeline import Event
 from kconsole.ui.drill import ActionRun
@@ -44,5 +45,29 @@ class BrokerActionDone(Message):
     def __init__(self, run: ActionRun, ok: bool, text: str) -> None:
         super().__init__()
         self.run = run
+        self.ok = ok
+        self.text = text
+
+
+class JobsUpdated(Message):
+    """Every job run as last observed, with the newest log lines of the interesting ones."""
+
+    def __init__(
+        self, runs: tuple[JobRun, ...], logs: dict[str, tuple[str, ...]], error: str = ""
+    ) -> None:
+        super().__init__()
+        self.runs = runs
+        self.logs = logs
+        self.error = error
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, JobsUpdated)
+
+
+class JobActionDone(Message):
+    """A job start or stop finished (ok) or failed (the text says why)."""
+
+    def __init__(self, ok: bool, text: str) -> None:
+        super().__init__()
         self.ok = ok
         self.text = text

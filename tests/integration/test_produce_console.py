@@ -232,7 +232,7 @@ async def test_unreachable_cluster_is_a_clear_error() -> None:
         port = sock.getsockname()[1]
         settings = Settings(bootstrap=f"127.0.0.1:{port}", zookeeper="")
         app = make_app(None, commands=Commands(None), settings=settings)
-        async with app.run_test(size=SIZE) as pilot:
+        async with app.run_test(size=SIZE):
             screen = ProduceScreen(topic=TEST_TOPIC)
             await app.push_screen(screen)
             fill(screen, key="k", value="v")

@@ -19,6 +19,7 @@ from kconsole.cluster.procs import ProcState
 from kconsole.cluster.tail import TailFactory
 from kconsole.commands import Commands
 from kconsole.config import Settings
+from kconsole.jobs import JobManager
 from kconsole.models import ClusterSnapshot
 from kconsole.timeline import Event, diff
 from kconsole.ui.app import KConsoleApp, make_app
@@ -105,6 +106,7 @@ def new_app(
     export_dir: Path | None = None,
     settings: Settings | None = None,
     tailer: TailFactory | None = None,
+    jobs: JobManager | None = None,
 ) -> KConsoleApp:
     """The console as the tests run it: fixed clock, no animation."""
     app = make_app(
@@ -116,6 +118,7 @@ def new_app(
         export_dir=export_dir,
         settings=settings,
         tailer=tailer,
+        jobs=jobs,
     )
     app.animation_level = "none"
     return app

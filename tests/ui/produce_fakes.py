@@ -13,6 +13,7 @@ from typing import Any
 
 from rich.console import Console
 from textual.pilot import Pilot
+from textual.screen import Screen
 from textual.widgets import DataTable, Input, Select, Static, TextArea
 
 from kconsole.cluster import produce as pr
@@ -218,7 +219,16 @@ async def open_produce(pilot: Pilot[None], snapshot: str = "healthy") -> Produce
     await pilot.pause()
     screen = app.screen
     assert isinstance(screen, ProduceScreen)
+    steady_cursors(screen)
     return screen
+
+
+def steady_cursors(screen: Screen[Any]) -> None:
+    """No blinking text cursors: a snapshot must not depend on when it is taken."""
+    for widget in screen.query(Input):
+        widget.cursor_blink = False
+    for area in screen.query(TextArea):
+        area.cursor_blink = False
 
 
 def fill(screen: ProduceScreen, **fields: str) -> None:
@@ -232,11 +242,13 @@ def fill(screen: ProduceScreen, **fields: str) -> None:
 
 
 async def send_and_wait(pilot: Pilot[None], screen: ProduceScreen) -> None:
+    """ctrl+s, then wait until the dialog has shown the outcome (or the refusal)."""
     await pilot.press("ctrl+s")
     await pilot.pause()
     for worker in list(pilot.app.workers):
         if worker.group == "produce":
             await worker.wait()
+    await wait_for(pilot, lambda: not screen.sending)
     await pilot.pause()
     await pilot.pause()
 
@@ -261,4 +273,5 @@ async def open_tail(pilot: Pilot[None]) -> TailScreen:
     await pilot.press("F")
     await pilot.pause()
     assert isinstance(app.screen, TailScreen)
+    steady_cursors(app.screen)
     return app.screen

@@ -1,9 +1,11 @@
-"""What the produce dialog and the tail view look like, fed recorded snapshots, recorded
-deliveries and recorded tail records (tests/fixtures/record_produce_tail.py)."""
+"""What the produce dialog, the tail view and the jobs screen look like, fed recorded snapshots,
+recorded deliveries and tail records (tests/fixtures/record_produce_tail.py) and recorded job
+runs (tests/fixtures/record_jobs.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,8 +13,12 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable
 
 from kconsole.cluster import produce as pr
+from kconsole.commands import Commands
+from kconsole.config import Settings
 from kconsole.ui.app import KConsoleApp
 from kconsole.ui.screens.produce import ProduceScreen
+from tests.ui.conftest import feed, load, new_app
+from tests.ui.jobs_fakes import recorded_jobs
 from tests.ui.produce_fakes import (
     ReplayCommands,
     deliveries,
@@ -137,3 +143,56 @@ class TestTail:
             )
 
         assert snap_compare(app, terminal_size=WIDE, run_before=run_before)
+
+
+class TestJobs:
+    """The jobs screen over runs recorded from real Spark jobs (tests/ui/jobs_fakes.py)."""
+
+    def test_jobs_screen(self, snap_compare: SnapCompare, tmp_path: Path) -> None:
+        """keyed-counts catching up on a backlog: rate and offsets-behind charts, log."""
+        app = new_app(commands=Commands(None), settings=Settings(), jobs=recorded_jobs(tmp_path))
+        assert snap_compare(app, terminal_size=WIDE, run_before=jobs_screen())
+
+    def test_jobs_screen_small(self, snap_compare: SnapCompare, tmp_path: Path) -> None:
+        """The same on 80x24."""
+        app = new_app(commands=Commands(None), settings=Settings(), jobs=recorded_jobs(tmp_path))
+        assert snap_compare(app, terminal_size=SMALL, run_before=jobs_screen())
+
+    def test_failed_run(self, snap_compare: SnapCompare, tmp_path: Path) -> None:
+        """A run that failed on a missing topic: its reason, from its own output."""
+        app = new_app(commands=Commands(None), settings=Settings(), jobs=recorded_jobs(tmp_path))
+        assert snap_compare(app, terminal_size=WIDE, run_before=jobs_screen("down"))
+
+    def test_start_dialog(self, snap_compare: SnapCompare, tmp_path: Path) -> None:
+        """keyed-counts' options, prefilled with this console's cluster."""
+        app = new_app(
+            commands=Commands(None),
+            settings=Settings(bootstrap="127.0.0.1:19092"),
+            jobs=recorded_jobs(tmp_path),
+        )
+
+        async def run_before(pilot: Pilot[Any]) -> None:
+            await jobs_screen()(pilot)
+            pilot.app.screen.query_one("#job-specs").focus()
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: type(pilot.app.screen).__name__ == "StartJobDialog")
+            await pilot.pause()
+
+        assert snap_compare(app, terminal_size=WIDE, run_before=run_before)
+
+
+def jobs_screen(*keys: str) -> RunBefore:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        app = pilot.app
+        assert isinstance(app, KConsoleApp)
+        feed(app, load("healthy"))
+        await pilot.pause()
+        await pilot.press("J")
+        await wait_for(pilot, lambda: len(app.job_runs) == 3)
+        app.screen.query_one("#job-runs").focus()
+        await pilot.pause()
+        if keys:
+            await pilot.press(*keys)
+        await pilot.pause()
+
+    return run_before

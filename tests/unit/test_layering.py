@@ -20,6 +20,7 @@ HEADLESS = [
     "kconsole.source",
     "kconsole.describe",
     "kconsole.impact",
+    "kconsole.jobs",
     "kconsole.drills.audit",
     "kconsole.drills.export",
     "kconsole.drills.measure",

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from kconsole.cluster.tail import StartAt, TailError, Tailer, parse_start, show_bytes
+from kconsole.cluster.tail import StartAt, Tailer, TailError, parse_start, show_bytes
 from kconsole.config import Settings
 
 NOW_MS = 1_800_000_000_000

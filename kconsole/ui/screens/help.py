@@ -35,6 +35,7 @@ def key_sections(app: KConsoleApp) -> list[Section]:
     """Every key the console answers to, by where it works."""
     from kconsole.ui.screens.actions import BrokerChooser, ConfirmBrokerAction
     from kconsole.ui.screens.group import GroupScreen
+    from kconsole.ui.screens.jobs import JobsScreen, StartJobDialog
     from kconsole.ui.screens.main import FilterInput, MainScreen
     from kconsole.ui.screens.produce import ProduceScreen
     from kconsole.ui.screens.tail import TailScreen
@@ -62,6 +63,8 @@ def key_sections(app: KConsoleApp) -> list[Section]:
         ("Timeline", _rows(app, bindings_of(TimelineScreen))),
         ("Produce (P)", _rows(app, bindings_of(ProduceScreen))),
         ("Tail (F)", [*_rows(app, bindings_of(TailScreen)), ("enter", "Start the tail")]),
+        ("Jobs (J)", [*_rows(app, bindings_of(JobsScreen)), ("enter", "Start the selected job")]),
+        ("Start a job", _rows(app, bindings_of(StartJobDialog))),
         ("Any table", _rows(app, bindings_of(DataTable))),
         ("This help", _rows(app, bindings_of(HelpScreen))),
     ]

@@ -145,6 +145,13 @@ class MainScreen(Screen[None]):
             id="tail",
         ),
         Binding(
+            "J",
+            "jobs",
+            "Jobs",
+            tooltip="PySpark streaming jobs: start, watch progress, stop",
+            id="jobs",
+        ),
+        Binding(
             "T",
             "timeline",
             "Timeline",
@@ -243,6 +250,12 @@ class MainScreen(Screen[None]):
 
         topic, _ = self._selected_topic()
         self.app.push_screen(TailScreen(topic=topic))
+
+    def action_jobs(self) -> None:
+        """Open the jobs screen."""
+        from kconsole.ui.screens.jobs import JobsScreen
+
+        self.app.push_screen(JobsScreen())
 
     def action_timeline(self) -> None:
         """Open the drill timeline."""

@@ -103,9 +103,7 @@ class ProduceScreen(Screen[None]):
                 )
             with Horizontal(classes="form-row"):
                 yield Label("Key", classes="form-label")
-                yield Input(
-                    self.initial_key, placeholder="empty: null key", compact=True, id="key"
-                )
+                yield Input(self.initial_key, placeholder="empty: null key", compact=True, id="key")
                 yield Label("Count", classes="form-label")
                 yield Input("1", compact=True, id="count")
                 yield Label("Rate", classes="form-label")

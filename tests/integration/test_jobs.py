@@ -1,0 +1,296 @@
+"""The PySpark jobs against the real cluster and real Spark (local[2]), started the way the
+console starts them: through JobManager, as background processes."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import psutil
+import pytest
+
+from kconsole.cluster.local import LocalCluster
+from kconsole.jobs import JobManager, JobProgress, JobState, latest_counts, parse_progress_line
+from kconsole.observer import ClusterObserver
+from tests.integration.jobs_support import (
+    SMALL_SPARK,
+    describe,
+    job_manager,
+    new_topic,
+    produce,
+    read_topic,
+    settings_for,
+    workload_record,
+)
+from tests.waiting import wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+
+@pytest.fixture(scope="module")
+def manager(
+    cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[JobManager]:
+    with job_manager(tmp_path_factory.mktemp("jobs-state"), settings_for(cluster)) as m:
+        yield m
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+# --------------------------------------------------------------------------------------------
+# Keyed counts: one run serves every test of the class
+# --------------------------------------------------------------------------------------------
+
+PER_WINDOW = {0: {"a": 25, "b": 15, "c": 5}, 1: {"a": 10, "c": 20}}
+TOTAL = sum(n for w in PER_WINDOW.values() for n in w.values())
+
+
+@pytest.fixture(scope="class")
+def keyed(cluster: LocalCluster, manager: JobManager) -> dict[str, Any]:
+    """A known set of keyed records in two 10 s windows (event time two minutes ago), then the
+    keyed-counts job from the earliest offset, at most 20 records a batch so it starts behind.
+    While it catches up, the console's view of its consumer group is compared with its
+    progress (the comparison is checked by a test below)."""
+    topic = new_topic(cluster, "kc")
+    base = (int(time.time() * 1000) // 10_000) * 10_000 - 120_000
+    records = []
+    for w, counts in PER_WINDOW.items():
+        i = 0
+        for key, n in counts.items():
+            for _ in range(n):
+                records.append((key, b"x", base + w * 10_000 + (i % 100) * 90))
+                i += 1
+    records.sort(key=lambda r: r[2])  # in event-time order, as a live producer would send
+    assert produce(cluster, topic, records) == TOTAL
+    expected = {
+        (_iso(base + w * 10_000), key): n
+        for w, counts in PER_WINDOW.items()
+        for key, n in counts.items()
+    }
+    group = f"kconsole-job-test-{topic}"
+    run = manager.start(
+        "keyed-counts",
+        {
+            **SMALL_SPARK,
+            "topic": topic,
+            "starting-offsets": "earliest",
+            "output-topic": f"{topic}-counts",
+            "group-id": group,
+            "max-offsets-per-trigger": "20",
+            "window": "10",
+            "watermark": "30",
+        },
+    )
+    observations = _observe_group_until_caught_up(cluster, manager, run.run_id, topic, group)
+    return {
+        "run_id": run.run_id,
+        "topic": topic,
+        "expected": expected,
+        "group": group,
+        "observations": observations,
+    }
+
+
+def _observe_group_until_caught_up(
+    cluster: LocalCluster, manager: JobManager, run_id: str, topic: str, group: str
+) -> list[tuple[int | None, int | None]]:
+    """(group lag in the console's snapshot, offsets behind of the progress whose end offsets
+    are what the group has committed), each time they could be matched."""
+    observer = ClusterObserver(settings_for(cluster))
+    seen: list[tuple[int | None, int | None]] = []
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        run = manager.get(run_id)
+        assert run.active, describe(run, manager)
+        snap = observer.read_once()
+        g = next((g for g in snap.groups if g.group_id == group), None)
+        run = manager.get(run_id)
+        if g is not None:
+            committed = {
+                (p.topic, p.partition): p.committed for p in g.partitions if p.topic == topic
+            }
+            match = next((p for p in reversed(run.history) if p.end_offsets == committed), None)
+            if match is not None:
+                seen.append((g.lag, match.offsets_behind))
+                if match.offsets_behind == 0 and sum(committed.values()) == TOTAL:  # type: ignore[arg-type]
+                    return seen
+        time.sleep(0.2)
+    raise AssertionError(f"the job never caught up: {describe(manager.get(run_id), manager)}")
+
+
+class TestKeyedCounts:
+    """keyed-counts on local[2]: output, progress, consumer group, stop."""
+
+    def test_group_lag_agrees_with_progress(self, keyed: dict[str, Any]) -> None:
+        """The groups pane's lag equals the job's own offsets-behind, while it catches up."""
+        obs = keyed["observations"]
+        assert obs, "no observation matched a progress"
+        assert all(lag == behind for lag, behind in obs), obs
+        assert any((behind or 0) > 0 for _lag, behind in obs), f"never seen behind: {obs}"
+        assert obs[-1] == (0, 0)
+
+    def test_counts_equal_expected(
+        self, cluster: LocalCluster, manager: JobManager, keyed: dict[str, Any]
+    ) -> None:
+        """Both sinks hold exactly the expected count per (window, key)."""
+        run_id, expected = keyed["run_id"], keyed["expected"]
+        wait_until(
+            lambda: latest_counts(manager.read_output(run_id)) == expected,
+            60,
+            f"the readable sink to hold {expected}",
+        )
+        from_topic: dict[tuple[str, str], int] = {}
+        for _key, value in read_topic(cluster, f"{keyed['topic']}-counts"):
+            from_topic[(value["window_start"], value["key"])] = value["count"]
+        assert from_topic == expected
+
+    def test_progress_lines_parsed(self, manager: JobManager, keyed: dict[str, Any]) -> None:
+        """Every progress line parses; batches, rows and offsets add up to what was produced."""
+        run = manager.get(keyed["run_id"])
+        assert run.state is JobState.RUNNING
+        lines = run.progress_path.read_text().splitlines()
+        parsed = [parse_progress_line(ln) for ln in lines if '"type": "progress"' in ln]
+        assert parsed and all(isinstance(p, JobProgress) for p in parsed)
+        progress = [p for p in parsed if p is not None]
+        ids = [p.batch_id for p in progress]
+        assert ids == sorted(ids)
+        with_rows = {p.batch_id: p.input_rows for p in progress if p.input_rows}
+        assert sum(with_rows.values()) == TOTAL
+        assert max(with_rows.values()) <= 20  # max-offsets-per-trigger
+        last = progress[-1]
+        assert sum(last.end_offsets.values()) == TOTAL
+        assert last.offsets_behind == 0
+        assert all(p.processed_rows_per_second is not None for p in progress)
+        assert any((p.processed_rows_per_second or 0) > 0 for p in progress)
+        assert run.latest == last
+
+    def test_stop_ends_the_process(self, manager: JobManager, keyed: dict[str, Any]) -> None:
+        """stop: the driver and its JVM exit, the run says stopped with exit code 0."""
+        run = manager.get(keyed["run_id"])
+        proc = psutil.Process(run.pid)
+        family = [proc, *proc.children(recursive=True)]
+        assert any("java" in (p.name() or "") for p in family[1:]), "no JVM under the driver"
+        stopped = manager.stop(run.run_id, timeout_s=30)
+        assert stopped.state is JobState.STOPPED, describe(stopped, manager)
+        assert stopped.exit_code == 0
+        assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in family)
+        assert manager.get(run.run_id).state is JobState.STOPPED
+
+
+# --------------------------------------------------------------------------------------------
+# Sequence checker: planted gap, duplicate and reordering; restart from the checkpoint
+# --------------------------------------------------------------------------------------------
+
+
+def _findings(manager: JobManager, run_id: str) -> set[tuple[str, str, int]]:
+    return {(r["key"], r["kind"], r["seq"]) for r in manager.read_output(run_id)}
+
+
+def test_sequence_checker_finds_planted_faults_and_resumes(
+    cluster: LocalCluster, manager: JobManager, tmp_path: Any
+) -> None:
+    """A gap, a duplicate and a late (out-of-order) record are found; after a stop and a
+    restart on the same checkpoint only new faults are reported."""
+    topic = new_topic(cluster, "seq")
+    first = [("k0", s) for s in (0, 1, 2, 4, 5, 5, 6)]  # gap at 3, duplicate 5
+    first += [("k1", s) for s in range(5)]  # clean
+    first += [("k2", s) for s in (0, 1, 3, 2)]  # gap at 2, then 2 arrives late: order
+    produce(cluster, topic, [workload_record("r1", k, s) for k, s in first])
+    produce(cluster, topic, [("noise", b"not a workload record", None)])
+    options = {
+        **SMALL_SPARK,
+        "topic": topic,
+        "checkpoint": str(tmp_path / "checkpoint"),
+        "group-id": f"kconsole-job-test-{topic}",
+    }
+    run1 = manager.start("sequence-checker", options)
+    expected1 = {
+        ("k0", "gap", 3),
+        ("k0", "duplicate", 5),
+        ("k2", "gap", 2),
+        ("k2", "late", 2),
+        ("k2", "order", 2),
+    }
+    wait_until(
+        lambda: _findings(manager, run1.run_id) == expected1 or not manager.get(run1.run_id).active,
+        180,
+        "the planted findings",
+    )
+    r1 = manager.get(run1.run_id)
+    assert _findings(manager, run1.run_id) == expected1, describe(r1, manager)
+    assert r1.finding_counts == {"gap": 2, "duplicate": 1, "late": 1, "order": 1}
+    total1 = len(first) + 1
+    wait_until(
+        lambda: (p := manager.get(run1.run_id).latest) and sum(p.end_offsets.values()) == total1,
+        60,
+        "the first run to read everything",
+    )
+    r1 = manager.stop(run1.run_id, timeout_s=30)
+    assert r1.state is JobState.STOPPED and r1.exit_code == 0, describe(r1, manager)
+    last_batch = r1.latest.batch_id if r1.latest else -1
+
+    second = [("k0", s) for s in (7, 8, 10)] + [("k1", s) for s in (5, 6)]  # gap at 9
+    produce(cluster, topic, [workload_record("r1", k, s) for k, s in second])
+    run2 = manager.start("sequence-checker", options)
+    wait_until(
+        lambda: (
+            (
+                (p := manager.get(run2.run_id).latest)
+                and sum(p.end_offsets.values()) == total1 + len(second)
+            )
+            or not manager.get(run2.run_id).active
+        ),
+        180,
+        "the restarted run to read the new records",
+    )
+    r2 = manager.get(run2.run_id)
+    assert r2.active, describe(r2, manager)
+    assert _findings(manager, run2.run_id) == {("k0", "gap", 9)}, describe(r2, manager)
+    assert r2.finding_counts == {"gap": 1}
+    # It resumed: batch ids continue and its first batch read only the new records.
+    assert r2.history[0].batch_id > last_batch
+    assert sum(p.input_rows for p in r2.history) == len(second)
+    manager.stop(run2.run_id, timeout_s=30)
+
+
+# --------------------------------------------------------------------------------------------
+# Failures with a reason
+# --------------------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    for port in range(27100, 27900):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port")
+
+
+def test_unreachable_kafka_fails_with_reason(manager: JobManager) -> None:
+    """Nothing listens at the bootstrap address: failed, and the reason says so."""
+    run = manager.start(
+        "keyed-counts",
+        {**SMALL_SPARK, "bootstrap": f"127.0.0.1:{_free_port()}", "preflight-timeout": "3"},
+    )
+    wait_until(lambda: not manager.get(run.run_id).active, 60, "the job to fail")
+    failed = manager.get(run.run_id)
+    assert failed.state is JobState.FAILED, describe(failed, manager)
+    assert failed.exit_code == 1
+    assert failed.error and "unreachable" in failed.error, failed.error
+
+
+def test_missing_topic_fails_with_reason(cluster: LocalCluster, manager: JobManager) -> None:
+    """A topic that does not exist: failed, and the reason names it."""
+    run = manager.start("sequence-checker", {**SMALL_SPARK, "topic": "no-such-topic-here"})
+    wait_until(lambda: not manager.get(run.run_id).active, 60, "the job to fail")
+    failed = manager.get(run.run_id)
+    assert failed.state is JobState.FAILED, describe(failed, manager)
+    assert failed.error and "'no-such-topic-here' does not exist" in failed.error, failed.error
