@@ -644,17 +644,22 @@ def logs(ctx: click.Context, target: str, lines: int, follow: bool) -> None:
     for line in tail_lines(path, lines):
         click.echo(line)
     if follow:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            fh.seek(0, 2)
-            try:
-                while True:
-                    line = fh.readline()
-                    if line:
-                        click.echo(line, nl=False)
-                    else:
-                        time.sleep(0.2)
-            except KeyboardInterrupt:
-                pass
+        _follow(path)
+
+
+def _follow(path: Path) -> None:
+    """Print what is appended to `path` until Ctrl-C (tail -f)."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        fh.seek(0, 2)
+        try:
+            while True:
+                line = fh.readline()
+                if line:
+                    click.echo(line, nl=False)
+                else:
+                    time.sleep(0.2)
+        except KeyboardInterrupt:
+            pass
 
 
 def _confirm_on_terminal(prompt: str, expected: str) -> bool:
@@ -960,17 +965,7 @@ def jobs_logs(ctx: click.Context, run_id: str, lines: int, follow: bool) -> None
     for line in manager.log_tail(run.run_id, lines):
         click.echo(line)
     if follow:
-        with open(run.log_path, encoding="utf-8", errors="replace") as fh:
-            fh.seek(0, 2)
-            try:
-                while True:
-                    line = fh.readline()
-                    if line:
-                        click.echo(line, nl=False)
-                    else:
-                        time.sleep(0.2)
-            except KeyboardInterrupt:
-                pass
+        _follow(run.log_path)
 
 
 if __name__ == "__main__":

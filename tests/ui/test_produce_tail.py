@@ -268,6 +268,13 @@ async def test_tail_of_one_partition_from_an_offset() -> None:
         ]
         assert shown == [("1", str(r.offset)) for r in ones]
         assert made[0].closed  # the first tail was stopped when this one started
+        # The restarted tail's columns still fit their cells (clear() alone froze them).
+        for column in table.columns.values():
+            cells = [
+                str(table.get_cell_at((i, table.get_column_index(column.key))))
+                for i in range(table.row_count)
+            ]
+            assert column.content_width >= max(len(c) for c in cells), column.label
 
 
 @pytest.mark.parametrize(

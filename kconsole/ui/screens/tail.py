@@ -99,16 +99,7 @@ class TailScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#tail-records", DataTable)
-        for label, key in (
-            ("partition", "partition"),
-            ("offset", "offset"),
-            ("timestamp", "timestamp"),
-            ("key", "key"),
-            ("value", "value"),
-            ("headers", "headers"),
-        ):
-            table.add_column(label, key=key)
+        self._columns()
         self.set_interval(1.0, self._show_status)
         if self.initial[0]:
             self.action_restart()
@@ -247,8 +238,22 @@ class TailScreen(Screen[None]):
         self._clear_rows()
 
     def _clear_rows(self) -> None:
-        self.query_one("#tail-records", DataTable).clear()
+        # Columns too: after clear() alone, auto-width columns stop growing with new rows.
+        self.query_one("#tail-records", DataTable).clear(columns=True)
+        self._columns()
         self.rows.clear()
+
+    def _columns(self) -> None:
+        table = self.query_one("#tail-records", DataTable)
+        for label, key in (
+            ("partition", "partition"),
+            ("offset", "offset"),
+            ("timestamp", "timestamp"),
+            ("key", "key"),
+            ("value", "value"),
+            ("headers", "headers"),
+        ):
+            table.add_column(label, key=key)
 
     def action_back(self) -> None:
         """Stop the tail and go back."""
