@@ -4,6 +4,7 @@ reference for where keys land."""
 from __future__ import annotations
 
 import subprocess
+import time
 import uuid
 from collections import defaultdict
 from collections.abc import Mapping
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from kazoo.client import KazooClient
 
 from kconsole.cli import main
@@ -38,11 +39,25 @@ def _cli(cluster: LocalCluster, *args: str, stdin: bytes | None = None) -> Resul
     return CliRunner().invoke(main, [*base, "produce", *args], input=stdin)
 
 
+def ends(cluster: LocalCluster, topic: str = TEST_TOPIC, timeout: float = 30.0) -> dict[int, int]:
+    """Every partition's high watermark. A partition whose leader just moved (the preferred-
+    leader rebalance runs every 30 s) answers NOT_LEADER until the client's metadata catches
+    up: ask again until the deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return end_offsets(_settings(cluster), topic)
+        except KafkaException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def _read(
     cluster: LocalCluster, topic: str, start: Mapping[int, int]
 ) -> list[tuple[int, int, bytes | None, bytes | None]]:
     """(partition, offset, key, value) from `start` to the high watermarks: assign, no group."""
-    end = end_offsets(_settings(cluster), topic)
+    end = ends(cluster, topic)
     consumer = Consumer(verifier_config(_settings(cluster)))
     out = []
     try:
@@ -61,6 +76,19 @@ def _read(
     finally:
         consumer.close()
     return out
+
+
+def assert_nothing_sent(cluster: LocalCluster, start: Mapping[int, int], marker: str) -> None:
+    """No record from `start` on carries `marker`. (Comparing high watermarks is not enough:
+    just after leadership moved, say by the preferred-leader rebalance, a new leader can
+    report a stale one.)"""
+    m = marker.encode()
+    found = [
+        (p, off)
+        for p, off, key, value in _read(cluster, TEST_TOPIC, start)
+        if m in (value or b"") or m in (key or b"")
+    ]
+    assert not found, f"records with {marker!r} were written: {found}"
 
 
 def _java_console_produce(cluster: LocalCluster, topic: str, lines: list[str]) -> None:
@@ -95,7 +123,7 @@ def _java_console_produce(cluster: LocalCluster, topic: str, lines: list[str]) -
 def test_keys_land_where_the_java_producer_puts_them(healthy: LocalCluster) -> None:
     run = uuid.uuid4().hex[:8]
     keys = [f"key-{i}-{run}" for i in range(40)] + ["21", "foobar", "a-little-bit-long-string"]
-    start = end_offsets(_settings(healthy), TEST_TOPIC)
+    start = ends(healthy)
     res = _cli(
         healthy,
         "--topic",
@@ -119,7 +147,7 @@ def test_keys_land_where_the_java_producer_puts_them(healthy: LocalCluster) -> N
 
 def test_bulk_acks_all_in_order_per_key(healthy: LocalCluster) -> None:
     n, run = 500, uuid.uuid4().hex[:8]
-    start = end_offsets(_settings(healthy), TEST_TOPIC)
+    start = ends(healthy)
     lines = "".join(f"k{i % 7}-{run}:{i}\n" for i in range(n))
     res = _cli(healthy, "--topic", TEST_TOPIC, "--acks", "all", "-K", ":", stdin=lines.encode())
     assert res.exit_code == 0, res.output
@@ -165,36 +193,40 @@ def test_under_min_isr_warns_then_fails(healthy: LocalCluster, zk: KazooClient) 
 @pytest.mark.parametrize(
     "args, stdin, message",
     [
-        (["--topic", "bad topic!", "--value", "v"], None, "invalid topic name"),
-        (["--topic", "..", "--value", "v"], None, "invalid topic name"),
-        (["--topic", "no-such-topic-xyz", "--value", "v"], None, "does not exist"),
-        (["--topic", TEST_TOPIC, "--value", "v", "--count", "0"], None, "at least 1"),
-        (["--topic", TEST_TOPIC, "--value", "v", "--count", "99999999"], None, "too many"),
-        (["--topic", TEST_TOPIC, "--value", "v", "--rate", "0"], None, "rate must be"),
-        (["--topic", TEST_TOPIC, "--value", "v", "--partition", "4"], None, "does not exist"),
-        (["--topic", TEST_TOPIC, "-K", ":"], b"k:ok\nk:\xff\xfe\n", "line 2 is not valid UTF-8"),
-        (["--topic", TEST_TOPIC, "--value", "v", "--header", "nohdr"], None, "key=value"),
+        (["--topic", "bad topic!", "--value", "{m}"], None, "invalid topic name"),
+        (["--topic", "..", "--value", "{m}"], None, "invalid topic name"),
+        (["--topic", "no-such-topic-xyz", "--value", "{m}"], None, "does not exist"),
+        (["--topic", TEST_TOPIC, "--value", "{m}", "--count", "0"], None, "at least 1"),
+        (["--topic", TEST_TOPIC, "--value", "{m}", "--count", "99999999"], None, "too many"),
+        (["--topic", TEST_TOPIC, "--value", "{m}", "--rate", "0"], None, "rate must be"),
+        (["--topic", TEST_TOPIC, "--value", "{m}", "--partition", "4"], None, "does not exist"),
+        (["--topic", TEST_TOPIC, "-K", ":"], b"k:{m}\nk:\xff\xfe\n", "line 2 is not valid UTF-8"),
+        (["--topic", TEST_TOPIC, "--value", "{m}", "--header", "nohdr"], None, "key=value"),
         (["--topic", TEST_TOPIC], b"", "no records"),
     ],
 )
 def test_bad_input_sends_nothing(
     healthy: LocalCluster, args: list[str], stdin: bytes | None, message: str
 ) -> None:
-    before = end_offsets(_settings(healthy), TEST_TOPIC)
+    marker = f"refused-{uuid.uuid4().hex[:10]}"
+    before = ends(healthy)
+    args = [a.replace("{m}", marker) for a in args]
+    stdin = stdin.replace(b"{m}", marker.encode()) if stdin is not None else None
     res = _cli(healthy, *args, stdin=stdin)
     assert res.exit_code == 1, res.output
     assert "error:" in res.output and message in res.output, res.output
-    assert end_offsets(_settings(healthy), TEST_TOPIC) == before
+    assert_nothing_sent(healthy, before, marker)
 
 
 def test_too_large_value_is_refused(healthy: LocalCluster, tmp_path: Path) -> None:
     big = tmp_path / "big.bin"
-    big.write_bytes(b"x" * 1048588)
-    before = end_offsets(_settings(healthy), TEST_TOPIC)
+    marker = f"too-big-{uuid.uuid4().hex[:10]}"
+    big.write_bytes(marker.encode() + b"x" * 1048588)
+    before = ends(healthy)
     res = _cli(healthy, "--topic", TEST_TOPIC, "--file", str(big))
     assert res.exit_code == 1, res.output
     assert "too large" in res.output and "1048588" in res.output
-    assert end_offsets(_settings(healthy), TEST_TOPIC) == before
+    assert_nothing_sent(healthy, before, marker)
     # Just under the limit goes through (librdkafka's own smaller default does not refuse it).
     big.write_bytes(b"y" * 1_040_000)
     res = _cli(healthy, "--topic", TEST_TOPIC, "--file", str(big), "--compression", "lz4")

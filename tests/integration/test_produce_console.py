@@ -18,14 +18,19 @@ from kconsole.cluster.local import LocalCluster
 from kconsole.cluster.produce import partition_for
 from kconsole.cluster.settings import TEST_TOPIC, TEST_TOPIC_PARTITIONS
 from kconsole.commands import Commands
-from kconsole.drills.verify import end_offsets
 from kconsole.observer import ClusterObserver
 from kconsole.ui.app import KConsoleApp, make_app
 from kconsole.ui.screens.produce import ProduceScreen
 from kconsole.ui.screens.tail import TailScreen
 from tests.integration.conftest import partition_state, registered
 from tests.integration.test_console_live import until
-from tests.integration.test_produce import _java_console_produce, _read, _settings
+from tests.integration.test_produce import (
+    _java_console_produce,
+    _read,
+    _settings,
+    assert_nothing_sent,
+    ends,
+)
 from tests.ui.produce_fakes import fill, text_of
 
 pytestmark = pytest.mark.integration
@@ -59,7 +64,7 @@ async def test_trace_shows_where_java_puts_the_key_and_its_leader(
 ) -> None:
     run = uuid.uuid4().hex[:8]
     keys = [f"user-{i}-{run}" for i in range(12)]
-    start = end_offsets(_settings(healthy), TEST_TOPIC)
+    start = ends(healthy)
     app = console(healthy)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_dialog(app)
@@ -87,7 +92,7 @@ async def test_trace_shows_where_java_puts_the_key_and_its_leader(
 
 async def test_bulk_send_from_the_dialog_then_tail_each_partition(healthy: LocalCluster) -> None:
     n, run = 1000, uuid.uuid4().hex[:8]  # at most MAX_ROWS per partition: all stay on screen
-    start = end_offsets(_settings(healthy), TEST_TOPIC)
+    start = ends(healthy)
     app = console(healthy)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_dialog(app)
@@ -203,23 +208,24 @@ BAD = [
     ({"count": "0"}, "count must be at least 1, not 0"),
     ({"rate": "0"}, "rate must be in (0, 1000000] messages/s"),
     ({"partition": "4"}, "partition 4 does not exist: test-topic has partitions 0..3"),
-    ({"value": "x" * 1_100_000}, "the record is too large"),
+    ({"value": "{m}" + "x" * 1_100_000}, "the record is too large"),
     ({"key": "\udcff"}, "the key is not valid UTF-8 text"),
 ]
 
 
 async def test_bad_input_gets_its_message_and_sends_nothing(healthy: LocalCluster) -> None:
-    before = end_offsets(_settings(healthy), TEST_TOPIC)
+    marker = f"refused-{uuid.uuid4().hex[:10]}"
+    before = ends(healthy)
     app = console(healthy)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_dialog(app)
         for fields, message in BAD:
-            fill(screen, topic=TEST_TOPIC, key="k", value="v", count="1", rate="", partition="")
-            fill(screen, **fields)
+            fill(screen, topic=TEST_TOPIC, key="k", value=marker, count="1", rate="", partition="")
+            fill(screen, **{k: v.replace("{m}", marker) for k, v in fields.items()})
             await pilot.pause()
             status = await send(app, screen)
             assert status.startswith("not sent: ") and message in status, (fields, status)
-    assert end_offsets(_settings(healthy), TEST_TOPIC) == before
+    assert_nothing_sent(healthy, before, marker)
 
 
 async def test_unreachable_cluster_is_a_clear_error() -> None:
@@ -245,11 +251,12 @@ async def test_unreachable_cluster_is_a_clear_error() -> None:
 
 
 async def test_read_only_console_refuses(healthy: LocalCluster) -> None:
-    before = end_offsets(_settings(healthy), TEST_TOPIC)
+    marker = f"read-only-{uuid.uuid4().hex[:10]}"
+    before = ends(healthy)
     app = console(healthy, read_only=True)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_dialog(app)
-        fill(screen, key="k", value="v")
+        fill(screen, key="k", value=marker)
         await pilot.pause()
         assert (await send(app, screen)).startswith("not sent: read-only mode")
-    assert end_offsets(_settings(healthy), TEST_TOPIC) == before
+    assert_nothing_sent(healthy, before, marker)
