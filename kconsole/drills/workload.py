@@ -292,6 +292,12 @@ class Workload:
             with self._lock:
                 self._stopped_at = self._clock()
             self._drain(producer)
+            # The producer's stats callback is a bound method of this Workload: a reference
+            # cycle. Left to the garbage collector, the producer would be destroyed whenever
+            # and wherever a collection runs, possibly inside another client's librdkafka
+            # thread (a logger callback) -- which can crash the process. Drop it here, so it
+            # is destroyed now, on this thread, when `producer` goes out of scope.
+            self._producer = None
 
     def _send_loop(self, producer: Producer, start: float) -> None:
         period = 1.0 / self.rate
