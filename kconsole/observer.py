@@ -286,8 +286,11 @@ class ClusterObserver:
                 self._zk_changed(None, f"ZooKeeper {self.settings.zookeeper}: {exc}", publish=False)
         self._read_proc_states()
         reader = self._reader()
-        self._poll_admin(reader, publish=False)
-        self._poll_groups(reader, publish=False)
+        try:
+            self._poll_admin(reader, publish=False)
+            self._poll_groups(reader, publish=False)
+        finally:
+            reader.close()
         return self._publish(publish=False)
 
     # -- sources ----------------------------------------------------------------------------
@@ -372,10 +375,13 @@ class ClusterObserver:
 
     def _groups_loop(self) -> None:
         reader = self._reader()
-        while not self._stop.is_set():
-            self._poll_groups(reader)
-            self._wake_groups.wait(self.settings.group_refresh_s)
-            self._wake_groups.clear()
+        try:
+            while not self._stop.is_set():
+                self._poll_groups(reader)
+                self._wake_groups.wait(self.settings.group_refresh_s)
+                self._wake_groups.clear()
+        finally:
+            reader.close()
 
     def _publish(self, publish: bool = True) -> ClusterSnapshot:
         with self._lock:

@@ -7,13 +7,14 @@ logging, never to the terminal the console draws on.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     ConfigResource,
@@ -54,6 +55,8 @@ class AdminReader:
         conf: dict[str, Any] = {"logger": RDKAFKA_LOG, "socket.timeout.ms": int(timeout_s * 1000)}
         conf.update(config)
         self.admin = AdminClient(conf)
+        self.config = dict(config)
+        self._kadmin: Any = None  # kafka-python admin client, for committed offsets
         self._min_isr: dict[str, int] = {}
         self._min_isr_at = 0.0
 
@@ -119,27 +122,13 @@ class AdminReader:
         if not ids:
             return []
         described = self.admin.describe_consumer_groups(ids, request_timeout=self.timeout_s)
-        offset_futs = {
-            gid: self.admin.list_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(gid)], request_timeout=self.timeout_s
-            )[gid]
-            for gid in ids
-        }
+        committed = self.committed_offsets(ids)
         descs: dict[str, Any] = {}
-        committed: dict[str, dict[tuple[str, int], int | None]] = {}
         for gid in ids:
             try:
                 descs[gid] = described[gid].result(timeout=self.timeout_s + 1)
             except KafkaException:
                 descs[gid] = None
-            try:
-                res = offset_futs[gid].result(timeout=self.timeout_s + 1)
-                committed[gid] = {
-                    (tp.topic, tp.partition): None if tp.offset == _OFFSET_INVALID else tp.offset
-                    for tp in res.topic_partitions
-                }
-            except KafkaException:
-                committed[gid] = {}
         owners: dict[str, dict[tuple[str, int], str]] = {}
         for gid, d in descs.items():
             owners[gid] = {}
@@ -173,6 +162,46 @@ class AdminReader:
             )
         return groups
 
+    def committed_offsets(self, ids: list[str]) -> dict[str, dict[tuple[str, int], int | None]]:
+        """Each group's committed offsets ({} for a group that could not be read).
+
+        Read with kafka-python, not librdkafka: librdkafka's admin ListConsumerGroupOffsets
+        crashes the whole process (SIGSEGV in rd_kafka_cgrp_op, called from
+        rd_kafka_handle_OffsetFetch on an admin client, which has no consumer group) when the
+        group's coordinator goes away mid-request -- that is, when a broker is stopped during a
+        drill, exactly when the console is needed. Found with gdb on the CI suite.
+        """
+        out: dict[str, dict[tuple[str, int], int | None]] = {}
+        for gid in ids:
+            try:
+                client = self._group_client()
+                res = client.list_group_offsets([gid]).get(gid, {})
+                out[gid] = {
+                    (tp.topic, tp.partition): None if om.offset < 0 else om.offset
+                    for tp, om in res.items()
+                }
+            except Exception:  # unreachable, coordinator moving, ...: unknown this round
+                out[gid] = {}
+                self._drop_group_client()
+        return out
+
+    def _group_client(self) -> Any:
+        if self._kadmin is None:
+            from kafka.admin import KafkaAdminClient
+
+            self._kadmin = KafkaAdminClient(**kafka_python_config(self.config, self.timeout_s))
+        return self._kadmin
+
+    def _drop_group_client(self) -> None:
+        client, self._kadmin = self._kadmin, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()
+
+    def close(self) -> None:
+        """Release the kafka-python client (the librdkafka one goes with the object)."""
+        self._drop_group_client()
+
     def log_end_offsets(self, tps: set[tuple[str, int]]) -> dict[tuple[str, int], int]:
         """Latest offsets (log end / high watermark) of many partitions in one request set."""
         if not tps:
@@ -186,6 +215,34 @@ class AdminReader:
             except KafkaException:
                 continue
         return out
+
+
+# librdkafka property -> kafka-python argument (the security settings users pass with -X).
+_KAFKA_PYTHON = {
+    "bootstrap.servers": "bootstrap_servers",
+    "security.protocol": "security_protocol",
+    "sasl.mechanism": "sasl_mechanism",
+    "sasl.mechanisms": "sasl_mechanism",
+    "sasl.username": "sasl_plain_username",
+    "sasl.password": "sasl_plain_password",
+    "ssl.ca.location": "ssl_cafile",
+    "ssl.certificate.location": "ssl_certfile",
+    "ssl.key.location": "ssl_keyfile",
+    "ssl.key.password": "ssl_password",
+    "client.id": "client_id",
+}
+
+
+def kafka_python_config(config: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    """kafka-python client arguments for a librdkafka configuration."""
+    out: dict[str, Any] = {"request_timeout_ms": int(timeout_s * 1000)}
+    for key, value in config.items():
+        name = _KAFKA_PYTHON.get(key)
+        if name is None:
+            continue
+        out[name] = value.upper() if name == "security_protocol" else value
+    out.setdefault("client_id", "kconsole-groups")
+    return out
 
 
 def _state_name(state: Any) -> str:

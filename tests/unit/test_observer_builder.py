@@ -118,3 +118,32 @@ def test_no_events_until_zookeeper_has_answered() -> None:
     kinds = [e.kind for e in obs.events]
     assert EventKind.CONTROLLER_CHANGED in kinds
     assert EventKind.LEADER_CHANGED in kinds and EventKind.ISR_SHRANK in kinds
+
+
+def test_kafka_python_config_translates_security_settings() -> None:
+    """Committed offsets are read with kafka-python (librdkafka's admin OffsetFetch can crash
+    the process when a coordinator moves): the -X settings must reach it."""
+    from kconsole.cluster.admin import kafka_python_config
+
+    conf = kafka_python_config(
+        {
+            "bootstrap.servers": "b1:9093,b2:9093",
+            "security.protocol": "sasl_ssl",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.username": "ops",
+            "sasl.password": "secret",
+            "ssl.ca.location": "/etc/kafka/ca.pem",
+            "logger": object(),  # librdkafka-only settings are left out
+        },
+        5.0,
+    )
+    assert conf == {
+        "request_timeout_ms": 5000,
+        "bootstrap_servers": "b1:9093,b2:9093",
+        "security_protocol": "SASL_SSL",
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": "ops",
+        "sasl_plain_password": "secret",
+        "ssl_cafile": "/etc/kafka/ca.pem",
+        "client_id": "kconsole-groups",
+    }
