@@ -24,7 +24,6 @@ from confluent_kafka.admin import (
 from kconsole.models import Group, GroupPartition
 
 RDKAFKA_LOG = logging.getLogger("kconsole.rdkafka")
-_OFFSET_INVALID = -1001
 
 
 @dataclass(frozen=True)

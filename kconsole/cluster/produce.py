@@ -351,11 +351,16 @@ class ProduceResult:
 
     def latency(self) -> dict[str, float]:
         """p50 / p99 / max of acked records' latencies, in milliseconds ({} if none)."""
-        lat = sorted(d.latency_s for d in self.acked if d.latency_s is not None)
-        if not lat:
-            return {}
-        pick = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))] * 1000  # noqa: E731
-        return {"p50": pick(0.50), "p99": pick(0.99), "max": lat[-1] * 1000}
+        return latency_summary(d.latency_s for d in self.acked if d.latency_s is not None)
+
+
+def latency_summary(latencies_s: Iterable[float]) -> dict[str, float]:
+    """p50 / p99 / max of latencies in seconds, in milliseconds ({} if none)."""
+    lat = sorted(latencies_s)
+    if not lat:
+        return {}
+    pick = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))] * 1000  # noqa: E731
+    return {"p50": pick(0.50), "p99": pick(0.99), "max": lat[-1] * 1000}
 
 
 OnProgress = Callable[[Delivery], None]
@@ -606,8 +611,9 @@ def build_request(
     typed); file reads the file named by `value` and sends its bytes as they are.
     """
     topic = topic.strip()
-    n = _int_field(count, "count", 1)
+    n = _int_field(count, "count", 1) or 0  # an empty field is the default, 1
     part = _int_field(partition, "partition", None)
+    codec = None if compression == "none" else compression
     rate_t = rate.strip()
     try:
         r = float(rate_t) if rate_t else None
@@ -616,11 +622,11 @@ def build_request(
     validate(
         topic,
         limits=None,
-        count=n if n is not None else 1,
+        count=n,
         rate=r,
         partition=part,
         acks=acks,
-        compression=None if compression == "none" else compression,
+        compression=codec,
     )
     if value_mode not in VALUE_MODES:
         raise ProduceError(f"value mode must be one of {', '.join(VALUE_MODES)}")
@@ -645,10 +651,10 @@ def build_request(
         key=kbytes,
         value=data,
         headers=parse_headers(headers),
-        count=n if n is not None else 1,
+        count=n,
         rate=r,
         acks=acks,
-        compression=None if compression == "none" else compression,
+        compression=codec,
         partition=part,
     )
 
@@ -702,16 +708,11 @@ class Tally:
             self.failed[d.error] += 1
 
     def view(self) -> TallyView:
-        lat = sorted(self.latencies)
-        latency = {}
-        if lat:
-            pick = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))] * 1000  # noqa: E731
-            latency = {"p50": pick(0.5), "p99": pick(0.99), "max": lat[-1] * 1000}
         return TallyView(
             self.total,
             self.acked,
             dict(sorted(self.failed.items())),
             self.unknown,
             self.clock() - self.started,
-            latency,
+            latency_summary(self.latencies),
         )

@@ -97,7 +97,9 @@ class KConsoleApp(App[None]):
         self.jobs = jobs
         """Starts and observes PySpark jobs (None: the jobs screen only shows that)."""
         self.job_logs: dict[str, tuple[str, ...]] = {}
-        """The newest log lines of each run that is active or failed."""
+        """The newest log lines of each run that is active or failed (while shown)."""
+        self.show_job_logs = False
+        """Set while the jobs screen is mounted: only then are log tails read."""
         self._job_specs: list[JobSpec] | None = None
         self.settings = settings
         """How to reach the cluster for producing (None: producing is unavailable)."""
@@ -361,7 +363,7 @@ class KConsoleApp(App[None]):
             self.post_message(JobsUpdated((), {}, f"cannot read the jobs: {exc}"))
             return
         logs = {}
-        for run in runs[-10:]:
+        for run in runs[-10:] if self.show_job_logs else ():
             if run.active or run.error:
                 with contextlib.suppress(Exception):
                     logs[run.run_id] = tuple(jobs.log_tail(run.run_id, JOB_LOG_LINES))

@@ -507,7 +507,7 @@ class TestManager:
         process alone."""
         run = manager.start("fake", {"batches": 2})
         wait_until(lambda: not manager.get(run.run_id).active, 20, "the job to finish")
-        victim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+        victim = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"])
         try:
             other = JobManager(manager.state_dir.parent, Settings())
             (run.run_dir / "pid").write_text(

@@ -115,12 +115,18 @@ class JobsScreen(Screen[None]):
         for label, key in RUN_COLUMNS:
             runs.add_column(label, key=key)
         app = console(self)
+        app.show_job_logs = True
+        if app.jobs is not None:
+            app.poll_jobs()  # the log tails now, not a second from now
         for spec in app.job_specs():
             what = spec.description.partition(": ")[2] or spec.description
             specs.add_row(Text(spec.name, fmt.BOLD), what, key=spec.name)
         self.watch(app, "job_runs", self.redraw, init=True)
         self.watch(app, "snapshot", self.redraw, init=False)
         (runs if runs.row_count else specs).focus()
+
+    def on_unmount(self) -> None:
+        console(self).show_job_logs = False
 
     # -- rendering ----------------------------------------------------------------------------
     @property
@@ -387,9 +393,3 @@ class StartJobDialog(ModalScreen[tuple[dict[str, Any], bool] | None]):
     def action_cancel(self) -> None:
         """Start nothing."""
         self.dismiss(None)
-
-
-def started_text(run: JobRun) -> str:
-    return f"{run.job} started as run {run.run_id} (pid {run.pid})" + (
-        ", detached" if run.detached else ""
-    )
