@@ -16,6 +16,13 @@ file is TOML, by default `config.toml` in the per-user config dir (`kconsole --c
     "sasl.username" = "ops"
     "sasl.password" = "..."
     "ssl.ca.location" = "/etc/kafka/ca.pem"
+
+    [clusters.prod]                 # a named cluster: `kconsole --cluster prod`
+    bootstrap = "prod1:9093,prod2:9093"
+    read_only = true                # also applies whenever the bootstrap names one of these
+
+Read-only is decided once, here, with the reason (which flag, variable or file said so); the
+command layer refuses every modifying action with that reason.
 """
 
 from __future__ import annotations
@@ -29,8 +36,8 @@ from typing import Any
 import platformdirs
 
 from kconsole import paths
-from kconsole.cluster.errors import ClusterError
-from kconsole.cluster.settings import HOST, ZK_PORT, default_bootstrap
+from kconsole.defaults import HOST, ZK_PORT, default_bootstrap
+from kconsole.errors import ClusterError
 
 BACKENDS = ("auto", "local", "docker", "none")
 
@@ -47,6 +54,8 @@ class Settings:
     backend: str = "auto"
     cluster_dir: Path = field(default_factory=paths.default_cluster_dir)
     read_only: bool = False
+    read_only_reason: str = ""  # who asked for read-only: a flag, a variable, a config entry
+    cluster_name: str = ""  # the [clusters.NAME] entry in use, if any
     refresh_s: float = 1.0
     group_refresh_s: float = 2.0
     source: str = "defaults"  # where the settings came from, for the header and errors
@@ -98,7 +107,7 @@ def parse_client_props(items: list[str] | tuple[str, ...]) -> dict[str, str]:
     return out
 
 
-_FILE_KEYS = {
+_CLUSTER_KEYS: dict[str, Any] = {
     "bootstrap": str,
     "zookeeper": str,
     "read_only": bool,
@@ -108,6 +117,23 @@ _FILE_KEYS = {
     "cluster_dir": str,
     "client": dict,
 }
+_FILE_KEYS: dict[str, Any] = {**_CLUSTER_KEYS, "cluster": str, "clusters": dict}
+
+
+def _check_table(path: Path, where: str, data: dict[str, Any], known: dict[str, Any]) -> None:
+    for key, value in data.items():
+        if key not in known:
+            raise ConfigError(
+                f"config file {path}: unknown key {where}{key!r} "
+                f"(known: {', '.join(sorted(known))})"
+            )
+        if not isinstance(value, known[key]) or (
+            isinstance(value, bool) and known[key] is not bool
+        ):
+            raise ConfigError(f"config file {path}: {where}{key} has the wrong type ({value!r})")
+    client = data.get("client", {})
+    if any(not isinstance(v, str | int | float | bool) for v in client.values()):
+        raise ConfigError(f"config file {path}: [{where}client] values must be strings or numbers")
 
 
 def load_file(path: Path) -> dict[str, Any]:
@@ -120,22 +146,49 @@ def load_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read config file {path}: {exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
-    for key, value in data.items():
-        if key not in _FILE_KEYS:
-            raise ConfigError(
-                f"config file {path}: unknown key {key!r} (known: {', '.join(sorted(_FILE_KEYS))})"
-            )
-        if not isinstance(value, _FILE_KEYS[key]):  # type: ignore[arg-type]
-            raise ConfigError(f"config file {path}: {key} has the wrong type ({value!r})")
-    client = data.get("client", {})
-    if any(not isinstance(v, str | int | float | bool) for v in client.values()):
-        raise ConfigError(f"config file {path}: [client] values must be strings or numbers")
+    _check_table(path, "", data, _FILE_KEYS)
+    for name, table in data.get("clusters", {}).items():
+        if not isinstance(table, dict):
+            raise ConfigError(f"config file {path}: clusters.{name} must be a table")
+        _check_table(path, f"clusters.{name}.", table, _CLUSTER_KEYS)
+    if "cluster" in data and data["cluster"] not in data.get("clusters", {}):
+        raise ConfigError(
+            f"config file {path}: cluster = {data['cluster']!r} names no [clusters.*] entry"
+        )
     return data
+
+
+def _apply_table(settings: Settings, data: dict[str, Any]) -> Settings:
+    """`settings` with the keys of one config table (top level or a [clusters.NAME])."""
+    return replace(
+        settings,
+        bootstrap=data.get("bootstrap", settings.bootstrap),
+        zookeeper=data.get("zookeeper", settings.zookeeper),
+        read_only=data.get("read_only", settings.read_only),
+        refresh_s=float(data.get("refresh", settings.refresh_s)),
+        group_refresh_s=float(data.get("group_refresh", settings.group_refresh_s)),
+        backend=data.get("backend", settings.backend),
+        cluster_dir=Path(data["cluster_dir"]).expanduser()
+        if "cluster_dir" in data
+        else settings.cluster_dir,
+        client={
+            **settings.client,
+            **{
+                k: str(v).lower() if isinstance(v, bool) else str(v)
+                for k, v in data.get("client", {}).items()
+            },
+        },
+    )
+
+
+def _servers(bootstrap: str) -> set[str]:
+    return {hp.strip().lower() for hp in bootstrap.split(",") if hp.strip()}
 
 
 def load_settings(
     *,
     config_path: Path | None = None,
+    cluster: str | None = None,
     bootstrap: str | None = None,
     zookeeper: str | None = None,
     client_props: tuple[str, ...] = (),
@@ -146,32 +199,34 @@ def load_settings(
     cluster_dir: Path | None = None,
     env: dict[str, str] | None = None,
 ) -> Settings:
-    """Merge defaults, the config file, KCONSOLE_* variables and flags, in that order."""
+    """Merge defaults, the config file (its top level, then the chosen [clusters.NAME]),
+    KCONSOLE_* variables and flags, in that order. Read-only only ever gets switched on: by any
+    of them, or by a [clusters.*] entry marked read_only whose servers the bootstrap names."""
     env = dict(os.environ) if env is None else env
     settings = Settings()
     sources = ["defaults"]
+    reasons: list[str] = []
     path = config_path or (Path(env["KCONSOLE_CONFIG"]) if env.get("KCONSOLE_CONFIG") else None)
     if path is None and default_config_path().exists():
         path = default_config_path()
+    data: dict[str, Any] = {}
     if path is not None:
         data = load_file(path)
-        settings = replace(
-            settings,
-            bootstrap=data.get("bootstrap", settings.bootstrap),
-            zookeeper=data.get("zookeeper", settings.zookeeper),
-            read_only=data.get("read_only", settings.read_only),
-            refresh_s=float(data.get("refresh", settings.refresh_s)),
-            group_refresh_s=float(data.get("group_refresh", settings.group_refresh_s)),
-            backend=data.get("backend", settings.backend),
-            cluster_dir=Path(data["cluster_dir"]).expanduser()
-            if "cluster_dir" in data
-            else settings.cluster_dir,
-            client={
-                k: str(v).lower() if isinstance(v, bool) else str(v)
-                for k, v in data.get("client", {}).items()
-            },
-        )
+        settings = _apply_table(settings, data)
+        if data.get("read_only"):
+            reasons.append(f"read_only in {path}")
         sources.append(str(path))
+    name = cluster or env.get("KCONSOLE_CLUSTER") or data.get("cluster") or ""
+    profiles: dict[str, dict[str, Any]] = data.get("clusters", {})
+    if name:
+        if name not in profiles:
+            known = ", ".join(sorted(profiles)) or "none"
+            where = f" in {path}" if path else " (no config file)"
+            raise ConfigError(f"no cluster named {name!r}{where}; known: {known}")
+        settings = replace(_apply_table(settings, profiles[name]), cluster_name=name)
+        if profiles[name].get("read_only"):
+            reasons.append(f"cluster {name!r} is read_only in {path}")
+        sources.append(f"clusters.{name}")
     env_map = {
         "KCONSOLE_BOOTSTRAP": "bootstrap",
         "KCONSOLE_ZOOKEEPER": "zookeeper",
@@ -186,6 +241,7 @@ def load_settings(
         sources.append("KCONSOLE_CLUSTER_DIR")
     if env.get("KCONSOLE_READ_ONLY", "").lower() in ("1", "true", "yes"):
         settings = replace(settings, read_only=True)
+        reasons.append("KCONSOLE_READ_ONLY")
     flags: dict[str, Any] = {}
     if bootstrap is not None:
         flags["bootstrap"] = bootstrap
@@ -195,6 +251,7 @@ def load_settings(
         flags["backend"] = backend
     if read_only:
         flags["read_only"] = True
+        reasons.append("--read-only")
     if refresh is not None:
         flags["refresh_s"] = refresh
     if group_refresh is not None:
@@ -205,4 +262,15 @@ def load_settings(
         flags["client"] = {**settings.client, **parse_client_props(client_props)}
     if flags:
         sources.append("flags")
-    return replace(settings, source=" < ".join(sources), **flags)
+    settings = replace(settings, source=" < ".join(sources), **flags)
+    # A cluster marked read-only stays read-only however it is reached (-b, a variable, ...).
+    servers = _servers(settings.bootstrap)
+    for other, table in profiles.items():
+        shared = servers & _servers(table.get("bootstrap", ""))
+        if other != name and table.get("read_only") and shared:
+            reasons.append(f"cluster {other!r} (same servers) is read_only in {path}")
+    if reasons:
+        settings = replace(settings, read_only=True, read_only_reason="; ".join(reasons))
+    elif settings.read_only:
+        settings = replace(settings, read_only_reason="read_only setting")
+    return settings

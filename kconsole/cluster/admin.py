@@ -258,3 +258,17 @@ def reachable(host: str, port: int, timeout: float = 0.5) -> bool:
             return s.getsockname() != s.getpeername()
     except OSError:
         return False
+
+
+def probe_cluster_id(config: dict[str, Any], timeout_s: float = 1.5) -> str | None:
+    """The cluster id from one metadata request, or None when no broker answered in time."""
+    servers = [hp.strip() for hp in str(config.get("bootstrap.servers", "")).split(",")]
+    hosts = [hp.rpartition(":") for hp in servers if ":" in hp]
+    if not any(p.isdigit() and reachable(h.strip("[]"), int(p), 0.3) for h, _, p in hosts):
+        return None  # nothing listens: do not wait for librdkafka's timeout
+    conf: dict[str, Any] = {**config, "logger": RDKAFKA_LOG}
+    admin = AdminClient(conf)
+    try:
+        return admin.list_topics(timeout=timeout_s).cluster_id
+    except Exception:
+        return None

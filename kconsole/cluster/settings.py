@@ -6,13 +6,18 @@ defaults must agree on (tests check that compose/docker-compose.yml matches thes
 
 from __future__ import annotations
 
+from kconsole.defaults import (  # noqa: F401  (re-exported: the topology in one place)
+    BROKER_BASE_PORT,
+    DEFAULT_BROKERS,
+    HOST,
+    ZK_PORT,
+    broker_port,
+    default_bootstrap,
+)
+
 KAFKA_VERSION = "3.9.2"
 ZOOKEEPER_VERSION = "3.8.4"  # what kafka_2.13:3.9.2 depends on
 
-HOST = "127.0.0.1"
-ZK_PORT = 22181
-BROKER_BASE_PORT = 19092  # broker id N listens on BROKER_BASE_PORT + N - 1
-DEFAULT_BROKERS = 3
 
 TEST_TOPIC = "test-topic"
 TEST_TOPIC_PARTITIONS = 4
@@ -22,16 +27,6 @@ BROKER_HEAP = "-Xmx512m -Xms512m"
 ZOOKEEPER_HEAP = "-Xmx256m -Xms256m"
 
 ZK_TICK_TIME_MS = 2000  # session timeouts are clamped to 2..20 x tickTime
-
-
-def broker_port(broker_id: int, base_port: int = BROKER_BASE_PORT) -> int:
-    """The host port of a broker."""
-    return base_port + broker_id - 1
-
-
-def default_bootstrap(brokers: int = DEFAULT_BROKERS, base_port: int = BROKER_BASE_PORT) -> str:
-    """Bootstrap string for the reference cluster."""
-    return ",".join(f"{HOST}:{broker_port(i, base_port)}" for i in range(1, brokers + 1))
 
 
 def drill_settings(brokers: int) -> dict[str, str]:

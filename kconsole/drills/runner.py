@@ -19,7 +19,7 @@ from kconsole import __version__
 from kconsole.cluster.admin import AdminReader
 from kconsole.cluster.control import BrokerAction, BrokerControl
 from kconsole.cluster.errors import ClusterError
-from kconsole.commands import Commands
+from kconsole.errors import NotConfirmed
 from kconsole.config import Settings
 from kconsole.drills.audit import Acks, AuditResult, check
 from kconsole.drills.export import timeline_document, timeline_markdown
@@ -32,6 +32,11 @@ from kconsole.observer import ClusterObserver
 from kconsole.timeline import Event, EventKind
 
 Progress = Callable[[str], None]
+# How the runner changes the cluster: both come from the command layer (Commands.drill_run),
+# which refused the drill already if it must not run. act(action, broker) -> outcome text;
+# confirm(prompt, expected) -> whether the user typed `expected` (the target broker id).
+Act = Callable[[BrokerAction, int], str]
+Confirm = Callable[[str, str], bool]
 FAULTS = {"stop": BrokerAction.STOP, "kill": BrokerAction.KILL, "pause": BrokerAction.PAUSE}
 RESTORE = {"stop": BrokerAction.START, "kill": BrokerAction.START, "pause": BrokerAction.RESUME}
 
@@ -171,21 +176,24 @@ class DrillReport:
 
 
 class DrillRunner:
-    """Runs one drill; see the module docstring."""
+    """Runs one drill; see the module docstring. Build it through Commands.drill_run."""
 
     def __init__(
         self,
         settings: Settings,
         control: BrokerControl,
         spec: DrillSpec,
+        *,
+        act: Act,
+        confirm: Confirm,
         progress: Progress | None = None,
-        read_only: bool = False,
     ):
         self.settings = settings
         self.control = control
         self.spec = spec
         self.say = progress or (lambda _m: None)
-        self.commands = Commands(control, read_only=read_only)
+        self.act = act
+        self.confirm = confirm
         self.observer = ClusterObserver(settings, proc_states=control.states)
         self._latest: ClusterSnapshot | None = None
         self._changed = threading.Condition()
@@ -210,7 +218,7 @@ class DrillRunner:
         text = f"{action.value} broker {broker}"
         event = Event(time.time(), EventKind.ACTION, text, broker=broker, new=action.value)
         self.observer.record(event)
-        self.say(f"{text}: " + self.commands.broker(action, broker, lambda _p, _e: True))
+        self.say(f"{text}: " + self.act(action, broker))
         return event
 
     def run(self) -> DrillReport:
@@ -246,6 +254,18 @@ class DrillRunner:
             except Exception:
                 cfg_raw = {}
             config = BrokerConfig.from_configs(cfg_raw) if cfg_raw else BrokerConfig()
+            # Asked before the workload writes its first record: nothing happens unconfirmed.
+            preview = blast_radius(snap, FAULTS[spec.fault], target)
+            prompt = "\n".join(
+                [
+                    f"drill: {spec.fault} broker {target} ({spec.target}) under a "
+                    f"{spec.rate:g} msg/s acks={spec.acks} workload on {spec.topic}",
+                    *(f"  {line}" for line in preview.lines(config.session_timeout_ms)),
+                    "Type the broker id to confirm",
+                ]
+            )
+            if not self.confirm(prompt, str(target)):
+                raise NotConfirmed(f"drill on broker {target}: not confirmed")
             starts = end_offsets(self.settings, spec.topic)
             self.say(f"workload: {spec.rate:g} msg/s, acks={spec.acks}, on {spec.topic}")
             workload = Workload(

@@ -45,8 +45,14 @@ from kconsole.ui.messages import (
 )
 from kconsole.ui.rows import LoggedEvent
 from kconsole.ui.screens.actions import BrokerChooser, ConfirmBrokerAction
-from kconsole.ui.screens.help import HelpScreen
-from kconsole.ui.screens.main import MainScreen
+from kconsole.ui.screens.group import GroupScreen
+from kconsole.ui.screens.help import HelpScreen, KeyGroup
+from kconsole.ui.screens.jobs import JobsScreen, StartJobDialog
+from kconsole.ui.screens.main import FilterInput, MainScreen
+from kconsole.ui.screens.produce import ProduceScreen
+from kconsole.ui.screens.tail import TailScreen
+from kconsole.ui.screens.timeline import TimelineScreen
+from kconsole.ui.widgets.tables import BrokersTable, GroupsTable, PartitionsTable
 
 MAX_EVENTS = 500
 LAG_HISTORY = 60
@@ -107,6 +113,11 @@ class KConsoleApp(App[None]):
         """Opens tails of topics (None: tailing is unavailable)."""
         self.observer = observer
         self.commands = commands
+        """The one door for every modifying action (None: the console only observes)."""
+        if commands is not None:
+            # The audit log names the cluster as the console sees it: no extra request.
+            commands.cluster_id = self._cluster_id
+            commands.origin = "console"
         self.clock = clock
         self.refresh_s = refresh_s
         self.group_refresh_s = group_refresh_s
@@ -214,6 +225,26 @@ class KConsoleApp(App[None]):
                 f"broker actions are unavailable: {reason}", severity="warning", markup=False
             )
 
+    def _cluster_id(self) -> str | None:
+        snap = self.snapshot
+        return snap.cluster_id if snap is not None else None
+
+    def refuse_broker_action(self, action: BrokerAction, broker_id: int) -> None:
+        """Have the command layer refuse (and log) `action`, and say why."""
+        if self.commands is None:
+            return
+        if action is BrokerAction.PAUSE:
+            action = self.pause_or_resume(broker_id)
+        try:
+            self.commands.refuse(f"broker.{action.value}", f"broker {broker_id}")
+        except ClusterError as exc:
+            self.notify(
+                f"{action.value} broker {broker_id}: {exc.message}",
+                title="refused",
+                severity="warning",
+                markup=False,
+            )
+
     def pause_or_resume(self, broker_id: int) -> BrokerAction:
         """Resume a broker the snapshot shows paused, pause any other."""
         broker = self.snapshot.broker(broker_id) if self.snapshot else None
@@ -242,7 +273,7 @@ class KConsoleApp(App[None]):
             return
         available, _ = self.commands.broker_actions_available()
         if not available:
-            self.action_broker_actions_unavailable()
+            self.refuse_broker_action(action, broker_id)
             return
         role = self._role(broker_id) if role is None else role
         if not action.destructive:
@@ -451,13 +482,17 @@ class KConsoleApp(App[None]):
             f"stopping {len(attached)} job run(s) started here (graceful, then forced) …",
             timeout=30,
         )
-        self._stop_jobs_then_exit()
+        self._stop_jobs_then_exit(tuple(r.run_id for r in attached))
 
     @work(thread=True, exclusive=True, group="quit", exit_on_error=False)
-    def _stop_jobs_then_exit(self) -> None:
+    def _stop_jobs_then_exit(self, run_ids: tuple[str, ...]) -> None:
         try:
             if self.jobs is not None:
-                self.jobs.stop_attached()
+                for run_id in run_ids:  # through the door: each stop is in the audit log
+                    if self.commands is not None:
+                        with contextlib.suppress(Exception):
+                            self.commands.stop_job(self.jobs, run_id)
+                self.jobs.stop_attached()  # whatever is left (a stop that failed above)
         finally:
             self.call_from_thread(self.exit)
 
@@ -476,6 +511,32 @@ class KConsoleApp(App[None]):
         """Show every key."""
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
+
+    def key_groups(self) -> list[KeyGroup]:
+        """What the help lists, by where it works (besides the app's own keys and the tables')."""
+        return [
+            KeyGroup("Main screen", (MainScreen,)),
+            KeyGroup("Brokers pane", (BrokersTable,)),
+            KeyGroup(
+                "Partitions",
+                (PartitionsTable,),
+                after=(("click header", "Sort by that column (again: reverse)"),),
+            ),
+            KeyGroup("Topic filter", (FilterInput,)),
+            KeyGroup("Consumer groups pane", (GroupsTable,)),
+            KeyGroup("Group screen", (GroupScreen,)),
+            KeyGroup("Broker action chooser (C, L)", (BrokerChooser,)),
+            KeyGroup(
+                "Confirmation",
+                (ConfirmBrokerAction,),
+                before=(("type id, enter", "Confirm a stop, kill or pause"),),
+            ),
+            KeyGroup("Timeline", (TimelineScreen,)),
+            KeyGroup("Produce (P)", (ProduceScreen,)),
+            KeyGroup("Tail (F)", (TailScreen,), after=(("enter", "Start the tail"),)),
+            KeyGroup("Jobs (J)", (JobsScreen,), after=(("enter", "Start the selected job"),)),
+            KeyGroup("Start a job", (StartJobDialog,)),
+        ]
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         """Textual's own commands, plus one per kconsole binding active on `screen`."""

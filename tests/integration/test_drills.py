@@ -15,7 +15,8 @@ from kazoo.client import KazooClient
 from kconsole.cli import main as cli
 from kconsole.cluster.control import LocalBrokerControl
 from kconsole.cluster.local import LocalCluster
-from kconsole.drills.runner import DrillReport, DrillRunner, DrillSpec
+from kconsole.commands import Commands, yes
+from kconsole.drills.runner import DrillReport, DrillSpec
 from kconsole.timeline import EventKind
 from tests.integration.conftest import restore
 from tests.integration.test_observer import settings_for
@@ -37,7 +38,7 @@ def run(cluster: LocalCluster, fault: str, target: str, restore_after: float) ->
         rate=150,
         warmup_s=1.5,
     )
-    return DrillRunner(settings_for(cluster), LocalBrokerControl(cluster), spec).run()
+    return Commands(LocalBrokerControl(cluster)).drill_run(settings_for(cluster), spec, yes)
 
 
 def seconds(report: DrillReport, prefix: str) -> float | None:
@@ -119,6 +120,7 @@ def drill_cli(cluster: LocalCluster, *args: str) -> Result:
             "local",
             "drill",
             "run",
+            "--yes",
             *args,
         ],
         env={"KCONSOLE_CLUSTER_DIR": str(cluster.state_dir)},

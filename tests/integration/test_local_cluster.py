@@ -309,7 +309,7 @@ class TestCli:
             cli,
             ["--read-only", "cluster", "--state-dir", str(healthy.state_dir), "stop", "2", "--yes"],
         )
-        assert res.exit_code == 1
+        assert res.exit_code == 4
         assert "read-only" in res.output
         assert healthy.broker(2).state() is ProcState.RUNNING
 

@@ -195,7 +195,7 @@ async def test_read_only_refuses_to_produce() -> None:
         screen = await open_produce(pilot)
         fill(screen, key="k", value="v")
         await send_and_wait(pilot, screen)
-        assert "not sent: read-only mode: producing is refused" in text_of(app, "#produce-status")
+        assert "not sent: read-only mode: refusing to produce to test-topic" in text_of(app, "#produce-status")
         assert commands.calls == []
 
 

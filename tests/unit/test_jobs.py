@@ -553,13 +553,16 @@ class TestManager:
             manager.start("fake-spark")
         assert manager.runs() == []
 
-    def test_read_only_refuses_start_allows_stop(self, manager: JobManager) -> None:
+    def test_read_only_refuses_start_and_stop(self, manager: JobManager) -> None:
         run = manager.start("fake", {})
         ro = Commands(None, read_only=True)
         with pytest.raises(ReadOnlyError, match="refusing to start job fake"):
             ro.start_job(manager, "fake", {})
-        assert ro.stop_job(manager, run.run_id).state is JobState.STOPPED
+        with pytest.raises(ReadOnlyError, match=f"refusing to stop job run {run.run_id}"):
+            ro.stop_job(manager, run.run_id)
+        assert manager.get(run.run_id).active  # still running: refused before anything
         assert len(manager.runs()) == 1
+        assert Commands(None).stop_job(manager, run.run_id).state is JobState.STOPPED
 
     def test_client_properties_stay_off_the_command_line(
         self, tmp_path: Path, fake_jobs: Path
@@ -613,6 +616,6 @@ def test_cli_start_status_logs_stop(
         m.stop(run_id, timeout_s=5)
     assert "stopped" in kc("status")
     res = cli.invoke(main, ["--read-only", "jobs", "--state-dir", state, "start", "fake"])
-    assert res.exit_code == 1 and "read-only mode" in res.output
+    assert res.exit_code == 4 and "read-only mode" in res.output
     res = cli.invoke(main, ["jobs", "--state-dir", state, "start", "fake", "-o", "mode=x"])
     assert res.exit_code == 1 and "bad option for fake" in res.output

@@ -248,9 +248,10 @@ class ProduceScreen(Screen[None]):
         app = console(self)
         if self.sending or app.settings is None or app.commands is None:
             return
-        available, why = app.commands.writes_available()
-        if not available:
-            self._refused(f"{why}: producing is refused")
+        try:  # refused (and logged) by the command layer before the form is even read
+            app.commands.refuse("produce", self.query_one("#topic", Input).value.strip())
+        except ClusterError as exc:
+            self._refused(exc.message)
             return
         try:
             request = self.form_request()

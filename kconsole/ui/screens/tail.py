@@ -155,9 +155,20 @@ class TailScreen(Screen[None]):
     ) -> None:
         # A worker thread: it alone touches the tail; the screen only sets `paused`.
         worker = get_current_worker()
-        factory = console(self).tailer
+        app = console(self)
+        factory = app.tailer
         assert factory is not None
-        source = factory(topic, partition, start, group)
+        try:
+            # With a group the tail joins it and commits: the command layer decides, before.
+            if app.commands is not None:
+                source = app.commands.open_tail(factory, topic, partition, start, group)
+            elif group:
+                raise ClusterError("joining a consumer group needs the command layer")
+            else:
+                source = factory(topic, partition, start, None)
+        except ClusterError as exc:
+            self.post_message(self.Failed(generation, exc.message))
+            return
         try:
             try:
                 positions = source.open()

@@ -92,9 +92,10 @@ class HeaderLine(Static):
         """Render for the current width: the long form if it fits, else the short one."""
         app = console(self)
         args = (app.snapshot, app.now, app.refresh_s, app.group_refresh_s, app.title)
-        text = header_text(*args, compact=False)
+        read_only = app.commands is not None and app.commands.read_only
+        text = header_text(*args, compact=False, read_only=read_only)
         if self.size.width and cell_len(text.plain) > self.size.width:
-            text = header_text(*args, compact=True)
+            text = header_text(*args, compact=True, read_only=read_only)
         self.update(text)
 
 
@@ -113,6 +114,7 @@ def header_text(
     title: str,
     *,
     compact: bool,
+    read_only: bool = False,
 ) -> Text:
     """The header line's content."""
     sep = (" │ ", fmt.DIM)
@@ -122,6 +124,9 @@ def header_text(
         out.append(*sep)
     else:
         out.append(" ")
+    if read_only:  # first, so that no width cuts it off
+        out.append(" READ-ONLY ", "bold #1a1a1a on #6cb6ff")
+        out.append(*sep)
     if snap is None:
         out.append("waiting for the first snapshot…", fmt.DIM)
         return out

@@ -21,6 +21,8 @@ def broker_check(node: DOMNode, action: str) -> bool | None:
     """check_action for the broker-action keys: hidden, disabled or enabled by Commands."""
     if action in BROKER_ACTIONS:
         return console(node).check_broker_action(action)
+    if action == "refused":  # the fallback of a disabled key
+        return console(node).check_broker_action("broker_actions_unavailable")
     return True
 
 
@@ -53,8 +55,12 @@ class BrokersTable(KeyedTable):
         Binding(
             "t", "broker('start')", "Start", tooltip="Start the selected broker", id="broker-start"
         ),
-        # Reached only while the keys above are disabled: says why instead of doing nothing.
-        Binding("s,k,p,t", UNAVAILABLE, show=False),
+        # Reached only while the keys above are disabled: the command layer refuses (and logs)
+        # that action and says why, instead of the key doing nothing.
+        Binding("s", "refused('stop')", show=False),
+        Binding("k", "refused('kill')", show=False),
+        Binding("p", "refused('pause')", show=False),
+        Binding("t", "refused('start')", show=False),
     ]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -72,6 +78,14 @@ class BrokersTable(KeyedTable):
         if chosen is BrokerAction.PAUSE:
             chosen = app.pause_or_resume(broker_id)
         app.request_broker_action(chosen, broker_id)
+
+    def action_refused(self, action: str) -> None:
+        """A disabled broker key: the command layer refuses (and logs) it and says why."""
+        key = self.cursor_key
+        if key is None:
+            console(self).action_broker_actions_unavailable()
+            return
+        console(self).refuse_broker_action(BrokerAction(action), int(key))
 
     def connect(self) -> None:
         self.watch(console(self), "snapshot", self.redraw, init=True)

@@ -1,0 +1,42 @@
+"""`kconsole audit`: what every modifying command did, was refused, or failed, and who asked."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from kconsole.cli.common import fail
+from kconsole.cli.main import main
+from kconsole.commands import AuditLog
+from kconsole.errors import ClusterError
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="JSON lines, as stored.")
+@click.option("-n", "--limit", type=int, default=50, show_default=True, help="The newest N.")
+@click.option("--path", "show_path", is_flag=True, help="Print where the audit log is, and exit.")
+def audit(as_json: bool, limit: int, show_path: bool) -> None:
+    """The audit log: time, user, cluster, command, target, outcome (done / refused / failed)."""
+    log = AuditLog()
+    if show_path:
+        click.echo(str(log.path))
+        return
+    try:
+        entries = list(log.entries())[-limit:] if limit > 0 else list(log.entries())
+    except ClusterError as exc:
+        fail(exc)
+    if as_json:
+        for entry in entries:
+            click.echo(json.dumps(entry, ensure_ascii=False))
+        return
+    if not entries:
+        click.echo(f"no entries yet ({log.path})")
+        return
+    click.echo(f"{'time':<23} {'user':<10} {'command':<14} {'target':<28} {'outcome':<8} error")
+    for e in entries:
+        when = str(e.get("time") or "?").replace("T", " ")[:23]
+        click.echo(
+            f"{when:<23} {e.get('user') or '?'!s:<10} {e.get('command')!s:<14} "
+            f"{e.get('target') or ''!s:<28} {e.get('outcome')!s:<8} {e.get('error') or ''}"
+        )

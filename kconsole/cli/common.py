@@ -1,0 +1,73 @@
+"""What every subcommand shares: failing with the right exit code, asking for a typed
+confirmation on the terminal, the command layer for these settings, following a file."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import NoReturn
+
+import click
+
+from kconsole.cluster.control import BrokerControl
+from kconsole.commands import Commands, Confirm, yes
+from kconsole.config import Settings
+from kconsole.errors import NotConfirmed, ReadOnlyError
+
+EXIT_ERROR = 1
+EXIT_READ_ONLY = 4  # refused by read-only mode: distinct from every other failure
+
+
+def fail(exc: Exception) -> NoReturn:
+    """Print `exc` and exit: 4 when read-only refused it, 1 otherwise."""
+    if isinstance(exc, NotConfirmed) and not sys.stdin.isatty():
+        click.echo(f"error: {exc} (no terminal to ask; pass --yes)", err=True)
+    else:
+        click.echo(f"error: {exc}", err=True)
+    sys.exit(EXIT_READ_ONLY if isinstance(exc, ReadOnlyError) else EXIT_ERROR)
+
+
+def confirm_on_terminal(prompt: str, expected: str) -> bool:
+    """Ask on the terminal for `expected` to be typed; False without a terminal."""
+    if not sys.stdin.isatty():
+        return False
+    *context, question = prompt.split("\n")
+    for line in context:  # e.g. the blast radius
+        click.echo(line)
+    return click.prompt(question, default="", show_default=False).strip() == expected
+
+
+def confirmation(assume_yes: bool) -> Confirm:
+    """--yes confirms; otherwise the user types the answer on the terminal."""
+    return yes if assume_yes else confirm_on_terminal
+
+
+def backend(settings: Settings) -> tuple[BrokerControl | None, str]:
+    """The broker control for these settings (local cluster, docker compose) or why none."""
+    from kconsole.cluster.backends import choose_backend
+
+    return choose_backend(settings)
+
+
+def commands(
+    ctx: click.Context, control: BrokerControl | None = None, reason: str = ""
+) -> Commands:
+    """The command layer for this invocation's settings (read-only decided there)."""
+    settings: Settings = ctx.obj["settings"]
+    return Commands.for_settings(settings, control, control_reason=reason, origin="cli")
+
+
+def follow(path: Path) -> None:
+    """Print what is appended to `path` until Ctrl-C (tail -f)."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        fh.seek(0, 2)
+        try:
+            while True:
+                line = fh.readline()
+                if line:
+                    click.echo(line, nl=False)
+                else:
+                    time.sleep(0.2)
+        except KeyboardInterrupt:
+            pass

@@ -1,0 +1,130 @@
+"""`kconsole drill run`: a whole failover drill, headless, through the command layer."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from kconsole.cli.common import backend, commands, confirmation, fail
+from kconsole.cli.main import main
+from kconsole.config import Settings
+from kconsole.errors import ClusterError
+
+
+@main.group()
+def drill() -> None:
+    """Failover drills: a workload, a fault, a timeline with durations, an acked-loss audit."""
+
+
+@drill.command("run")
+@click.option(
+    "--fault",
+    type=click.Choice(["stop", "kill", "pause"]),
+    required=True,
+    help="stop: SIGTERM (controlled shutdown); kill: SIGKILL; pause: SIGSTOP.",
+)
+@click.option(
+    "--target",
+    required=True,
+    metavar="controller|broker:ID|leader:TOPIC/PARTITION",
+    help="Which broker: the active controller, a broker id, or a partition's leader.",
+)
+@click.option("--acks", type=click.Choice(["all", "1", "0"]), default="all", show_default=True)
+@click.option(
+    "--duration",
+    type=float,
+    default=30.0,
+    show_default=True,
+    help="Seconds the workload runs (at least until the cluster settled).",
+)
+@click.option(
+    "--restore-after",
+    type=float,
+    default=10.0,
+    show_default=True,
+    help="Seconds between the fault and the restore (start / resume).",
+)
+@click.option(
+    "--settle-timeout",
+    type=float,
+    default=90.0,
+    show_default=True,
+    help="Seconds to wait for full ISRs (and preferred leaders) after the restore.",
+)
+@click.option(
+    "--no-wait-preferred",
+    is_flag=True,
+    help="Do not wait for the preferred leaders to come back when settling.",
+)
+@click.option("--rate", type=float, default=200.0, show_default=True, help="Messages per second.")
+@click.option(
+    "--yes",
+    "assume_yes",
+    is_flag=True,
+    help="Do not ask (the drill stops, kills or pauses a broker): needed without a terminal.",
+)
+@click.option("--topic", default="test-topic", show_default=True)
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="Where the JSON report goes (the Markdown summary beside it).",
+)
+@click.pass_context
+def drill_run(
+    ctx: click.Context,
+    fault: str,
+    target: str,
+    acks: str,
+    duration: float,
+    restore_after: float,
+    settle_timeout: float,
+    no_wait_preferred: bool,
+    rate: float,
+    assume_yes: bool,
+    topic: str,
+    report_path: Path,
+) -> None:
+    """Run a whole drill without the UI. Exits 3 when acknowledged messages were lost.
+
+    It shows the blast radius and asks for the target broker's id before anything is written
+    (--yes skips that); read-only mode refuses it before anything starts.
+    """
+    from kconsole.drills.runner import DrillSpec
+
+    settings: Settings = ctx.obj["settings"]
+    try:
+        spec = DrillSpec(
+            fault=fault,
+            target=target,
+            acks=acks,  # type: ignore[arg-type]
+            duration_s=duration,
+            restore_after_s=restore_after,
+            settle_timeout_s=settle_timeout,
+            wait_preferred=not no_wait_preferred,
+            rate=rate,
+            topic=topic,
+        )
+        control, reason = backend(settings)
+        report = commands(ctx, control, f"a drill needs broker control: {reason}").drill_run(
+            settings, spec, confirmation(assume_yes), progress=click.echo
+        )
+    except ClusterError as exc:
+        fail(exc)
+    json_path, md_path = report.write(report_path)
+    click.echo("")
+    for m in report.measurements:
+        took = f"{m.seconds:.2f} s" if m.seconds is not None else "did not happen"
+        click.echo(f"  {m.name}: {took}   (predicted: {m.predicted})")
+    a = report.audit.to_dict()
+    click.echo(
+        f"  acked {a.get('acked')}, lost {len(a.get('lost', []))}, duplicates "
+        f"{len(a.get('duplicates', []))}, failed {a.get('failed_by_code')}"
+    )
+    click.echo(f"report: {json_path} and {md_path}")
+    if not report.ok:
+        click.echo("ACKNOWLEDGED MESSAGES WERE LOST", err=True)
+        sys.exit(3)

@@ -1,0 +1,168 @@
+"""The `kconsole` group (global options, the console itself) and `describe`."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import click
+
+from kconsole import __version__, paths
+from kconsole.cli.common import backend as broker_backend
+from kconsole.cli.common import fail
+from kconsole.commands import Commands
+from kconsole.config import BACKENDS, Settings, load_settings
+from kconsole.errors import ClusterError
+from kconsole.jobs import JobManager
+
+
+def _quiet_libraries() -> None:
+    # kazoo logs every dropped connection as a warning; a stopped ZooKeeper is reported by us.
+    logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("kazoo").setLevel(logging.CRITICAL)
+    # librdkafka's connection errors are expected while a drill has a broker down.
+    logging.getLogger("kconsole.rdkafka").setLevel(logging.CRITICAL)
+
+
+@click.group(invoke_without_command=True)
+@click.version_option(__version__, prog_name="kconsole")
+@click.option(
+    "--cluster",
+    "cluster_name",
+    default=None,
+    metavar="NAME",
+    help="A [clusters.NAME] entry of the config file (KCONSOLE_CLUSTER).",
+)
+@click.option(
+    "--bootstrap",
+    "-b",
+    default=None,
+    metavar="HOST:PORT,...",
+    help="Bootstrap servers (default: the local cluster, 127.0.0.1:19092-19094).",
+)
+@click.option(
+    "--zookeeper",
+    "-z",
+    default=None,
+    metavar="HOST:PORT",
+    help="ZooKeeper to watch (default 127.0.0.1:22181; '' for none).",
+)
+@click.option(
+    "-X",
+    "client_props",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="librdkafka client property, e.g. -X security.protocol=SASL_SSL. Repeatable.",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="TOML config file (default: config.toml in the user config dir).",
+)
+@click.option(
+    "--backend",
+    type=click.Choice(BACKENDS),
+    default=None,
+    help="How brokers are controlled (default auto: the local cluster if kconsole started it).",
+)
+@click.option("--refresh", type=float, default=None, help="Seconds between cluster polls (1).")
+@click.option(
+    "--group-refresh", type=float, default=None, help="Seconds between consumer-group polls (2)."
+)
+@click.option(
+    "--read-only",
+    is_flag=True,
+    default=None,
+    help="Refuse every modifying action (brokers, cluster, produce, group tails, jobs, drills); "
+    "refusals exit 4.",
+)
+@click.pass_context
+def main(
+    ctx: click.Context,
+    cluster_name: str | None,
+    bootstrap: str | None,
+    zookeeper: str | None,
+    client_props: tuple[str, ...],
+    config_path: Path | None,
+    backend: str | None,
+    refresh: float | None,
+    group_refresh: float | None,
+    read_only: bool | None,
+) -> None:
+    """A keyboard-driven console for operating and drilling Apache Kafka clusters.
+
+    With no command it opens the console on the cluster (by default the embedded local one).
+    """
+    _quiet_libraries()
+    ctx.ensure_object(dict)
+    try:
+        settings = load_settings(
+            config_path=config_path,
+            cluster=cluster_name,
+            bootstrap=bootstrap,
+            zookeeper=zookeeper,
+            client_props=client_props,
+            backend=backend,
+            read_only=read_only,
+            refresh=refresh,
+            group_refresh=group_refresh,
+        )
+    except ClusterError as exc:
+        fail(exc)
+    ctx.obj["settings"] = settings
+    ctx.obj["read_only"] = settings.read_only
+    if ctx.invoked_subcommand is None:
+        _run_console(settings)
+
+
+def _run_console(settings: Settings) -> None:
+    from kconsole.observer import ClusterObserver
+
+    log_file = paths.state_dir() / "kconsole.log"
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    # The screen belongs to the console: every library's log goes to a file instead.
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    handler = logging.FileHandler(log_file)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+
+    control, reason = broker_backend(settings)
+    observer = ClusterObserver(settings, proc_states=control.states if control else None)
+    from kconsole.ui.app import make_app
+
+    app = make_app(
+        observer,
+        commands=Commands.for_settings(
+            settings, control, control_reason="" if control else reason, origin="console"
+        ),
+        refresh_s=settings.refresh_s,
+        group_refresh_s=settings.group_refresh_s,
+        settings=settings,
+        jobs=JobManager(settings=settings),
+    )
+    app.run()
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="The whole snapshot as JSON.")
+@click.pass_context
+def describe(ctx: click.Context, as_json: bool) -> None:
+    """Print the cluster once: brokers, controller, partitions with flags, groups with lag."""
+    from kconsole.describe import render_text
+    from kconsole.observer import ClusterObserver
+
+    settings: Settings = ctx.obj["settings"]
+    control, _reason = broker_backend(settings)
+    snap = ClusterObserver(settings, proc_states=control.states if control else None).read_once()
+    if as_json:
+        click.echo(snap.to_json(indent=2, default=str))
+    else:
+        click.echo(render_text(snap))
+    if not any(s.ok for s in snap.sources):
+        sys.exit(2)

@@ -1,0 +1,171 @@
+"""`kconsole produce`: keyed records from the command line, with the key -> partition trace."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from kconsole.cli.common import commands, fail
+from kconsole.cli.main import main
+from kconsole.config import Settings
+from kconsole.errors import ClusterError
+
+
+@main.command()
+@click.option("--topic", "-t", required=True, help="Topic to produce to (must exist).")
+@click.option("--key", "-k", default=None, help="Key of every record (default: null).")
+@click.option("--value", "-v", default=None, help="Value of every record.")
+@click.option(
+    "--file",
+    "-f",
+    "file_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Send the whole file, bytes as they are, as the value.",
+)
+@click.option("--count", "-n", type=int, default=1, show_default=True, help="Copies to send.")
+@click.option("--rate", type=float, default=None, help="Messages per second (default: no limit).")
+@click.option("--acks", type=click.Choice(["all", "1", "0"]), default="all", show_default=True)
+@click.option(
+    "--key-separator",
+    "-K",
+    default=None,
+    metavar="SEP",
+    help="stdin lines are KEY<SEP>VALUE (a line without SEP: null key, all value).",
+)
+@click.option("--partition", "-p", type=int, default=None, help="Send to this partition.")
+@click.option(
+    "--compression",
+    type=click.Choice(["none", "gzip", "snappy", "lz4", "zstd"]),
+    default="none",
+    show_default=True,
+)
+@click.option("--header", "-H", "headers", multiple=True, metavar="K=V", help="Repeatable.")
+@click.pass_context
+def produce(
+    ctx: click.Context,
+    topic: str,
+    key: str | None,
+    value: str | None,
+    file_path: Path | None,
+    count: int,
+    rate: float | None,
+    acks: str,
+    key_separator: str | None,
+    partition: int | None,
+    compression: str,
+    headers: tuple[str, ...],
+) -> None:
+    """Produce keyed messages, printing key -> partition -> leader first.
+
+    With neither --value nor --file, records are read from stdin, one per line (UTF-8). Keys
+    go where the Java client's default partitioner (murmur2) puts them. Exits 1 when the input
+    is refused (nothing sent) and 2 when some records failed or have an unknown outcome.
+    """
+    from kconsole.cluster import produce as pr
+    from kconsole.observer import ClusterObserver
+
+    settings: Settings = ctx.obj["settings"]
+    door = commands(ctx)
+    try:
+        door.refuse("produce", topic)  # before anything is read or sent
+        if value is not None and file_path is not None:
+            raise pr.ProduceError("give --value or --file, not both")
+        if key is not None and key_separator is not None:
+            raise pr.ProduceError("--key and --key-separator exclude each other")
+        hdrs = [pr.parse_header(h) for h in headers]
+        kbytes = key.encode() if key is not None else None
+        records: list[pr.Record]
+        no_sep = 0
+        if value is not None or file_path is not None:
+            if key_separator is not None:
+                raise pr.ProduceError("--key-separator applies to stdin input only")
+            pr.validate(topic, limits=None, count=count, rate=rate, partition=partition)
+            try:
+                data = value.encode() if value is not None else file_path.read_bytes()  # type: ignore[union-attr]
+            except OSError as exc:
+                raise pr.ProduceError(f"cannot read {file_path}: {exc}") from exc
+            records = [(kbytes, data, hdrs)] * count
+        else:
+            if count != 1:
+                raise pr.ProduceError("--count applies to --value / --file, not to stdin input")
+            pr.validate(topic, limits=None, rate=rate, partition=partition)
+            raw = sys.stdin.buffer.read()
+            lines = raw.split(b"\n")
+            if lines and lines[-1] == b"":
+                lines.pop()
+            records = []
+            for no, line in enumerate(lines, 1):
+                k, v = pr.parse_line(pr.decode_text(line, f"stdin line {no}"), key_separator)
+                if key_separator is not None and k is None:
+                    no_sep += 1
+                records.append((k.encode() if k is not None else kbytes, v.encode(), hdrs))
+            if not records:
+                raise pr.ProduceError("no records on stdin")
+        limits = pr.read_topic_limits(settings, topic)
+        pr.validate(
+            topic,
+            limits=limits,
+            records=records[:1] if value is not None or file_path is not None else records,
+            count=count,
+            rate=rate,
+            partition=partition,
+            acks=acks,
+            compression=compression,
+        )
+    except ClusterError as exc:
+        fail(exc)
+
+    snap = ClusterObserver(settings).read_once()
+    distinct = list(dict.fromkeys(r[0] for r in records))
+    for rkey in distinct[:10]:
+        click.echo(pr.trace(snap, topic, rkey, partition).describe())
+    if len(distinct) > 10:
+        click.echo(f"... and {len(distinct) - 10} more keys")
+    if no_sep:
+        click.echo(f"note: {no_sep} lines without {key_separator!r}: sent with a null key")
+
+    small = len(records) <= 20
+
+    def progress(d: pr.Delivery) -> None:
+        if not small:
+            return
+        k = "null" if d.key is None else d.key.decode("utf-8", "backslashreplace")
+        if d.error is None:
+            off = "?" if d.offset is None else d.offset
+            lat = f"{d.latency_s * 1000:.1f} ms" if d.latency_s is not None else "-"
+            click.echo(f"  #{d.index + 1} key {k} -> {topic}/{d.partition}@{off}  {lat}")
+        else:
+            click.echo(f"  #{d.index + 1} key {k} FAILED {d.error}: {d.reason}")
+
+    try:
+        result = door.produce(
+            settings,
+            topic,
+            records,
+            acks=acks,
+            rate=rate,
+            compression=None if compression == "none" else compression,
+            partition=partition,
+            on_progress=progress,
+            max_message_bytes=limits.max_message_bytes,
+        )
+    except ClusterError as exc:
+        fail(exc)
+    lat = result.latency()
+    lat_s = (
+        f", latency p50 {lat['p50']:.1f} ms p99 {lat['p99']:.1f} ms max {lat['max']:.1f} ms"
+        if lat
+        else ""
+    )
+    click.echo(
+        f"sent {result.sent}, acked {len(result.acked)}, failed {len(result.failed)}"
+        f"{' ' + str(result.failed_by_code) if result.failed else ''}, unknown "
+        f"{len(result.unknown)}, {result.rate:.0f} msg/s{lat_s}"
+    )
+    for note in result.notes:
+        click.echo(f"note: {note}")
+    if not result.ok:
+        sys.exit(2)

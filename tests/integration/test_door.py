@@ -1,0 +1,163 @@
+"""Read-only refuses every registered command with no side effect, on the real cluster: no
+record on any topic, no consumer group joined or moved, no process signalled, no file written.
+
+RECIPES runs each registered command as its callers do; a command added to the registry
+without a recipe here fails `test_every_command_has_a_recipe`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from confluent_kafka.admin import AdminClient
+
+from kconsole.cli import main
+from kconsole.cluster.backends import LocalBrokerControl
+from kconsole.cluster.control import BrokerAction
+from kconsole.cluster.local import LocalCluster
+from kconsole.cluster.settings import TEST_TOPIC
+from kconsole.cluster.tail import StartAt, tail_factory
+from kconsole.commands import REGISTRY, AuditLog, Commands, ReadOnlyError, yes
+from kconsole.config import Settings
+from kconsole.drills.runner import DrillSpec
+from kconsole.drills.verify import end_offsets
+from kconsole.jobs import JobManager, JobRun
+from tests.unit.test_door import CLI_ARGS, MUTATING_CLI
+from tests.unit.test_jobs import write_fake
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.integration
+GROUP = "door-test-group"
+
+
+@dataclass
+class World:
+    cluster: LocalCluster
+    settings: Settings
+    jobs: JobManager
+    run: JobRun  # a run of a fake job, active, for job.stop
+    tmp: Path
+
+
+def settings_for(cluster: LocalCluster) -> Settings:
+    return Settings(bootstrap=cluster.spec.bootstrap, zookeeper=cluster.spec.zk_connect)
+
+
+RECIPES: dict[str, Callable[[Commands, World], Any]] = {
+    "broker.stop": lambda c, w: c.broker(BrokerAction.STOP, 2, yes),
+    "broker.kill": lambda c, w: c.broker(BrokerAction.KILL, 2, yes),
+    "broker.pause": lambda c, w: c.broker(BrokerAction.PAUSE, 2, yes),
+    "broker.resume": lambda c, w: c.broker(BrokerAction.RESUME, 2, yes),
+    "broker.start": lambda c, w: c.broker(BrokerAction.START, 2, yes),
+    "cluster.up": lambda c, w: c.cluster_up(w.cluster, timeout=30),
+    "cluster.down": lambda c, w: c.cluster_down(w.cluster),
+    "cluster.purge": lambda c, w: c.cluster_down(w.cluster, purge=True, confirm=yes),
+    "produce": lambda c, w: c.produce(w.settings, TEST_TOPIC, [(b"k", b"v", [])] * 10),
+    "tail.group": lambda c, w: c.open_tail(
+        tail_factory(w.settings), TEST_TOPIC, None, StartAt("beginning"), GROUP
+    ).open(),
+    "job.start": lambda c, w: c.start_job(w.jobs, "fake", {"topic": TEST_TOPIC}),
+    "job.stop": lambda c, w: c.stop_job(w.jobs, w.run.run_id),
+    "drill.run": lambda c, w: c.drill_run(
+        w.settings, DrillSpec(fault="kill", target="broker:2", duration_s=3), yes
+    ),
+}
+
+
+def observe(w: World) -> dict[str, Any]:
+    """Everything a modifying command could have changed."""
+    admin = AdminClient({"bootstrap.servers": w.cluster.spec.bootstrap})
+    topics = sorted(t for t in admin.list_topics(timeout=10).topics if not t.startswith("__"))
+    groups = admin.list_consumer_groups(request_timeout=10).result()
+    sd = w.cluster.state_dir
+    files = {
+        str(p.relative_to(sd)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sd.rglob("*")
+        if p.is_file() and p.suffix in {".properties", ".cfg", ".json", ".pid"}
+        and not {"logs", "data"} & set(p.parts)
+    }  # fmt: skip
+    return {
+        "records": {t: end_offsets(w.settings, t) for t in topics},
+        "groups": sorted(g.group_id for g in groups.valid),
+        "processes": [(p.name, p.state, p.pid) for p in w.cluster.status().processes],
+        "files": files,
+        "dirs": sorted(p.name for p in sd.iterdir()),
+        "runs": [(r.run_id, r.state, r.pid) for r in w.jobs.runs()],
+    }
+
+
+@pytest.fixture(scope="module")
+def world(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    tmp = tmp_path_factory.mktemp("door")
+    settings = settings_for(cluster)
+    jobs = JobManager(tmp / "jobs-state", settings, jobs_directory=write_fake(tmp / "jobs").parent)
+    run = jobs.start("fake", {"topic": TEST_TOPIC})
+    try:
+        yield World(cluster, settings, jobs, run, tmp)
+    finally:
+        jobs.stop(run.run_id, timeout_s=10)
+        assert not jobs.get(run.run_id).active
+
+
+def test_every_command_has_a_recipe() -> None:
+    assert set(RECIPES) == set(REGISTRY)
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_read_only_refuses_with_no_side_effect(
+    name: str, world: World, healthy: LocalCluster, tmp_path: Path
+) -> None:
+    wait_until(lambda: world.jobs.get(world.run.run_id).active, 20, "the fake job running")
+    log = AuditLog(tmp_path / "audit.jsonl")
+    door = Commands.for_settings(
+        Settings(
+            bootstrap=world.settings.bootstrap,
+            zookeeper=world.settings.zookeeper,
+            read_only=True,
+            read_only_reason="--read-only",
+        ),
+        LocalBrokerControl(world.cluster),
+        audit=log,
+    )
+    before = observe(world)
+    with pytest.raises(ReadOnlyError, match=r"read-only mode \(--read-only\): refusing to"):
+        RECIPES[name](door, world)
+    assert observe(world) == before
+    (entry,) = log.entries()
+    assert (entry["command"], entry["outcome"]) == (name, "refused")
+    assert entry["cluster_id"]  # asked of the real cluster
+    assert entry["bootstrap"] == world.settings.bootstrap
+
+
+@pytest.mark.parametrize("path", sorted(MUTATING_CLI))
+def test_cli_read_only_refuses_with_no_side_effect(
+    path: str, world: World, healthy: LocalCluster, tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    args = [
+        a.replace("{dir}/jobs", str(world.jobs.state_dir.parent)).replace(
+            "{dir}", str(world.cluster.state_dir)
+        )
+        for a in CLI_ARGS[path]
+    ]
+    if path == "jobs stop":
+        args[-1] = world.run.run_id
+    if path == "drill run":
+        args[args.index("--report") + 1] = str(tmp_path / "r.json")
+    before = observe(world)
+    res = CliRunner().invoke(
+        main,
+        ["--read-only", "-b", world.settings.bootstrap, "-z", world.settings.zookeeper, *args],
+        env={"KCONSOLE_STATE_DIR": str(state), "KCONSOLE_JOBS_DIR": str(world.tmp / "jobs")},
+    )
+    assert res.exit_code == 4, res.output
+    assert observe(world) == before
+    assert not (tmp_path / "r.json").exists()
+    entries = list(AuditLog(state / "audit.jsonl").entries())
+    assert [(e["command"], e["outcome"]) for e in entries] == [(MUTATING_CLI[path], "refused")]
