@@ -42,8 +42,8 @@ from confluent_kafka import ElectionType, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 
-from kconsole.cluster.control import LocalBrokerControl
 from kconsole.cluster.local import LocalCluster, LocalClusterSpec
+from kconsole.cluster.local_control import LocalBrokerControl
 from kconsole.cluster.settings import TEST_TOPIC
 from kconsole.config import Settings
 from kconsole.models import BrokerState, ClusterSnapshot

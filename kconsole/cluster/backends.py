@@ -15,13 +15,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kconsole.cluster.control import BrokerControl, LocalBrokerControl
+from kconsole.cluster.control import BrokerControl
 from kconsole.cluster.docker import CONNECT_TIMEOUT_S, DEFAULT_PROJECT, DockerBrokerControl
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.local import LocalCluster
+from kconsole.cluster.local_control import LocalBrokerControl
 
 if TYPE_CHECKING:  # the cluster layer does not depend on the settings module at run time
     from kconsole.config import Settings
+
+# LocalBrokerControl is importable from here too: callers pick backends in one place.
+__all__ = ["LocalBrokerControl", "choose_backend"]
 
 
 def choose_backend(

@@ -1,239 +1,73 @@
 """The embedded local cluster: ZooKeeper + N Kafka brokers as JVM processes kconsole starts.
 
-State lives in one directory per cluster:
+LocalCluster brings the cluster up (idempotently) and down, waits until it is ready, and stops,
+kills, pauses, resumes and starts single brokers. It builds on:
 
-    cluster.json                  the spec (brokers, racks, ports, overrides, Kafka version)
-    log4j.properties              shared by every process
-    zookeeper/zoo.cfg data/ server.log stdout.log zookeeper.pid
-    broker-N/server.properties data/ server.log stdout.log broker.pid
+    local_spec     LocalClusterSpec and the server.properties / zoo.cfg it renders
+    local_dir      LocalClusterDir: the state directory's layout, config files and processes
+    local_probes   readiness probes: ZooKeeper reads, `ruok`, port checks
+    local_status   ClusterStatus of every process
+
+kconsole.cluster.local_control builds LocalBrokerControl (the BrokerControl) on LocalCluster.
+
+Every name callers import from here is re-exported, so `kconsole.cluster.local` stays the one
+place to import the local cluster from.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import signal
-import socket
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
-from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
-from typing import TypeVar
-
-import psutil
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 from kconsole.cluster import jars
-from kconsole.cluster.errors import ClusterError, PortInUse
-from kconsole.cluster.procs import ManagedProcess, ProcState, tail_lines
-from kconsole.cluster.settings import (
-    BROKER_BASE_PORT,
-    BROKER_HEAP,
-    DEFAULT_BROKERS,
-    HOST,
-    KAFKA_VERSION,
-    TEST_TOPIC,
-    TEST_TOPIC_PARTITIONS,
-    TEST_TOPIC_RF,
-    ZK_PORT,
-    ZK_TICK_TIME_MS,
-    ZOOKEEPER_HEAP,
-    broker_port,
-    drill_settings,
+from kconsole.cluster.errors import ClusterError
+from kconsole.cluster.local_dir import LocalClusterDir
+from kconsole.cluster.local_probes import (
+    check_port_free,
+    partitions_fully_in_sync,
+    port_owner,
+    wait_for,
+    zk_ruok,
 )
+from kconsole.cluster.local_spec import (
+    LOG4J_PROPERTIES,
+    ZK_PREFIX,
+    LocalClusterSpec,
+    broker_properties,
+    ephemeral_port_range,
+    parse_set_options,
+    render_properties,
+    zookeeper_properties,
+)
+from kconsole.cluster.local_status import ClusterStatus, ProcessStatus, read_status
+from kconsole.cluster.procs import ManagedProcess, ProcState
+from kconsole.cluster.settings import TEST_TOPIC, TEST_TOPIC_PARTITIONS, TEST_TOPIC_RF
 
-Progress = Callable[[str], None]
-T = TypeVar("T")
-
-ZK_PREFIX = "zk:"
-_JVM_FLAGS = [
-    "-server",
-    "-XX:+UseG1GC",
-    "-XX:MaxGCPauseMillis=20",
-    "-XX:InitiatingHeapOccupancyPercent=35",
-    "-XX:+ExplicitGCInvokesConcurrent",
-    "-XX:+ExitOnOutOfMemoryError",
-    "-Djava.awt.headless=true",
+__all__ = [
+    "LOG4J_PROPERTIES",
+    "ZK_PREFIX",
+    "ClusterStatus",
+    "LocalCluster",
+    "LocalClusterSpec",
+    "ProcessStatus",
+    "Progress",
+    "UpResult",
+    "broker_properties",
+    "check_port_free",
+    "ephemeral_port_range",
+    "parse_set_options",
+    "partitions_fully_in_sync",
+    "port_owner",
+    "render_properties",
+    "with_spec_changes",
+    "zk_ruok",
+    "zookeeper_properties",
 ]
 
-LOG4J_PROPERTIES = """\
-# Written by kconsole. One rolling server.log per process; JVM output goes to stdout.log.
-log4j.rootLogger=INFO, file
-log4j.appender.file=org.apache.log4j.RollingFileAppender
-log4j.appender.file.File=${kafka.logs.dir}/server.log
-log4j.appender.file.MaxFileSize=20MB
-log4j.appender.file.MaxBackupIndex=3
-log4j.appender.file.layout=org.apache.log4j.PatternLayout
-log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
-log4j.logger.kafka.request.logger=WARN
-log4j.logger.kafka.network.RequestChannel$=WARN
-log4j.logger.state.change.logger=INFO
-log4j.logger.kafka.controller=INFO
-log4j.logger.kafka.authorizer.logger=WARN
-"""
-
-
-# --------------------------------------------------------------------------------------------
-# The spec and the configuration files it renders (pure functions, unit-tested)
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LocalClusterSpec:
-    """What a local cluster is: broker count, racks, ports, version and setting overrides."""
-
-    brokers: int = DEFAULT_BROKERS
-    racks: int = 0
-    zk_port: int = ZK_PORT
-    base_port: int = BROKER_BASE_PORT
-    host: str = HOST
-    kafka_version: str = KAFKA_VERSION
-    overrides: dict[str, str] = field(default_factory=dict)
-    zk_overrides: dict[str, str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.brokers <= 32:
-            raise ClusterError(f"--brokers must be between 1 and 32, not {self.brokers}")
-        if not 0 <= self.racks <= self.brokers:
-            raise ClusterError(f"--racks must be between 0 and the broker count, not {self.racks}")
-        for port in (self.zk_port, self.base_port, self.base_port + self.brokers - 1):
-            if not 1024 <= port <= 65535:
-                raise ClusterError(f"port {port} is outside 1024..65535")
-        if self.zk_port in self.broker_ports().values():
-            raise ClusterError(f"ZooKeeper port {self.zk_port} collides with a broker port")
-        low, high = ephemeral_port_range()
-        for port in (self.zk_port, *self.broker_ports().values()):
-            if low <= port <= high:
-                raise ClusterError(
-                    f"port {port} is inside this machine's ephemeral port range ({low}-{high}): "
-                    "while a broker is stopped, a client retrying it can be given that very "
-                    "port and connect to itself, and the broker then cannot start again. "
-                    f"Use ports below {low} (the defaults are 22181 and 19092-)."
-                )
-
-    @property
-    def broker_ids(self) -> list[int]:
-        return list(range(1, self.brokers + 1))
-
-    def broker_ports(self) -> dict[int, int]:
-        return {i: broker_port(i, self.base_port) for i in self.broker_ids}
-
-    @property
-    def zk_connect(self) -> str:
-        return f"{self.host}:{self.zk_port}"
-
-    @property
-    def bootstrap(self) -> str:
-        return ",".join(f"{self.host}:{p}" for p in self.broker_ports().values())
-
-    def rack_of(self, broker_id: int) -> str | None:
-        return f"rack-{(broker_id - 1) % self.racks + 1}" if self.racks else None
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> LocalClusterSpec:
-        data = json.loads(text)
-        known = {f for f in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in data.items() if k in known})
-
-
-def parse_set_options(items: list[str] | tuple[str, ...]) -> tuple[dict[str, str], dict[str, str]]:
-    """Split `--set key=value` items into broker and ZooKeeper (`zk:key=value`) overrides."""
-    broker: dict[str, str] = {}
-    zk: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        key = key.strip()
-        if not sep or not key or any(c.isspace() for c in key):
-            raise ClusterError(f"--set expects key=value (or zk:key=value), got {item!r}")
-        if "\n" in value:
-            raise ClusterError(f"--set value for {key} must be a single line")
-        if key.startswith(ZK_PREFIX):
-            zk[key[len(ZK_PREFIX) :]] = value
-        else:
-            broker[key] = value
-    return broker, zk
-
-
-def broker_properties(spec: LocalClusterSpec, broker_id: int, data_dir: Path) -> dict[str, str]:
-    """The server.properties of one broker, as a dict (overrides applied last)."""
-    port = spec.broker_ports()[broker_id]
-    props = {
-        "broker.id": str(broker_id),
-        "listeners": f"PLAINTEXT://{spec.host}:{port}",
-        "advertised.listeners": f"PLAINTEXT://{spec.host}:{port}",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT",
-        "inter.broker.listener.name": "PLAINTEXT",
-        "zookeeper.connect": spec.zk_connect,
-        "zookeeper.connection.timeout.ms": "18000",
-        "log.dirs": str(data_dir),
-        "num.network.threads": "2",
-        "num.io.threads": "4",
-        "num.recovery.threads.per.data.dir": "1",
-        "background.threads": "4",
-    }
-    rack = spec.rack_of(broker_id)
-    if rack:
-        props["broker.rack"] = rack
-    props.update(drill_settings(spec.brokers))
-    props.update(spec.overrides)
-    return props
-
-
-def zookeeper_properties(spec: LocalClusterSpec, data_dir: Path) -> dict[str, str]:
-    """zoo.cfg as a dict. maxSessionTimeout is 20 x tickTime, so 6 s broker sessions fit."""
-    props = {
-        "tickTime": str(ZK_TICK_TIME_MS),
-        "dataDir": str(data_dir),
-        "clientPort": str(spec.zk_port),
-        "clientPortAddress": spec.host,
-        "maxClientCnxns": "0",
-        "admin.enableServer": "false",
-        "4lw.commands.whitelist": "ruok,srvr,stat,mntr",
-        "autopurge.snapRetainCount": "3",
-        "autopurge.purgeInterval": "1",
-    }
-    props.update(spec.zk_overrides)
-    return props
-
-
-def render_properties(props: dict[str, str]) -> str:
-    """A Java properties file, keys in insertion order."""
-    lines = ["# Written by kconsole; regenerated on every `kconsole cluster up`."]
-    lines += [f"{k}={v}" for k, v in props.items()]
-    return "\n".join(lines) + "\n"
-
-
-# --------------------------------------------------------------------------------------------
-# Status
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ProcessStatus:
-    name: str  # "zookeeper" or "broker-N"
-    broker_id: int | None
-    state: ProcState
-    pid: int | None
-    port: int
-    registered: bool | None  # in ZooKeeper's /brokers/ids; None when ZooKeeper is unreachable
-    log: Path
-
-
-@dataclass(frozen=True)
-class ClusterStatus:
-    state_dir: Path
-    spec: LocalClusterSpec
-    processes: list[ProcessStatus]
-    controller: int | None
-    zk_error: str = ""
-
-    @property
-    def any_running(self) -> bool:
-        return any(p.state is not ProcState.STOPPED for p in self.processes)
+Progress = Callable[[str], None]
 
 
 @dataclass
@@ -246,234 +80,13 @@ class UpResult:
     elapsed_s: float = 0.0
 
 
-# --------------------------------------------------------------------------------------------
-# The cluster
-# --------------------------------------------------------------------------------------------
-
-
-class LocalCluster:
+class LocalCluster(LocalClusterDir):
     """A local ZooKeeper + Kafka cluster in `state_dir`. Every signal goes to a pid we recorded."""
-
-    def __init__(self, state_dir: Path, spec: LocalClusterSpec | None = None):
-        self.state_dir = Path(state_dir)
-        saved = self._load_spec()
-        self.spec = spec or saved or LocalClusterSpec()
-        self._procs: dict[str, ManagedProcess] = {}
-
-    # -- layout ---------------------------------------------------------------------------
-    @property
-    def spec_file(self) -> Path:
-        return self.state_dir / "cluster.json"
-
-    def _load_spec(self) -> LocalClusterSpec | None:
-        try:
-            return LocalClusterSpec.from_json(self.spec_file.read_text())
-        except FileNotFoundError:
-            return None
-        except (ValueError, TypeError) as exc:
-            raise ClusterError(f"{self.spec_file} is not a valid cluster spec: {exc}") from exc
-
-    def proc_dir(self, name: str) -> Path:
-        return self.state_dir / name
-
-    def process(self, name: str) -> ManagedProcess:
-        """The ManagedProcess for "zookeeper" or "broker-N" (one object per name)."""
-        if name not in self._procs:
-            d = self.proc_dir(name)
-            pid_name = "zookeeper.pid" if name == "zookeeper" else "broker.pid"
-            self._procs[name] = ManagedProcess(name, d / pid_name, d / "stdout.log")
-        return self._procs[name]
-
-    @property
-    def zookeeper(self) -> ManagedProcess:
-        return self.process("zookeeper")
-
-    def broker(self, broker_id: int) -> ManagedProcess:
-        if broker_id not in self.known_broker_ids():
-            raise ClusterError(
-                f"broker {broker_id} is not part of this cluster "
-                f"(brokers: {', '.join(map(str, self.known_broker_ids()))})"
-            )
-        return self.process(f"broker-{broker_id}")
-
-    def known_broker_ids(self) -> list[int]:
-        """Brokers of the spec plus any with a directory here (from an earlier, larger spec)."""
-        ids = set(self.spec.broker_ids)
-        if self.state_dir.exists():
-            for d in self.state_dir.glob("broker-*"):
-                with suppress(ValueError):
-                    ids.add(int(d.name.split("-", 1)[1]))
-        return sorted(ids)
-
-    def log_path(self, name: str) -> Path:
-        return self.proc_dir(name) / "server.log"
-
-    def log_tail(self, name: str, lines: int = 30) -> list[str]:
-        """Last lines of a process's server.log, then of its JVM output if that has news."""
-        out = tail_lines(self.log_path(name), lines)
-        jvm = [ln for ln in tail_lines(self.proc_dir(name) / "stdout.log", lines) if ln.strip()]
-        jvm = [ln for ln in jvm if not ln.startswith("=== kconsole:")]
-        return out + (["-- stdout.log --", *jvm] if jvm else [])
-
-    # -- configuration --------------------------------------------------------------------
-    def write_configs(self) -> None:
-        """Write cluster.json, log4j.properties, zoo.cfg and every server.properties."""
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        self.spec_file.write_text(self.spec.to_json() + "\n")
-        (self.state_dir / "log4j.properties").write_text(LOG4J_PROPERTIES)
-        zk_dir = self.proc_dir("zookeeper")
-        (zk_dir / "data").mkdir(parents=True, exist_ok=True)
-        (zk_dir / "zoo.cfg").write_text(
-            render_properties(zookeeper_properties(self.spec, zk_dir / "data"))
-        )
-        for bid in self.spec.broker_ids:
-            bdir = self.proc_dir(f"broker-{bid}")
-            (bdir / "data").mkdir(parents=True, exist_ok=True)
-            props = broker_properties(self.spec, bid, bdir / "data")
-            (bdir / "server.properties").write_text(render_properties(props))
-
-    def _argv(self, name: str, lib: Path) -> list[str]:
-        d = self.proc_dir(name)
-        heap = ZOOKEEPER_HEAP if name == "zookeeper" else BROKER_HEAP
-        argv = [jars.java_executable(), *heap.split(), *_JVM_FLAGS]
-        argv += [
-            f"-Dlog4j.configuration=file:{self.state_dir / 'log4j.properties'}",
-            f"-Dkafka.logs.dir={d}",
-            # Marks the process as ours in `ps`; identity is still checked by pid + start time.
-            f"-Dkconsole.process={name}@{self.state_dir}",
-        ]
-        if name == "zookeeper":
-            argv += ["-Dzookeeper.admin.enableServer=false"]
-            main, conf = "org.apache.zookeeper.server.quorum.QuorumPeerMain", d / "zoo.cfg"
-        else:
-            main, conf = "kafka.Kafka", d / "server.properties"
-        return [*argv, "-cp", f"{lib}{os.sep}*", main, str(conf)]
-
-    def port_of(self, name: str) -> int:
-        if name == "zookeeper":
-            return self.spec.zk_port
-        return broker_port(int(name.split("-")[1]), self.spec.base_port)
-
-    # -- readiness probes -----------------------------------------------------------------
-    @contextmanager
-    def zk_client(self, timeout: float = 5.0) -> Iterator[object]:
-        """A short-lived kazoo client (connection errors raise ClusterError)."""
-        from kazoo.client import KazooClient
-        from kazoo.retry import KazooRetry
-
-        # The session outlives a busy moment (ZooKeeper allows 4-40 s); only the wait for the
-        # first connection is `timeout`. A dropped connection is re-established by kazoo.
-        client = KazooClient(
-            hosts=self.spec.zk_connect,
-            timeout=15.0,
-            connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0),
-        )
-        try:
-            client.start(timeout=timeout)
-        except Exception as exc:
-            with suppress(Exception):
-                client.stop()
-                client.close()
-            raise ClusterError(
-                f"ZooKeeper at {self.spec.zk_connect} is unreachable: {exc}"
-            ) from exc
-        try:
-            yield client
-        finally:
-            client.stop()
-            client.close()
-
-    @contextmanager
-    def zk_client_until(self, deadline: float, attempt_s: float = 5.0) -> Iterator[object]:
-        """A kazoo client, connecting in short attempts until `deadline`.
-
-        One long attempt is fragile: kazoo uses the session timeout as its connect and read
-        timeout, so a single handshake stalled by a ZooKeeper still starting up would use up
-        the whole wait without ever retrying.
-        """
-        while True:
-            try:
-                ctx = self.zk_client(attempt_s)
-                client = ctx.__enter__()
-                break
-            except ClusterError:
-                if time.monotonic() + 0.5 > deadline:
-                    raise
-                time.sleep(0.5)
-        try:
-            yield client
-        finally:
-            ctx.__exit__(None, None, None)
-
-    @staticmethod
-    def poll_zk(read: Callable[[], T], deadline: float) -> T | None:
-        """`read()`, or None after a transient ZooKeeper error (the caller polls again);
-        the error is raised once `deadline` has passed."""
-        from kazoo.exceptions import ConnectionLoss, OperationTimeoutError, SessionExpiredError
-
-        try:
-            return read()
-        except (ConnectionLoss, OperationTimeoutError, SessionExpiredError):
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
-            return None
-
-    @staticmethod
-    def read_registered(client: object) -> set[int]:
-        ids = client.get_children("/brokers/ids") if client.exists("/brokers/ids") else []  # type: ignore[attr-defined]
-        return {int(i) for i in ids}
-
-    @staticmethod
-    def read_controller(client: object) -> int | None:
-        if not client.exists("/controller"):  # type: ignore[attr-defined]
-            return None
-        data, _ = client.get("/controller")  # type: ignore[attr-defined]
-        try:
-            return int(json.loads(data)["brokerid"])
-        except (ValueError, KeyError, TypeError):
-            return None
 
     # -- status ---------------------------------------------------------------------------
     def status(self, zk_timeout: float = 3.0) -> ClusterStatus:
         """Every process's state, pid, port, and whether ZooKeeper lists it."""
-        registered: set[int] | None = None
-        controller: int | None = None
-        zk_error = ""
-        if self.zookeeper.state() is ProcState.RUNNING or not self.spec_file.exists():
-            try:
-                with self.zk_client(zk_timeout) as zk:
-                    registered = self.read_registered(zk)
-                    controller = self.read_controller(zk)
-            except ClusterError as exc:
-                zk_error = exc.message
-        else:
-            zk_error = f"ZooKeeper is {self.zookeeper.state().value}"
-        procs = [
-            ProcessStatus(
-                "zookeeper",
-                None,
-                self.zookeeper.state(),
-                self.zookeeper.pid,
-                self.spec.zk_port,
-                None,
-                self.log_path("zookeeper"),
-            )
-        ]
-        for bid in self.known_broker_ids():
-            p = self.process(f"broker-{bid}")
-            procs.append(
-                ProcessStatus(
-                    f"broker-{bid}",
-                    bid,
-                    p.state(),
-                    p.pid,
-                    broker_port(bid, self.spec.base_port),
-                    None if registered is None else bid in registered,
-                    self.log_path(f"broker-{bid}"),
-                )
-            )
-        return ClusterStatus(self.state_dir, self.spec, procs, controller, zk_error)
+        return read_status(self, zk_timeout)
 
     # -- up / down ------------------------------------------------------------------------
     def up(
@@ -544,35 +157,6 @@ class LocalCluster:
         result.started = started
         result.elapsed_s = time.monotonic() - t0
         return result
-
-    def _all_names(self) -> list[str]:
-        return ["zookeeper", *[f"broker-{i}" for i in self.known_broker_ids()]]
-
-    def _spawn(self, name: str, lib: Path) -> None:
-        env = dict(os.environ)
-        for var in ("KAFKA_OPTS", "KAFKA_HEAP_OPTS", "JVMFLAGS", "CLASSPATH"):
-            env.pop(var, None)
-        self.process(name).spawn(self._argv(name, lib), cwd=self.proc_dir(name), env=env)
-
-    def _fail_if_exited(self, started: list[str]) -> None:
-        for name in started:
-            proc = self.process(name)
-            if proc.state() is ProcState.STOPPED:
-                code = proc.exit_code()
-                how = f" with exit code {code}" if code is not None else ""
-                raise ClusterError(
-                    f"{name} exited during start-up{how}",
-                    log_lines=self.log_tail(name, 25),
-                    log_path=str(self.log_path(name)),
-                )
-
-    def _timeout_error(self, what: str, names: list[str]) -> ClusterError:
-        name = names[-1] if names else "zookeeper"
-        return ClusterError(
-            f"timed out waiting for {what}",
-            log_lines=self.log_tail(name, 20),
-            log_path=str(self.log_path(name)),
-        )
 
     def _wait_zookeeper(self, deadline: float, started: list[str]) -> None:
         while True:
@@ -753,7 +337,7 @@ class LocalCluster:
         if state is ProcState.PAUSED:
             raise ClusterError(f"broker {broker_id} is already paused")
         proc.signal(signal.SIGSTOP)
-        _wait_for(lambda: proc.state() is ProcState.PAUSED, 5.0)
+        wait_for(lambda: proc.state() is ProcState.PAUSED, 5.0)
 
     def resume_broker(self, broker_id: int) -> None:
         """SIGCONT a paused broker."""
@@ -761,7 +345,7 @@ class LocalCluster:
         if proc.state() is not ProcState.PAUSED:
             raise ClusterError(f"broker {broker_id} is not paused ({proc.state().value})")
         proc.signal(signal.SIGCONT)
-        _wait_for(lambda: proc.state() is ProcState.RUNNING, 5.0)
+        wait_for(lambda: proc.state() is ProcState.RUNNING, 5.0)
 
     def start_broker(self, broker_id: int, *, wait: bool = True, timeout: float = 90.0) -> float:
         """Start a stopped broker with its existing config and data dir; optionally wait until
@@ -796,90 +380,6 @@ class LocalCluster:
         if proc.state() is ProcState.STOPPED:
             raise ClusterError(f"cannot {verb} broker {broker_id}: it is not running")
         return proc
-
-
-# --------------------------------------------------------------------------------------------
-# Helpers
-# --------------------------------------------------------------------------------------------
-
-
-def ephemeral_port_range() -> tuple[int, int]:
-    """The OS range for outgoing connections' local ports (Linux; IANA's range elsewhere)."""
-    try:
-        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
-        return int(low), int(high)
-    except (OSError, ValueError):
-        return 49152, 65535
-
-
-def _wait_for(cond: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.02)
-    return cond()
-
-
-def port_owner(port: int) -> str:
-    """Best effort: 'pid 123 (java)' listening on `port`, or '' if it cannot be told."""
-    try:
-        for conn in psutil.net_connections(kind="tcp"):
-            listening = conn.status == psutil.CONN_LISTEN
-            if conn.laddr and conn.laddr.port == port and listening and conn.pid:
-                try:
-                    return f"pid {conn.pid} ({psutil.Process(conn.pid).name()})"
-                except psutil.Error:
-                    return f"pid {conn.pid}"
-    except (psutil.Error, OSError):
-        pass
-    return ""
-
-
-def check_port_free(host: str, port: int, name: str) -> None:
-    """Raise PortInUse if something already listens on host:port."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError as exc:
-            owner = port_owner(port)
-            by = f" by {owner}" if owner else ""
-            raise PortInUse(
-                f"port {port} on {host}, needed by {name}, is already in use{by} ({exc.strerror}). "
-                "Stop that process, or give the cluster other ports "
-                "(--zk-port / --base-port)."
-            ) from exc
-
-
-def zk_ruok(host: str, port: int, timeout: float = 1.0) -> bool:
-    """True when ZooKeeper answers the `ruok` four-letter word with `imok`."""
-    try:
-        with socket.create_connection((host, port), timeout=timeout) as s:
-            s.sendall(b"ruok")
-            return s.recv(16) == b"imok"
-    except OSError:
-        return False
-
-
-def partitions_fully_in_sync(zk: object, topic: str) -> bool:
-    """True when every partition of `topic` has a leader and ISR == replicas (from ZooKeeper)."""
-    path = f"/brokers/topics/{topic}"
-    if not zk.exists(path):  # type: ignore[attr-defined]
-        return False
-    data, _ = zk.get(path)  # type: ignore[attr-defined]
-    assignment = json.loads(data).get("partitions", {})
-    if not assignment:
-        return False
-    for p, replicas in assignment.items():
-        state_path = f"{path}/partitions/{p}/state"
-        if not zk.exists(state_path):  # type: ignore[attr-defined]
-            return False
-        sdata, _ = zk.get(state_path)  # type: ignore[attr-defined]
-        state = json.loads(sdata)
-        if state.get("leader", -1) < 0 or sorted(state.get("isr", [])) != sorted(replicas):
-            return False
-    return True
 
 
 def with_spec_changes(cluster: LocalCluster, **changes: object) -> LocalClusterSpec:

@@ -3,9 +3,9 @@ last N records of each partition.
 
 By default no consumer group is used: partitions are assigned explicitly and nothing is ever
 committed, so tailing never joins, rebalances or moves the offsets of anyone's group (see
-kconsole.drills.verify). With `group_id`, the tail joins that group as a normal member (it
-subscribes, so it takes partitions away from the group's other members) and commits, which is
-only for when the user asks for it.
+kconsole.cluster.clients.groupless_consumer_config). With `group_id`, the tail joins that group
+as a normal member (it subscribes, so it takes partitions away from the group's other members)
+and commits, which is only for when the user asks for it.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from confluent_kafka import (
     TopicPartition,
 )
 
+from kconsole.cluster.clients import RDKAFKA_LOG, groupless_consumer_config
 from kconsole.cluster.errors import ClusterError
-from kconsole.cluster.produce import RDKAFKA_LOG, check_topic_name
+from kconsole.cluster.produce_request import check_topic_name
 from kconsole.config import Settings
-from kconsole.drills.verify import verifier_config
 
 Header = tuple[str, bytes | None]
 
@@ -207,7 +207,7 @@ class Tailer:
     # -- set-up -------------------------------------------------------------------------------
     def _config(self) -> dict[str, Any]:
         if self.group_id is None:
-            conf = verifier_config(self.settings)
+            conf = groupless_consumer_config(self.settings)
         else:
             conf = self.settings.kafka_config()
             conf.update(

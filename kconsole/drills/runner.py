@@ -19,13 +19,13 @@ from kconsole import __version__
 from kconsole.cluster.admin import AdminReader
 from kconsole.cluster.control import BrokerAction, BrokerControl
 from kconsole.cluster.errors import ClusterError
-from kconsole.errors import NotConfirmed
 from kconsole.config import Settings
 from kconsole.drills.audit import Acks, AuditResult, check
 from kconsole.drills.export import timeline_document, timeline_markdown
 from kconsole.drills.measure import BrokerConfig, Measurement, measure
 from kconsole.drills.verify import end_offsets, read_back
 from kconsole.drills.workload import Workload
+from kconsole.errors import NotConfirmed
 from kconsole.impact import blast_radius
 from kconsole.models import BrokerState, ClusterSnapshot
 from kconsole.observer import ClusterObserver

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
+from kconsole.cluster.clients import groupless_consumer_config
 from kconsole.config import Settings
 from kconsole.drills.audit import Consumed
-from kconsole.drills.workload import RDKAFKA_LOG, client_config
 
 
 @dataclass(frozen=True)
@@ -36,18 +35,7 @@ class ReadBack:
 
 def verifier_config(settings_or_config: Settings | Mapping[str, Any]) -> dict[str, Any]:
     """Consumer properties that can never join, rebalance or commit for a real group."""
-    conf = client_config(settings_or_config)
-    conf.update(
-        {
-            "logger": RDKAFKA_LOG,
-            "group.id": f"kconsole-verify-{uuid.uuid4().hex}",
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "auto.offset.reset": "earliest",
-            "enable.partition.eof": False,
-        }
-    )
-    return conf
+    return groupless_consumer_config(settings_or_config)
 
 
 def partitions_of(consumer: Consumer, topic: str, timeout_s: float) -> list[int]:

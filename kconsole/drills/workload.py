@@ -9,7 +9,6 @@ the workload stops is an unknown outcome, never counted as acked.
 from __future__ import annotations
 
 import json
-import logging
 import threading
 import time
 import uuid
@@ -21,19 +20,9 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
+from kconsole.cluster.clients import PURGED, producer_config
 from kconsole.config import Settings
 from kconsole.drills.audit import ACKS0_NOTE, ACKS_VALUES, Acked, Acks, Failed, Pending
-
-# The same logger as kconsole.cluster.admin: librdkafka never prints to the terminal.
-RDKAFKA_LOG = logging.getLogger("kconsole.rdkafka")
-_PURGED = {KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT}
-
-
-def client_config(settings_or_config: Settings | Mapping[str, Any]) -> dict[str, Any]:
-    """librdkafka properties from Settings (bootstrap + -X) or a ready dict."""
-    if isinstance(settings_or_config, Settings):
-        return settings_or_config.kafka_config()
-    return dict(settings_or_config)
 
 
 @dataclass(frozen=True)
@@ -120,25 +109,16 @@ class Workload:
         self.keys = keys
         self.run_id = run_id or uuid.uuid4().hex[:12]
         self._clock = clock
-        self.config = client_config(settings_or_config)
-        self.config.update(
-            {
-                "logger": RDKAFKA_LOG,
-                "acks": acks,
-                # Idempotence needs acks=all; with it, retries cannot duplicate or reorder.
-                "enable.idempotence": acks == "all",
-                # Java's default partitioner: keys land where Java producers put them.
-                "partitioner": "murmur2_random",
-                "linger.ms": linger_ms,
-                "message.timeout.ms": message_timeout_ms,
-                "request.timeout.ms": request_timeout_ms or min(30000, message_timeout_ms),
-            }
-        )
-        if acks == "all":
+        self.config = producer_config(
+            settings_or_config,
+            acks=acks,
+            linger_ms=linger_ms,
+            message_timeout_ms=message_timeout_ms,
+            request_timeout_ms=request_timeout_ms,
             # Statistics carry the idempotent producer's id state: start() waits for it.
-            self.config["statistics.interval.ms"] = 100
-            self.config["stats_cb"] = self._on_stats
-        self.config.update(extra or {})
+            stats_cb=self._on_stats if acks == "all" else None,
+            extra=extra,
+        )
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -373,7 +353,7 @@ class Workload:
                         now,
                     )
                 )
-            elif err.code() in _PURGED:
+            elif err.code() in PURGED:
                 # Purged at stop: it may have reached the broker (or be a retry of one that did).
                 self._unknown.append(Pending(key, seq, sent_at))
             else:

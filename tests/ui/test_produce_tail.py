@@ -195,7 +195,8 @@ async def test_read_only_refuses_to_produce() -> None:
         screen = await open_produce(pilot)
         fill(screen, key="k", value="v")
         await send_and_wait(pilot, screen)
-        assert "not sent: read-only mode: refusing to produce to test-topic" in text_of(app, "#produce-status")
+        status = text_of(app, "#produce-status")
+        assert "not sent: read-only mode: refusing to produce to test-topic" in status
         assert commands.calls == []
 
 

@@ -33,7 +33,7 @@ from docker.api.client import APIClient
 from docker.models.containers import Container, ContainerCollection
 
 from kconsole.cluster.backends import choose_backend
-from kconsole.cluster.control import BrokerAction, BrokerControl, LocalBrokerControl
+from kconsole.cluster.control import BrokerAction, BrokerControl
 from kconsole.cluster.docker import (
     STOP_TIMEOUT_S,
     DockerBrokerControl,
@@ -42,6 +42,7 @@ from kconsole.cluster.docker import (
 )
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.local import LocalCluster, LocalClusterSpec
+from kconsole.cluster.local_control import LocalBrokerControl
 from kconsole.cluster.procs import ProcState
 from kconsole.config import Settings
 

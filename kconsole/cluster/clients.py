@@ -1,0 +1,105 @@
+"""Configuration of kconsole's own Kafka clients, built in one place.
+
+Every producer kconsole creates (the produce command, the drill workload) comes from
+`producer_config`, and every consumer that must stay out of consumer groups (the verifier, a
+tail without a group) from `groupless_consumer_config`. librdkafka's log lines go to the
+`kconsole.rdkafka` Python logger, never to the terminal.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from confluent_kafka import KafkaError
+
+from kconsole.config import Settings
+
+# The same logger as kconsole.cluster.admin's: librdkafka never prints to the terminal.
+RDKAFKA_LOG = logging.getLogger("kconsole.rdkafka")
+
+# Delivery-report errors of records purged at the end of a bounded flush: their outcome is
+# unknown (they may have reached the broker), never a failure.
+PURGED = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})
+
+
+def client_config(settings_or_config: Settings | Mapping[str, Any]) -> dict[str, Any]:
+    """librdkafka properties from Settings (bootstrap + -X) or a ready dict (copied)."""
+    if isinstance(settings_or_config, Settings):
+        return settings_or_config.kafka_config()
+    return dict(settings_or_config)
+
+
+def producer_config(
+    settings_or_config: Settings | Mapping[str, Any],
+    *,
+    acks: str,
+    linger_ms: int = 5,
+    message_timeout_ms: int = 30000,
+    request_timeout_ms: int | None = None,
+    compression: str | None = None,
+    retries: int | None = None,
+    max_message_bytes: int | None = None,
+    stats_cb: Callable[[str], None] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A keyed producer that puts keys where Java producers do, idempotent with acks=all.
+
+    `request_timeout_ms` None: the message timeout, at most 30 s. `compression`, `retries`
+    and `max_message_bytes` None leave librdkafka's defaults (no compression; retry until the
+    message timeout; a 1000000-byte message limit). `stats_cb` turns on statistics every
+    100 ms. `extra` is applied last and overrides anything.
+    """
+    conf = client_config(settings_or_config)
+    conf.update(
+        {
+            "logger": RDKAFKA_LOG,
+            "acks": acks,
+            # Idempotence needs acks=all; with it, retries cannot duplicate or reorder.
+            "enable.idempotence": acks == "all",
+            # Java's default partitioner: keys land where Java producers put them.
+            "partitioner": "murmur2_random",
+            "linger.ms": linger_ms,
+            "message.timeout.ms": message_timeout_ms,
+            "request.timeout.ms": request_timeout_ms or min(30000, message_timeout_ms),
+        }
+    )
+    if compression is not None:
+        conf["compression.type"] = compression
+    if retries is not None:
+        # A few retries, not librdkafka's "forever until message.timeout.ms": a record that
+        # keeps failing (NOT_ENOUGH_REPLICAS) then reports the broker's error, not a generic
+        # _MSG_TIMED_OUT. Idempotence keeps retries free of duplicates.
+        conf["retries"] = retries
+        conf["retry.backoff.ms"] = 100
+    if max_message_bytes is not None:
+        # librdkafka's own limit (1000000 by default) must not refuse what the topic accepts.
+        conf["message.max.bytes"] = max(1_000_000, max_message_bytes + 1024)
+    if stats_cb is not None:
+        conf["statistics.interval.ms"] = 100
+        conf["stats_cb"] = stats_cb
+    conf.update(extra or {})
+    return conf
+
+
+def groupless_consumer_config(settings_or_config: Settings | Mapping[str, Any]) -> dict[str, Any]:
+    """Consumer properties that can never join, rebalance or commit for a real group.
+
+    The consumer must assign() its partitions, never subscribe(). librdkafka insists on a
+    group.id, so a unique throw-away one is set; with assign() and no commits it never exists
+    on the broker.
+    """
+    conf = client_config(settings_or_config)
+    conf.update(
+        {
+            "logger": RDKAFKA_LOG,
+            "group.id": f"kconsole-verify-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": "earliest",
+            "enable.partition.eof": False,
+        }
+    )
+    return conf

@@ -1,0 +1,200 @@
+"""A local cluster's state directory: its layout, configuration files and JVM processes.
+
+    cluster.json                  the spec (brokers, racks, ports, overrides, Kafka version)
+    log4j.properties              shared by every process
+    zookeeper/zoo.cfg data/ server.log stdout.log zookeeper.pid
+    broker-N/server.properties data/ server.log stdout.log broker.pid
+
+LocalClusterDir knows where everything is, writes the configuration, spawns a process and
+explains one that died; kconsole.cluster.local.LocalCluster builds the lifecycle on it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from contextlib import AbstractContextManager, suppress
+from pathlib import Path
+from typing import TypeVar
+
+from kconsole.cluster import jars, local_probes
+from kconsole.cluster.errors import ClusterError
+from kconsole.cluster.local_spec import (
+    LOG4J_PROPERTIES,
+    LocalClusterSpec,
+    broker_properties,
+    render_properties,
+    zookeeper_properties,
+)
+from kconsole.cluster.procs import ManagedProcess, ProcState, tail_lines
+from kconsole.cluster.settings import BROKER_HEAP, ZOOKEEPER_HEAP, broker_port
+
+T = TypeVar("T")
+
+_JVM_FLAGS = [
+    "-server",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-Djava.awt.headless=true",
+]
+
+
+class LocalClusterDir:
+    """The files and processes of a local ZooKeeper + Kafka cluster in `state_dir`."""
+
+    def __init__(self, state_dir: Path, spec: LocalClusterSpec | None = None):
+        self.state_dir = Path(state_dir)
+        saved = self._load_spec()
+        self.spec = spec or saved or LocalClusterSpec()
+        self._procs: dict[str, ManagedProcess] = {}
+
+    # -- layout ---------------------------------------------------------------------------
+    @property
+    def spec_file(self) -> Path:
+        return self.state_dir / "cluster.json"
+
+    def _load_spec(self) -> LocalClusterSpec | None:
+        try:
+            return LocalClusterSpec.from_json(self.spec_file.read_text())
+        except FileNotFoundError:
+            return None
+        except (ValueError, TypeError) as exc:
+            raise ClusterError(f"{self.spec_file} is not a valid cluster spec: {exc}") from exc
+
+    def proc_dir(self, name: str) -> Path:
+        return self.state_dir / name
+
+    def process(self, name: str) -> ManagedProcess:
+        """The ManagedProcess for "zookeeper" or "broker-N" (one object per name)."""
+        if name not in self._procs:
+            d = self.proc_dir(name)
+            pid_name = "zookeeper.pid" if name == "zookeeper" else "broker.pid"
+            self._procs[name] = ManagedProcess(name, d / pid_name, d / "stdout.log")
+        return self._procs[name]
+
+    @property
+    def zookeeper(self) -> ManagedProcess:
+        return self.process("zookeeper")
+
+    def broker(self, broker_id: int) -> ManagedProcess:
+        if broker_id not in self.known_broker_ids():
+            raise ClusterError(
+                f"broker {broker_id} is not part of this cluster "
+                f"(brokers: {', '.join(map(str, self.known_broker_ids()))})"
+            )
+        return self.process(f"broker-{broker_id}")
+
+    def known_broker_ids(self) -> list[int]:
+        """Brokers of the spec plus any with a directory here (from an earlier, larger spec)."""
+        ids = set(self.spec.broker_ids)
+        if self.state_dir.exists():
+            for d in self.state_dir.glob("broker-*"):
+                with suppress(ValueError):
+                    ids.add(int(d.name.split("-", 1)[1]))
+        return sorted(ids)
+
+    def log_path(self, name: str) -> Path:
+        return self.proc_dir(name) / "server.log"
+
+    def log_tail(self, name: str, lines: int = 30) -> list[str]:
+        """Last lines of a process's server.log, then of its JVM output if that has news."""
+        out = tail_lines(self.log_path(name), lines)
+        jvm = [ln for ln in tail_lines(self.proc_dir(name) / "stdout.log", lines) if ln.strip()]
+        jvm = [ln for ln in jvm if not ln.startswith("=== kconsole:")]
+        return out + (["-- stdout.log --", *jvm] if jvm else [])
+
+    # -- configuration --------------------------------------------------------------------
+    def write_configs(self) -> None:
+        """Write cluster.json, log4j.properties, zoo.cfg and every server.properties."""
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.spec_file.write_text(self.spec.to_json() + "\n")
+        (self.state_dir / "log4j.properties").write_text(LOG4J_PROPERTIES)
+        zk_dir = self.proc_dir("zookeeper")
+        (zk_dir / "data").mkdir(parents=True, exist_ok=True)
+        (zk_dir / "zoo.cfg").write_text(
+            render_properties(zookeeper_properties(self.spec, zk_dir / "data"))
+        )
+        for bid in self.spec.broker_ids:
+            bdir = self.proc_dir(f"broker-{bid}")
+            (bdir / "data").mkdir(parents=True, exist_ok=True)
+            props = broker_properties(self.spec, bid, bdir / "data")
+            (bdir / "server.properties").write_text(render_properties(props))
+
+    def _argv(self, name: str, lib: Path) -> list[str]:
+        d = self.proc_dir(name)
+        heap = ZOOKEEPER_HEAP if name == "zookeeper" else BROKER_HEAP
+        argv = [jars.java_executable(), *heap.split(), *_JVM_FLAGS]
+        argv += [
+            f"-Dlog4j.configuration=file:{self.state_dir / 'log4j.properties'}",
+            f"-Dkafka.logs.dir={d}",
+            # Marks the process as ours in `ps`; identity is still checked by pid + start time.
+            f"-Dkconsole.process={name}@{self.state_dir}",
+        ]
+        if name == "zookeeper":
+            argv += ["-Dzookeeper.admin.enableServer=false"]
+            main, conf = "org.apache.zookeeper.server.quorum.QuorumPeerMain", d / "zoo.cfg"
+        else:
+            main, conf = "kafka.Kafka", d / "server.properties"
+        return [*argv, "-cp", f"{lib}{os.sep}*", main, str(conf)]
+
+    def port_of(self, name: str) -> int:
+        if name == "zookeeper":
+            return self.spec.zk_port
+        return broker_port(int(name.split("-")[1]), self.spec.base_port)
+
+    def _all_names(self) -> list[str]:
+        return ["zookeeper", *[f"broker-{i}" for i in self.known_broker_ids()]]
+
+    def _spawn(self, name: str, lib: Path) -> None:
+        env = dict(os.environ)
+        for var in ("KAFKA_OPTS", "KAFKA_HEAP_OPTS", "JVMFLAGS", "CLASSPATH"):
+            env.pop(var, None)
+        self.process(name).spawn(self._argv(name, lib), cwd=self.proc_dir(name), env=env)
+
+    def _fail_if_exited(self, started: list[str]) -> None:
+        for name in started:
+            proc = self.process(name)
+            if proc.state() is ProcState.STOPPED:
+                code = proc.exit_code()
+                how = f" with exit code {code}" if code is not None else ""
+                raise ClusterError(
+                    f"{name} exited during start-up{how}",
+                    log_lines=self.log_tail(name, 25),
+                    log_path=str(self.log_path(name)),
+                )
+
+    def _timeout_error(self, what: str, names: list[str]) -> ClusterError:
+        name = names[-1] if names else "zookeeper"
+        return ClusterError(
+            f"timed out waiting for {what}",
+            log_lines=self.log_tail(name, 20),
+            log_path=str(self.log_path(name)),
+        )
+
+    # -- ZooKeeper ------------------------------------------------------------------------
+    def zk_client(self, timeout: float = 5.0) -> AbstractContextManager[object]:
+        """A short-lived kazoo client (connection errors raise ClusterError)."""
+        return local_probes.zk_client(self.spec.zk_connect, timeout)
+
+    def zk_client_until(
+        self, deadline: float, attempt_s: float = 5.0
+    ) -> AbstractContextManager[object]:
+        """A kazoo client, connecting in short attempts until `deadline`."""
+        return local_probes.zk_client_until(self.spec.zk_connect, deadline, attempt_s)
+
+    @staticmethod
+    def poll_zk(read: Callable[[], T], deadline: float) -> T | None:
+        """`read()`, or None after a transient ZooKeeper error (the caller polls again);
+        the error is raised once `deadline` has passed."""
+        return local_probes.poll_zk(read, deadline)
+
+    @staticmethod
+    def read_registered(client: object) -> set[int]:
+        return local_probes.read_registered(client)
+
+    @staticmethod
+    def read_controller(client: object) -> int | None:
+        return local_probes.read_controller(client)

@@ -1,0 +1,178 @@
+"""What a local cluster is (LocalClusterSpec) and the configuration files it renders.
+
+Pure functions, unit-tested: the spec, `--set` parsing, server.properties, zoo.cfg and the
+shared log4j.properties.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from kconsole.cluster.errors import ClusterError
+from kconsole.cluster.settings import (
+    BROKER_BASE_PORT,
+    DEFAULT_BROKERS,
+    HOST,
+    KAFKA_VERSION,
+    ZK_PORT,
+    ZK_TICK_TIME_MS,
+    broker_port,
+    drill_settings,
+)
+
+ZK_PREFIX = "zk:"
+
+LOG4J_PROPERTIES = """\
+# Written by kconsole. One rolling server.log per process; JVM output goes to stdout.log.
+log4j.rootLogger=INFO, file
+log4j.appender.file=org.apache.log4j.RollingFileAppender
+log4j.appender.file.File=${kafka.logs.dir}/server.log
+log4j.appender.file.MaxFileSize=20MB
+log4j.appender.file.MaxBackupIndex=3
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.kafka.network.RequestChannel$=WARN
+log4j.logger.state.change.logger=INFO
+log4j.logger.kafka.controller=INFO
+log4j.logger.kafka.authorizer.logger=WARN
+"""
+
+
+@dataclass(frozen=True)
+class LocalClusterSpec:
+    """What a local cluster is: broker count, racks, ports, version and setting overrides."""
+
+    brokers: int = DEFAULT_BROKERS
+    racks: int = 0
+    zk_port: int = ZK_PORT
+    base_port: int = BROKER_BASE_PORT
+    host: str = HOST
+    kafka_version: str = KAFKA_VERSION
+    overrides: dict[str, str] = field(default_factory=dict)
+    zk_overrides: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.brokers <= 32:
+            raise ClusterError(f"--brokers must be between 1 and 32, not {self.brokers}")
+        if not 0 <= self.racks <= self.brokers:
+            raise ClusterError(f"--racks must be between 0 and the broker count, not {self.racks}")
+        for port in (self.zk_port, self.base_port, self.base_port + self.brokers - 1):
+            if not 1024 <= port <= 65535:
+                raise ClusterError(f"port {port} is outside 1024..65535")
+        if self.zk_port in self.broker_ports().values():
+            raise ClusterError(f"ZooKeeper port {self.zk_port} collides with a broker port")
+        low, high = ephemeral_port_range()
+        for port in (self.zk_port, *self.broker_ports().values()):
+            if low <= port <= high:
+                raise ClusterError(
+                    f"port {port} is inside this machine's ephemeral port range ({low}-{high}): "
+                    "while a broker is stopped, a client retrying it can be given that very "
+                    "port and connect to itself, and the broker then cannot start again. "
+                    f"Use ports below {low} (the defaults are 22181 and 19092-)."
+                )
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return list(range(1, self.brokers + 1))
+
+    def broker_ports(self) -> dict[int, int]:
+        return {i: broker_port(i, self.base_port) for i in self.broker_ids}
+
+    @property
+    def zk_connect(self) -> str:
+        return f"{self.host}:{self.zk_port}"
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"{self.host}:{p}" for p in self.broker_ports().values())
+
+    def rack_of(self, broker_id: int) -> str | None:
+        return f"rack-{(broker_id - 1) % self.racks + 1}" if self.racks else None
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> LocalClusterSpec:
+        data = json.loads(text)
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def parse_set_options(items: list[str] | tuple[str, ...]) -> tuple[dict[str, str], dict[str, str]]:
+    """Split `--set key=value` items into broker and ZooKeeper (`zk:key=value`) overrides."""
+    broker: dict[str, str] = {}
+    zk: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key or any(c.isspace() for c in key):
+            raise ClusterError(f"--set expects key=value (or zk:key=value), got {item!r}")
+        if "\n" in value:
+            raise ClusterError(f"--set value for {key} must be a single line")
+        if key.startswith(ZK_PREFIX):
+            zk[key[len(ZK_PREFIX) :]] = value
+        else:
+            broker[key] = value
+    return broker, zk
+
+
+def broker_properties(spec: LocalClusterSpec, broker_id: int, data_dir: Path) -> dict[str, str]:
+    """The server.properties of one broker, as a dict (overrides applied last)."""
+    port = spec.broker_ports()[broker_id]
+    props = {
+        "broker.id": str(broker_id),
+        "listeners": f"PLAINTEXT://{spec.host}:{port}",
+        "advertised.listeners": f"PLAINTEXT://{spec.host}:{port}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "zookeeper.connect": spec.zk_connect,
+        "zookeeper.connection.timeout.ms": "18000",
+        "log.dirs": str(data_dir),
+        "num.network.threads": "2",
+        "num.io.threads": "4",
+        "num.recovery.threads.per.data.dir": "1",
+        "background.threads": "4",
+    }
+    rack = spec.rack_of(broker_id)
+    if rack:
+        props["broker.rack"] = rack
+    props.update(drill_settings(spec.brokers))
+    props.update(spec.overrides)
+    return props
+
+
+def zookeeper_properties(spec: LocalClusterSpec, data_dir: Path) -> dict[str, str]:
+    """zoo.cfg as a dict. maxSessionTimeout is 20 x tickTime, so 6 s broker sessions fit."""
+    props = {
+        "tickTime": str(ZK_TICK_TIME_MS),
+        "dataDir": str(data_dir),
+        "clientPort": str(spec.zk_port),
+        "clientPortAddress": spec.host,
+        "maxClientCnxns": "0",
+        "admin.enableServer": "false",
+        "4lw.commands.whitelist": "ruok,srvr,stat,mntr",
+        "autopurge.snapRetainCount": "3",
+        "autopurge.purgeInterval": "1",
+    }
+    props.update(spec.zk_overrides)
+    return props
+
+
+def render_properties(props: dict[str, str]) -> str:
+    """A Java properties file, keys in insertion order."""
+    lines = ["# Written by kconsole; regenerated on every `kconsole cluster up`."]
+    lines += [f"{k}={v}" for k, v in props.items()]
+    return "\n".join(lines) + "\n"
+
+
+def ephemeral_port_range() -> tuple[int, int]:
+    """The OS range for outgoing connections' local ports (Linux; IANA's range elsewhere)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 49152, 65535

@@ -1,0 +1,327 @@
+"""A produce request before anything is sent: parsing what the user typed, and validation.
+
+Validation runs before anything is sent: a bad topic name, a missing topic, an oversized record,
+a silly count or rate, or undecodable text input are errors with nothing written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, ConfigResource
+
+from kconsole.cluster.clients import RDKAFKA_LOG
+from kconsole.cluster.errors import ClusterError
+from kconsole.config import Settings
+
+ACKS_CHOICES = ("all", "1", "0")
+COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
+# The broker's default message.max.bytes (and so a topic's default max.message.bytes).
+DEFAULT_MAX_MESSAGE_BYTES = 1048588
+MAX_COUNT = 1_000_000  # more than this from one command line is a typo, not a plan
+MAX_RATE = 1_000_000.0
+# A record batch of one record: the v2 batch header (61 bytes) plus the record's own framing
+# (length, attributes, timestamp/offset deltas, key/value lengths, header count: at most ~21).
+RECORD_OVERHEAD = 61 + 21
+_TOPIC_RE = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+Header = tuple[str, bytes | None]
+Record = tuple[bytes | None, bytes | None, Sequence[Header]]
+
+
+class ProduceError(ClusterError):
+    """A produce request was refused before anything was sent; the message says why."""
+
+
+# -- input --------------------------------------------------------------------------------------
+def parse_line(line: str, key_separator: str | None) -> tuple[str | None, str]:
+    """One kcat-like input line as (key, value); the trailing newline is dropped.
+
+    With a separator, the line splits at its first occurrence: "k:v:w" -> ("k", "v:w"), and
+    ":v" -> ("", "v") (an empty, not a null, key). A line without the separator is all value
+    with a null key, as kcat -K does (Java's console producer refuses such a line instead).
+    Without a separator, every line is a value with a null key.
+    """
+    line = line.removesuffix("\n").removesuffix("\r")
+    if not key_separator:
+        return None, line
+    key, sep, value = line.partition(key_separator)
+    if not sep:
+        return None, line
+    return key, value
+
+
+def decode_text(data: bytes, what: str) -> str:
+    """`data` as UTF-8 text, or a ProduceError naming `what` and the bad byte's position."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProduceError(
+            f"{what} is not valid UTF-8 (byte {exc.start}: {data[exc.start : exc.start + 1]!r})"
+        ) from exc
+
+
+def parse_header(item: str) -> Header:
+    name, sep, value = item.partition("=")
+    if not sep or not name:
+        raise ProduceError(f"--header expects key=value, got {item!r}")
+    return name, value.encode()
+
+
+# -- validation (nothing is sent before it passed) -------------------------------------------
+def check_topic_name(topic: str) -> None:
+    """Kafka's rules: 1..249 characters of [a-zA-Z0-9._-], and not "." or ".."."""
+    if topic in (".", ".."):
+        raise ProduceError(f'invalid topic name {topic!r}: "." and ".." are not allowed')
+    if not topic:
+        raise ProduceError("invalid topic name: it is empty")
+    if len(topic) > 249:
+        raise ProduceError(f"invalid topic name: {len(topic)} characters, at most 249 allowed")
+    if not _TOPIC_RE.fullmatch(topic):
+        bad = sorted({c for c in topic if not _TOPIC_RE.fullmatch(c)})
+        raise ProduceError(
+            f"invalid topic name {topic!r}: {''.join(bad)!r} not allowed "
+            "(only ASCII letters, digits, '.', '_' and '-')"
+        )
+
+
+def record_size(key: bytes | None, value: bytes | None, headers: Sequence[Header] = ()) -> int:
+    """Upper estimate of one record's size in its own (uncompressed) batch."""
+    size = RECORD_OVERHEAD + len(key or b"") + len(value or b"")
+    return size + sum(len(h.encode()) + len(v or b"") + 10 for h, v in headers)
+
+
+@dataclass(frozen=True)
+class TopicLimits:
+    """What validation needs to know about a topic, read from the cluster."""
+
+    topic: str
+    exists: bool
+    partitions: int = 0
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    max_message_bytes_source: str = "default"  # "topic" when read from describe_configs
+
+
+def read_topic_limits(settings: Settings, topic: str, timeout_s: float = 10.0) -> TopicLimits:
+    """Does `topic` exist (metadata), how many partitions, and its max.message.bytes.
+
+    max.message.bytes is the topic's effective value (it inherits the broker's
+    message.max.bytes); when DescribeConfigs fails, Kafka's default 1048588 is assumed.
+    """
+    conf: dict[str, Any] = {"logger": RDKAFKA_LOG, "socket.timeout.ms": int(timeout_s * 1000)}
+    conf.update(settings.kafka_config())
+    admin = AdminClient(conf)
+    try:
+        md = admin.list_topics(topic, timeout=timeout_s)
+    except KafkaException as exc:
+        raise ProduceError(f"cannot read metadata from {settings.bootstrap}: {exc}") from exc
+    t = md.topics.get(topic)
+    if t is None or (t.error is not None and not t.partitions):
+        return TopicLimits(topic, False)
+    limit, source = DEFAULT_MAX_MESSAGE_BYTES, "default"
+    res = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    try:
+        entries = admin.describe_configs([res], request_timeout=timeout_s)[res].result(
+            timeout=timeout_s + 1
+        )
+        limit, source = int(entries["max.message.bytes"].value), "topic"
+    except (KafkaException, KeyError, ValueError, TypeError):
+        pass
+    return TopicLimits(topic, True, len(t.partitions), limit, source)
+
+
+def validate(
+    topic: str,
+    *,
+    limits: TopicLimits | None,
+    records: Sequence[Record] = (),
+    count: int = 1,
+    rate: float | None = None,
+    partition: int | None = None,
+    acks: str = "all",
+    compression: str | None = None,
+) -> None:
+    """Raise ProduceError for the first rule `topic` and the records break.
+
+    `limits` None checks only what needs no cluster (name, count, rate, acks, compression).
+    The size check is on the uncompressed record: conservative with compression.
+    """
+    check_topic_name(topic)
+    if count < 1:
+        raise ProduceError(f"--count must be at least 1, not {count}")
+    if count > MAX_COUNT:
+        raise ProduceError(f"--count {count} is too many (at most {MAX_COUNT} per command)")
+    if rate is not None and not 0 < rate <= MAX_RATE:
+        raise ProduceError(f"--rate must be in (0, {MAX_RATE:.0f}] messages/s, not {rate}")
+    if acks not in ACKS_CHOICES:
+        raise ProduceError(f"--acks must be one of {', '.join(ACKS_CHOICES)}, not {acks!r}")
+    if compression is not None and compression not in COMPRESSIONS:
+        raise ProduceError(f"--compression must be one of {', '.join(COMPRESSIONS)}")
+    if partition is not None and partition < 0:
+        raise ProduceError(f"--partition must be >= 0, not {partition}")
+    if limits is None:
+        return
+    if not limits.exists:
+        raise ProduceError(
+            f"topic {topic!r} does not exist (kconsole does not create topics by producing)"
+        )
+    if partition is not None and partition >= limits.partitions:
+        raise ProduceError(
+            f"--partition {partition} does not exist: {topic} has partitions "
+            f"0..{limits.partitions - 1}"
+        )
+    for i, (key, value, headers) in enumerate(records):
+        size = record_size(key, value, headers)
+        if size > limits.max_message_bytes:
+            which = f"record {i + 1}" if len(records) > 1 else "the record"
+            raise ProduceError(
+                f"{which} is too large: about {size} bytes with overhead, but {topic} accepts at "
+                f"most {limits.max_message_bytes} (max.message.bytes, "
+                f"{limits.max_message_bytes_source}); nothing was sent"
+            )
+
+
+# -- a produce request as typed into a form -----------------------------------------------------
+VALUE_MODES = ("text", "json", "file")
+SMALL_SEND = 20  # up to this many records, each delivery is shown on its own
+
+
+@dataclass(frozen=True)
+class ProduceRequest:
+    """Everything one send needs, checked (but not yet against the cluster)."""
+
+    topic: str
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[Header, ...] = ()
+    count: int = 1
+    rate: float | None = None
+    acks: str = "all"
+    compression: str | None = None
+    partition: int | None = None
+
+    @property
+    def record(self) -> Record:
+        return (self.key, self.value, self.headers)
+
+    def records(self, stop: Callable[[], bool] = lambda: False) -> Iterable[Record]:
+        """`count` copies of the record, ending early once `stop()` is true."""
+        record = self.record
+        for i in range(self.count):
+            if not i & 63 and stop():  # every 64 records: cheap enough, soon enough
+                return
+            yield record
+
+
+def encode_text(text: str, what: str) -> bytes:
+    """`text` as UTF-8, or a ProduceError naming `what` (a lone surrogate cannot be encoded:
+    that is what undecodable bytes pasted into a terminal become)."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = text[exc.start : exc.start + 1].encode("utf-8", "surrogateescape")
+        raise ProduceError(
+            f"{what} is not valid UTF-8 text (character {exc.start + 1} is the undecodable "
+            f"byte {bad!r}); use the file value mode to send raw bytes"
+        ) from exc
+
+
+def _int_field(text: str, what: str, default: int | None) -> int | None:
+    t = text.strip().replace("_", "").replace(",", "")
+    if not t:
+        return default
+    try:
+        return int(t)
+    except ValueError:
+        raise ProduceError(f"{what} must be a whole number, not {text.strip()!r}") from None
+
+
+def parse_headers(text: str) -> tuple[Header, ...]:
+    """`k=v, k2=v2` (comma or newline separated) as headers; an empty text is none."""
+    items = [i.strip() for i in re.split(r"[,\n]", text) if i.strip()]
+    out = []
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ProduceError(f"headers are key=value, separated by commas; got {item!r}")
+        out.append((name.strip(), encode_text(value, f"header {name.strip()!r}")))
+    return tuple(out)
+
+
+def build_request(
+    *,
+    topic: str,
+    key: str,
+    value: str,
+    value_mode: str = "text",
+    headers: str = "",
+    count: str = "1",
+    rate: str = "",
+    acks: str = "all",
+    compression: str = "none",
+    partition: str = "",
+    read_file: Callable[[str], bytes] | None = None,
+) -> ProduceRequest:
+    """A ProduceRequest from a form's text fields, or a ProduceError saying what is wrong.
+
+    An empty key is a null key; `value_mode` json checks the value parses (and sends it as
+    typed); file reads the file named by `value` and sends its bytes as they are.
+    """
+    topic = topic.strip()
+    n = _int_field(count, "count", 1) or 0  # an empty field is the default, 1
+    part = _int_field(partition, "partition", None)
+    codec = None if compression == "none" else compression
+    rate_t = rate.strip()
+    try:
+        r = float(rate_t) if rate_t else None
+    except ValueError:
+        raise ProduceError(f"rate must be a number (messages per second), not {rate_t!r}") from None
+    validate(
+        topic,
+        limits=None,
+        count=n,
+        rate=r,
+        partition=part,
+        acks=acks,
+        compression=codec,
+    )
+    if value_mode not in VALUE_MODES:
+        raise ProduceError(f"value mode must be one of {', '.join(VALUE_MODES)}")
+    kbytes = encode_text(key, "the key") if key else None
+    if value_mode == "file":
+        path = value.strip()
+        if not path:
+            raise ProduceError("file mode: give the path of the file to send")
+        try:
+            data = (read_file or _read_bytes)(path)
+        except OSError as exc:
+            raise ProduceError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    else:
+        data = encode_text(value, "the value")
+        if value_mode == "json":
+            try:
+                json.loads(value)
+            except ValueError as exc:
+                raise ProduceError(f"the value is not valid JSON: {exc}") from None
+    return ProduceRequest(
+        topic=topic,
+        key=kbytes,
+        value=data,
+        headers=parse_headers(headers),
+        count=n,
+        rate=r,
+        acks=acks,
+        compression=codec,
+        partition=part,
+    )
+
+
+def _read_bytes(path: str) -> bytes:
+    with open(os.path.expanduser(path), "rb") as fh:
+        return fh.read()

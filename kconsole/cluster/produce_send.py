@@ -1,0 +1,290 @@
+"""Sending records and accounting for every one of them.
+
+Outcomes come only from delivery reports, as in the drill workload: acked when librdkafka
+reports success, failed with the error's name, and whatever still has no report when the bounded
+flush ends is an unknown outcome, never counted as acked.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, NamedTuple
+
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+
+from kconsole.cluster import clients
+from kconsole.cluster.produce_request import ProduceError, Record
+from kconsole.config import Settings
+
+
+# -- sending ------------------------------------------------------------------------------------
+class Delivery(NamedTuple):
+    """The outcome of one record: acked (error None), failed, or unknown (no report).
+
+    A NamedTuple, not a dataclass: a bulk send makes one per record, on the hot path.
+    """
+
+    index: int  # type: ignore[assignment]  # (shadows tuple.index, deliberately)
+    key: bytes | None
+    partition: int | None
+    offset: int | None
+    latency_s: float | None
+    error: str | None = None  # KafkaError name, or "UNKNOWN" when no report came
+    reason: str = ""
+
+    @property
+    def acked(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class ProduceResult:
+    topic: str
+    acks: str
+    sent: int
+    deliveries: tuple[Delivery, ...]  # in send order
+    elapsed_s: float
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def acked(self) -> tuple[Delivery, ...]:
+        return tuple(d for d in self.deliveries if d.error is None)
+
+    @property
+    def failed(self) -> tuple[Delivery, ...]:
+        return tuple(d for d in self.deliveries if d.error not in (None, "UNKNOWN"))
+
+    @property
+    def unknown(self) -> tuple[Delivery, ...]:
+        return tuple(d for d in self.deliveries if d.error == "UNKNOWN")
+
+    @property
+    def failed_by_code(self) -> dict[str, int]:
+        return dict(sorted(Counter(d.error for d in self.failed if d.error).items()))
+
+    @property
+    def ok(self) -> bool:
+        return len(self.acked) == self.sent
+
+    @property
+    def rate(self) -> float:
+        return self.sent / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    def latency(self) -> dict[str, float]:
+        """p50 / p99 / max of acked records' latencies, in milliseconds ({} if none)."""
+        return latency_summary(d.latency_s for d in self.acked if d.latency_s is not None)
+
+
+def latency_summary(latencies_s: Iterable[float]) -> dict[str, float]:
+    """p50 / p99 / max of latencies in seconds, in milliseconds ({} if none)."""
+    lat = sorted(latencies_s)
+    if not lat:
+        return {}
+    pick = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))] * 1000  # noqa: E731
+    return {"p50": pick(0.50), "p99": pick(0.99), "max": lat[-1] * 1000}
+
+
+OnProgress = Callable[[Delivery], None]
+
+
+def producer_config(
+    settings: Settings,
+    *,
+    acks: str,
+    compression: str | None = None,
+    message_timeout_ms: int = 30000,
+    max_message_bytes: int | None = None,
+    retries: int = 5,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The produce command's producer (kconsole.cluster.clients.producer_config): an explicit
+    codec ("none" by default) and a few retries, so a record that keeps failing reports the
+    broker's error rather than a generic timeout."""
+    return clients.producer_config(
+        settings,
+        acks=acks,
+        message_timeout_ms=message_timeout_ms,
+        compression=compression or "none",
+        retries=retries,
+        max_message_bytes=max_message_bytes,
+        extra=extra,
+    )
+
+
+def produce_records(
+    settings: Settings,
+    topic: str,
+    records: Iterable[Record],
+    *,
+    acks: str,
+    rate: float | None = None,
+    compression: str | None = None,
+    partition: int | None = None,
+    on_progress: OnProgress | None = None,
+    message_timeout_ms: int = 30000,
+    flush_timeout_s: float | None = None,
+    max_message_bytes: int | None = None,
+    extra: dict[str, Any] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> ProduceResult:
+    """Send `records` (key, value, headers) to `topic` and account for every one.
+
+    `rate` paces sends (messages/s, absolute schedule); `partition` overrides the partitioner.
+    The flush is bounded (`flush_timeout_s`, by default the message timeout + 5 s): what is
+    still in flight then is purged and reported as unknown. `on_progress` gets each outcome.
+    """
+    conf = producer_config(
+        settings,
+        acks=acks,
+        compression=compression,
+        message_timeout_ms=message_timeout_ms,
+        max_message_bytes=max_message_bytes,
+        extra=extra,
+    )
+    try:
+        producer = Producer(conf)
+    except KafkaException as exc:
+        raise ProduceError(f"cannot create the producer: {exc}") from exc
+    # Lists indexed by send order: the delivery callback runs once per record, so keep it lean.
+    outcomes: list[Delivery | None] = []
+    sent_at: list[float] = []
+    keys: list[bytes | None] = []
+
+    def report(d: Delivery) -> None:
+        outcomes[d.index] = d
+        if on_progress is not None:
+            on_progress(d)
+
+    def on_delivery(i: int, err: KafkaError | None, msg: Message) -> None:
+        if outcomes[i] is not None:
+            return
+        part, off = msg.partition(), msg.offset()
+        part = part if part is not None and part >= 0 else None
+        if err is None:
+            # librdkafka's own produce() -> ack time: no Python scheduling in it.
+            lat = msg.latency()
+            if lat is None:
+                lat = clock() - sent_at[i]
+            off = off if off is not None and off >= 0 else None  # acks=0: no offset
+            report(Delivery(i, keys[i], part, off, lat))
+        elif err.code() in clients.PURGED:
+            report(Delivery(i, keys[i], part, None, None, "UNKNOWN", err.str()))
+        else:
+            report(Delivery(i, keys[i], part, None, clock() - sent_at[i], err.name(), err.str()))
+
+    start = clock()
+    n = 0
+    period = 1.0 / rate if rate else 0.0
+    produce, poll = producer.produce, producer.poll
+    fixed: dict[str, Any] = {} if partition is None else {"partition": partition}
+    for key, value, headers in records:
+        if period:
+            while (wait := start + n * period - clock()) > 0:
+                poll(min(wait, 0.1))
+        keys.append(key)
+        outcomes.append(None)
+        kwargs: dict[str, Any] = {"key": key, "value": value, **fixed}
+        if headers:
+            kwargs["headers"] = list(headers)
+        kwargs["on_delivery"] = partial(on_delivery, n)
+        sent_at.append(clock())
+        while True:
+            try:
+                produce(topic, **kwargs)
+            except BufferError:
+                poll(0.05)  # local queue full: serve reports, then send it again
+                sent_at[n] = clock()
+                continue
+            except KafkaException as exc:
+                err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+                name = err.name() if err else type(exc).__name__
+                report(Delivery(n, key, None, None, None, name, err.str() if err else str(exc)))
+            break
+        n += 1
+        poll(0)
+    sent_done = clock()
+    notes = []
+    producer.flush(
+        flush_timeout_s if flush_timeout_s is not None else message_timeout_ms / 1000 + 5
+    )
+    if len(producer) > 0:
+        producer.purge(in_queue=True, in_flight=True, blocking=True)
+        producer.flush(1.0)
+    for i in range(n):
+        if outcomes[i] is None:
+            report(Delivery(i, keys[i], None, None, None, "UNKNOWN", "no delivery report"))
+    done = [d for d in outcomes if d is not None]
+    unknown = sum(1 for d in done if d.error == "UNKNOWN")
+    if unknown:
+        notes.append(
+            f"{unknown} records had no delivery report within the flush timeout: unknown "
+            "outcome (they may or may not be in the log)"
+        )
+    if acks == "0":
+        notes.append("acks=0: a delivery report only means the record was sent, not stored")
+    return ProduceResult(
+        topic=topic,
+        acks=acks,
+        sent=n,
+        deliveries=tuple(done),
+        elapsed_s=max(sent_done, clock()) - start,
+        notes=tuple(notes),
+    )
+
+
+# -- live accounting of a send -------------------------------------------------------------------
+@dataclass(frozen=True)
+class TallyView:
+    """A consistent picture of a send in progress (or done)."""
+
+    total: int
+    acked: int
+    failed: dict[str, int]
+    unknown: int
+    elapsed_s: float
+    latency_ms: dict[str, float]
+
+    @property
+    def done(self) -> int:
+        return self.acked + sum(self.failed.values()) + self.unknown
+
+    @property
+    def rate(self) -> float:
+        return self.done / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+
+class Tally:
+    """Counts outcomes as delivery reports arrive (on the producing thread)."""
+
+    def __init__(self, total: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.total = total
+        self.clock = clock
+        self.started = clock()
+        self.acked = 0
+        self.unknown = 0
+        self.failed: Counter[str] = Counter()
+        self.latencies: list[float] = []
+
+    def add(self, d: Delivery) -> None:
+        if d.error is None:
+            self.acked += 1
+            if d.latency_s is not None:
+                self.latencies.append(d.latency_s)
+        elif d.error == "UNKNOWN":
+            self.unknown += 1
+        else:
+            self.failed[d.error] += 1
+
+    def view(self) -> TallyView:
+        return TallyView(
+            self.total,
+            self.acked,
+            dict(sorted(self.failed.items())),
+            self.unknown,
+            self.clock() - self.started,
+            latency_summary(self.latencies),
+        )
