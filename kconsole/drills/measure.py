@@ -9,7 +9,7 @@ would see: the cluster's reaction plus kconsole's own observation delay (tens of
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from kconsole.models import ClusterSnapshot
 from kconsole.timeline import Event, EventKind
@@ -57,31 +57,95 @@ def _ids(value: object) -> list[int]:
     return [int(i) for i in value] if isinstance(value, list | tuple) else []
 
 
-class _Replay:
-    """Leader and ISR of every partition, advanced event by event."""
+@dataclass
+class Frame:
+    """The cluster at one moment, as far as the drill chart draws it."""
 
-    def __init__(self, before: ClusterSnapshot):
-        self.replicas = {(p.topic, p.partition): p.replicas for p in before.partitions}
-        self.leader = {(p.topic, p.partition): p.leader for p in before.partitions}
-        self.isr = {(p.topic, p.partition): set(p.isr) for p in before.partitions}
+    brokers: dict[int, str]
+    controller: int | None
+    offline: int
+    under_replicated: int
+
+
+@dataclass
+class Replay:
+    """Broker states, controller, leaders and ISRs, advanced event by event from a snapshot.
+
+    The one replay of a drill: measure() asks it when the ISRs and the preferred leaders were
+    whole again, the console's drill chart draws its frame() at each step.
+    """
+
+    brokers: dict[int, str]
+    controller: int | None
+    replicas: dict[TP, tuple[int, ...]]
+    leader: dict[TP, int]
+    isr: dict[TP, set[int]]
+    _offline: set[TP] = field(default_factory=set)
+    _urp: set[TP] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, snap: ClusterSnapshot) -> Replay:
+        replay = cls(
+            {b.id: b.state.value for b in snap.brokers},
+            snap.controller.id,
+            {(p.topic, p.partition): p.replicas for p in snap.partitions},
+            {(p.topic, p.partition): p.leader for p in snap.partitions},
+            {(p.topic, p.partition): set(p.isr) for p in snap.partitions},
+        )
+        for tp in replay.replicas:
+            replay._flag(tp)
+        return replay
+
+    def _flag(self, tp: TP) -> None:
+        leader = self.leader[tp]
+        offline = leader < 0 or self.brokers.get(leader) == "down"
+        (self._offline.add if offline else self._offline.discard)(tp)
+        urp = len(self.isr[tp]) < len(self.replicas[tp])
+        (self._urp.add if urp else self._urp.discard)(tp)
 
     def apply(self, e: Event) -> None:
-        if e.topic is None or e.partition is None:
+        if e.kind is EventKind.BROKER_LEFT and e.broker is not None:
+            self.brokers[e.broker] = "down"
+        elif e.kind is EventKind.BROKER_JOINED and e.broker is not None:
+            self.brokers[e.broker] = "up"
+        elif e.kind is EventKind.BROKER_STATE and e.broker is not None:
+            self.brokers[e.broker] = str(e.new)
+        elif e.kind is EventKind.CONTROLLER_CHANGED:
+            self.controller = e.new if isinstance(e.new, int) else None
             return
-        tp = (e.topic, e.partition)
-        if e.kind in (
-            EventKind.LEADER_CHANGED,
-            EventKind.PARTITION_OFFLINE,
-            EventKind.PARTITION_ONLINE,
-        ):
-            self.leader[tp] = int(e.new)  # type: ignore[call-overload]
-        elif e.kind in (EventKind.ISR_SHRANK, EventKind.ISR_EXPANDED):
-            self.isr[tp] = set(e.new)  # type: ignore[call-overload]
+        elif e.kind is EventKind.CONTROLLER_LOST:
+            self.controller = None
+            return
+        else:
+            tp = (str(e.topic), e.partition if e.partition is not None else -1)
+            if tp not in self.replicas:
+                return
+            if e.kind in (
+                EventKind.LEADER_CHANGED,
+                EventKind.PARTITION_OFFLINE,
+                EventKind.PARTITION_ONLINE,
+            ) and isinstance(e.new, int):
+                self.leader[tp] = e.new
+            elif e.kind in (EventKind.ISR_SHRANK, EventKind.ISR_EXPANDED) and isinstance(
+                e.new, list | tuple
+            ):
+                self.isr[tp] = {int(i) for i in e.new}
+            self._flag(tp)
+            return
+        # A broker came or went: partitions it leads change between online and offline.
+        for tp in self.replicas:
+            self._flag(tp)
+
+    def frame(self) -> Frame:
+        """The counts the chart draws, now."""
+        return Frame(dict(self.brokers), self.controller, len(self._offline), len(self._urp))
 
     def isr_full(self) -> bool:
+        """Every partition has all its replicas in sync."""
         return all(self.isr.get(tp, set()) >= set(r) for tp, r in self.replicas.items())
 
     def preferred(self) -> bool:
+        """Every partition is led by its preferred (first) replica."""
         return all(self.leader.get(tp) == r[0] for tp, r in self.replicas.items() if r)
 
 
@@ -216,7 +280,7 @@ def measure(
                 "JVM start-up and log recovery: a few seconds here",
             )
         )
-        replay = _Replay(before)
+        replay = Replay.of(before)
         isr_at: float | None = None
         pref_at: float | None = None
         for e in sorted(events, key=lambda e: e.ts):

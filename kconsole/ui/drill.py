@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
 from kconsole.cluster.control import BrokerAction
-from kconsole.drills.measure import BrokerConfig, Measurement, measure
+from kconsole.drills.measure import BrokerConfig, Frame, Measurement, Replay, measure
 from kconsole.models import ClusterSnapshot
 from kconsole.timeline import Event, EventKind
 from kconsole.ui import format as fmt
@@ -80,85 +80,6 @@ def latest_drill(runs: Sequence[ActionRun]) -> Drill | None:
 
 
 # -- the chart --------------------------------------------------------------------------------
-@dataclass
-class Frame:
-    """The cluster at one moment, as far as the chart draws it."""
-
-    brokers: dict[int, str]
-    controller: int | None
-    offline: int
-    under_replicated: int
-
-
-@dataclass
-class _Replay:
-    """Broker states, controller, leaders and ISRs, advanced event by event from a snapshot."""
-
-    brokers: dict[int, str]
-    controller: int | None
-    replicas: dict[tuple[str, int], tuple[int, ...]]
-    leader: dict[tuple[str, int], int]
-    isr: dict[tuple[str, int], set[int]]
-    _offline: set[tuple[str, int]] = field(default_factory=set)
-    _urp: set[tuple[str, int]] = field(default_factory=set)
-
-    @classmethod
-    def of(cls, snap: ClusterSnapshot) -> _Replay:
-        replay = cls(
-            {b.id: b.state.value for b in snap.brokers},
-            snap.controller.id,
-            {(p.topic, p.partition): p.replicas for p in snap.partitions},
-            {(p.topic, p.partition): p.leader for p in snap.partitions},
-            {(p.topic, p.partition): set(p.isr) for p in snap.partitions},
-        )
-        for tp in replay.replicas:
-            replay._flag(tp)
-        return replay
-
-    def _flag(self, tp: tuple[str, int]) -> None:
-        leader = self.leader[tp]
-        offline = leader < 0 or self.brokers.get(leader) == "down"
-        (self._offline.add if offline else self._offline.discard)(tp)
-        urp = len(self.isr[tp]) < len(self.replicas[tp])
-        (self._urp.add if urp else self._urp.discard)(tp)
-
-    def apply(self, e: Event) -> None:
-        if e.kind is EventKind.BROKER_LEFT and e.broker is not None:
-            self.brokers[e.broker] = "down"
-        elif e.kind is EventKind.BROKER_JOINED and e.broker is not None:
-            self.brokers[e.broker] = "up"
-        elif e.kind is EventKind.BROKER_STATE and e.broker is not None:
-            self.brokers[e.broker] = str(e.new)
-        elif e.kind is EventKind.CONTROLLER_CHANGED:
-            self.controller = e.new if isinstance(e.new, int) else None
-            return
-        elif e.kind is EventKind.CONTROLLER_LOST:
-            self.controller = None
-            return
-        else:
-            tp = (str(e.topic), e.partition if e.partition is not None else -1)
-            if tp not in self.replicas:
-                return
-            if e.kind in (
-                EventKind.LEADER_CHANGED,
-                EventKind.PARTITION_OFFLINE,
-                EventKind.PARTITION_ONLINE,
-            ) and isinstance(e.new, int):
-                self.leader[tp] = e.new
-            elif e.kind in (EventKind.ISR_SHRANK, EventKind.ISR_EXPANDED) and isinstance(
-                e.new, list | tuple
-            ):
-                self.isr[tp] = {int(i) for i in e.new}
-            self._flag(tp)
-            return
-        # A broker came or went: partitions it leads change between online and offline.
-        for tp in self.replicas:
-            self._flag(tp)
-
-    def frame(self) -> Frame:
-        return Frame(dict(self.brokers), self.controller, len(self._offline), len(self._urp))
-
-
 def drill_window(drill: Drill, events: Sequence[Event], now: float) -> tuple[float, float]:
     """(start, end) of the chart: a little before the fault until now (or the last event)."""
     end = max([now, drill.fault.ts + 1.0, *(e.ts for e in events if e.ts >= drill.fault.ts)])
@@ -171,7 +92,7 @@ def frames(
 ) -> list[list[Frame]]:
     """For each of `columns` equal time slices of [start, end], every state the cluster was
     in during it (the state at its start, then one per event inside it)."""
-    replay = _Replay.of(drill.before)
+    replay = Replay.of(drill.before)
     # Events up to the snapshot are already in it; later ones move the replay on.
     pending = sorted(
         (e for e in events if e.ts > drill.before.taken_at and e.kind is not EventKind.ACTION),

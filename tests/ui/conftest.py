@@ -8,9 +8,12 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
+from textual.geometry import Size
 from textual.pilot import Pilot
+from textual.widgets import DataTable
 
 from kconsole.cluster import produce as pr
 from kconsole.cluster.control import BrokerAction
@@ -182,6 +185,42 @@ async def select_broker(pilot: Pilot[None], broker_id: int) -> None:
     brokers = app.screen.query_one("#brokers", KeyedTable)
     brokers.move_cursor(row=brokers.get_row_index(str(broker_id)))
     await pilot.pause()
+
+
+def table_settled(table: DataTable[Any]) -> bool:
+    """`table` has measured every row it holds: its scrollable size is its columns' widths by
+    its rows' heights (DataTable measures added rows later, on its own idle)."""
+    width = sum(column.get_render_width(table) for column in table.columns.values())
+    height = sum(row.height for row in table.rows.values())
+    header = table.header_height if table.show_header else 0
+    return table.virtual_size == Size(width, height + header)
+
+
+async def settle(pilot: Pilot[Any], timeout: float = 10.0) -> None:
+    """Wait until the screen has applied its data: every table on it measured, then no
+    message pending and no animation scheduled. A snapshot taken after this is the app at
+    rest, not whatever the last repaint happened to catch."""
+    deadline = time.monotonic() + timeout
+    await pilot.pause()
+    while not all(table_settled(t) for t in pilot.app.screen.query(DataTable)):
+        if time.monotonic() > deadline:
+            raise AssertionError("the tables did not settle within the deadline")
+        await pilot.pause(0.02)
+    await pilot.pause()
+    await pilot.wait_for_scheduled_animations()
+
+
+def then_settle(
+    run_before: Callable[[Pilot[Any]], Awaitable[None]] | None,
+) -> Callable[[Pilot[Any]], Awaitable[None]]:
+    """`run_before`, then settle(): for snap_compare."""
+
+    async def settled(pilot: Pilot[Any]) -> None:
+        if run_before is not None:
+            await run_before(pilot)
+        await settle(pilot)
+
+    return settled
 
 
 def fixture_drill() -> tuple[ClusterSnapshot, ClusterSnapshot, ClusterSnapshot]:

@@ -23,7 +23,7 @@ from kconsole.config import Settings
 from kconsole.ui.app import KConsoleApp
 from kconsole.ui.screens.produce import ProduceScreen
 from kconsole.ui.screens.tail import TailScreen
-from tests.ui.conftest import feed, load, new_app, recorded_topic_limits
+from tests.ui.conftest import feed, load, new_app, recorded_topic_limits, settle, table_settled
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "produce_tail.json"
 
@@ -242,15 +242,20 @@ def fill(screen: ProduceScreen, **fields: str) -> None:
 
 
 async def send_and_wait(pilot: Pilot[None], screen: ProduceScreen) -> None:
-    """ctrl+s, then wait until the dialog has shown the outcome (or the refusal)."""
+    """ctrl+s, then wait until the dialog has shown the outcome (or the refusal): the worker
+    done, the dialog no longer sending, a row per delivery of a small send and the table's
+    widths measured, then the screen idle."""
     await pilot.press("ctrl+s")
     await pilot.pause()
     for worker in list(pilot.app.workers):
         if worker.group == "produce":
             await worker.wait()
     await wait_for(pilot, lambda: not screen.sending)
-    await pilot.pause()
-    await pilot.pause()
+    table = screen.query_one("#deliveries", DataTable)
+    result = screen.last_result
+    rows = result.sent if result is not None and result.sent <= pr.SMALL_SEND else 0
+    await wait_for(pilot, lambda: table.row_count == rows and table_settled(table))
+    await settle(pilot)
 
 
 def tail_app(records: list[TailRecord] | None = None, error: str = "") -> tuple[KConsoleApp, list]:

@@ -1,9 +1,14 @@
-"""The key reference, generated from the BINDINGS themselves so it cannot drift from them."""
+"""The key reference, generated from the BINDINGS themselves so it cannot drift from them.
+
+This module imports neither the app nor the screens it describes: the running app says which
+classes to list (its `key_groups()`, see KeyReference), and the help reads their BINDINGS.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Protocol, runtime_checkable
 
 from rich.table import Table
 from rich.text import Text
@@ -16,10 +21,28 @@ from textual.widgets import DataTable, Footer, Static
 
 from kconsole.ui import format as fmt
 
-if TYPE_CHECKING:
-    from kconsole.ui.app import KConsoleApp
+Row = tuple[str, str]  # (keys, description)
+Section = tuple[str, list[Row]]  # (title, [(keys, description)])
 
-Section = tuple[str, list[tuple[str, str]]]  # (title, [(keys, description)])
+
+@dataclass(frozen=True)
+class KeyGroup:
+    """One section of the help: the keys `owners` declare, between rows no binding describes."""
+
+    title: str
+    owners: tuple[type[DOMNode], ...]
+    before: tuple[Row, ...] = ()
+    after: tuple[Row, ...] = ()
+
+
+@runtime_checkable
+class KeyReference(Protocol):
+    """An app that says which screens and widgets the help lists (between "Anywhere" and the
+    tables and the help itself, which every app has)."""
+
+    def key_groups(self) -> Sequence[KeyGroup]:
+        """The sections, in order."""
+        ...
 
 
 def bindings_of(*owners: type[DOMNode]) -> list[Binding]:
@@ -31,46 +54,19 @@ def bindings_of(*owners: type[DOMNode]) -> list[Binding]:
     return out
 
 
-def key_sections(app: KConsoleApp) -> list[Section]:
+def key_sections(app: App[object]) -> list[Section]:
     """Every key the console answers to, by where it works."""
-    from kconsole.ui.screens.actions import BrokerChooser, ConfirmBrokerAction
-    from kconsole.ui.screens.group import GroupScreen
-    from kconsole.ui.screens.jobs import JobsScreen, StartJobDialog
-    from kconsole.ui.screens.main import FilterInput, MainScreen
-    from kconsole.ui.screens.produce import ProduceScreen
-    from kconsole.ui.screens.tail import TailScreen
-    from kconsole.ui.screens.timeline import TimelineScreen
-    from kconsole.ui.widgets.tables import BrokersTable, GroupsTable, PartitionsTable
-
     palette = Binding(app.COMMAND_PALETTE_BINDING, "command_palette", "Command palette")
-    confirm = [("type id, enter", "Confirm a stop, kill or pause")]
+    groups = app.key_groups() if isinstance(app, KeyReference) else ()
     return [
         ("Anywhere", _rows(app, [*bindings_of(type(app), App), palette])),
-        ("Main screen", _rows(app, bindings_of(MainScreen))),
-        ("Brokers pane", _rows(app, bindings_of(BrokersTable))),
-        (
-            "Partitions",
-            [
-                *_rows(app, bindings_of(PartitionsTable)),
-                ("click header", "Sort by that column (again: reverse)"),
-            ],
-        ),
-        ("Topic filter", _rows(app, bindings_of(FilterInput))),
-        ("Consumer groups pane", _rows(app, bindings_of(GroupsTable))),
-        ("Group screen", _rows(app, bindings_of(GroupScreen))),
-        ("Broker action chooser (C, L)", _rows(app, bindings_of(BrokerChooser))),
-        ("Confirmation", [*confirm, *_rows(app, bindings_of(ConfirmBrokerAction))]),
-        ("Timeline", _rows(app, bindings_of(TimelineScreen))),
-        ("Produce (P)", _rows(app, bindings_of(ProduceScreen))),
-        ("Tail (F)", [*_rows(app, bindings_of(TailScreen)), ("enter", "Start the tail")]),
-        ("Jobs (J)", [*_rows(app, bindings_of(JobsScreen)), ("enter", "Start the selected job")]),
-        ("Start a job", _rows(app, bindings_of(StartJobDialog))),
+        *((g.title, [*g.before, *_rows(app, bindings_of(*g.owners)), *g.after]) for g in groups),
         ("Any table", _rows(app, bindings_of(DataTable))),
         ("This help", _rows(app, bindings_of(HelpScreen))),
     ]
 
 
-def _rows(app: KConsoleApp, bindings: Iterable[Binding]) -> list[tuple[str, str]]:
+def _rows(app: App[object], bindings: Iterable[Binding]) -> list[Row]:
     # One line per action: keys bound to the same thing share it ("escape, ?").
     described: dict[str, str] = {}
     keys: dict[str, list[str]] = {}
@@ -108,12 +104,10 @@ class HelpScreen(ModalScreen[None]):
     ]
 
     def compose(self) -> ComposeResult:
-        from kconsole.ui.widgets.base import console
-
         with VerticalScroll(id="help-dialog") as scroll:
             scroll.border_title = "Keys"
             scroll.border_subtitle = "escape closes"
-            yield Static(help_table(key_sections(console(self))), id="help-keys")
+            yield Static(help_table(key_sections(self.app)), id="help-keys")
         yield Footer()
 
     def action_close(self) -> None:

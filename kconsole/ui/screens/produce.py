@@ -21,6 +21,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
+from textual.render import measure
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Label, ProgressBar, Select, Static, TextArea
 
@@ -337,7 +338,8 @@ class ProduceScreen(Screen[None]):
             result = Text(f"unknown: {d.reason}", fmt.WARN)
         else:
             result = Text(f"{d.error}: {d.reason}", fmt.BAD)
-        table.add_row(
+        add_settled_row(
+            table,
             str(d.index + 1),
             key,
             "-" if d.partition is None else str(d.partition),
@@ -402,6 +404,22 @@ class ProduceScreen(Screen[None]):
 
         topic = self._text("#topic").strip()
         self.app.push_screen(TailScreen(topic=topic, start="-20"))
+
+
+def add_settled_row(table: DataTable[str | Text], *cells: str | Text, key: str) -> None:
+    """Add a row with the columns already as wide as it needs.
+
+    DataTable measures new rows later, on its own idle, and keeps the lines it has drawn when
+    the widths then grow (Textual issues 3533, 4470): a repaint in between (a busy machine)
+    left the row cut at the header's widths for good ("ord", "NOT_EN"). Growing the auto-width
+    columns here, in the same step as the row, means no line is ever drawn before its widths;
+    DataTable's own measurement on idle then comes to the same widths.
+    """
+    table.add_row(*cells, key=key)
+    console = table.app.console
+    for column, cell in zip(table.ordered_columns, cells, strict=False):
+        if column.auto_width:
+            column.content_width = max(column.content_width, measure(console, cell, 1))
 
 
 # -- rendering (pure functions: tested without a screen) ---------------------------------------
