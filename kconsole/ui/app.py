@@ -3,8 +3,9 @@
 One data path: observer thread -> SnapshotUpdated message -> apply_snapshot() on the app's loop
 -> reactives (snapshot, events, now) -> each widget's watcher re-syncs its rows by key.
 
-Broker actions go the other way: a key -> (the blast-radius confirmation) -> a thread worker
-that records an ACTION event and calls Commands -> BrokerActionDone -> a notification.
+Actions go the other way, through the command layer: broker actions in broker_actions.py,
+job runs in job_actions.py (the app is both). Screens and widgets see the app only through
+kconsole.ui.context (the state they read, the actions they send).
 """
 
 from __future__ import annotations
@@ -18,29 +19,25 @@ from pathlib import Path
 from typing import ClassVar
 
 from textual import work
-from textual.app import App, SystemCommand
+from textual.app import SystemCommand
 from textual.binding import Binding, BindingType
 from textual.reactive import reactive
 from textual.screen import Screen
 
 from kconsole import paths
-from kconsole.cluster.control import BrokerAction
-from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.tail import TailFactory, tail_factory
 from kconsole.commands import Commands
 from kconsole.config import Settings
 from kconsole.drills.measure import BrokerConfig, Measurement
-from kconsole.impact import blast_radius
-from kconsole.jobs import JobError, JobManager, JobRun, JobSpec, available_jobs
-from kconsole.models import BrokerState, ClusterSnapshot
-from kconsole.source import EventRecorder, Observer
-from kconsole.timeline import Event, EventKind
+from kconsole.jobs import JobManager, JobRun, JobSpec
+from kconsole.models import ClusterSnapshot
+from kconsole.source import Observer
+from kconsole.timeline import Event
+from kconsole.ui.broker_actions import ACTIONS_GROUP, BrokerActions
 from kconsole.ui.drill import ActionRun, Drill, latest_drill
+from kconsole.ui.job_actions import JOB_ACTIONS_GROUP, JobActions
 from kconsole.ui.messages import (
-    BrokerActionDone,
     EventsLogged,
-    JobActionDone,
-    JobsUpdated,
     SnapshotUpdated,
 )
 from kconsole.ui.rows import LoggedEvent
@@ -54,17 +51,16 @@ from kconsole.ui.screens.tail import TailScreen
 from kconsole.ui.screens.timeline import TimelineScreen
 from kconsole.ui.widgets.tables import BrokersTable, GroupsTable, PartitionsTable
 
+__all__ = ["ACTIONS_GROUP", "JOB_ACTIONS_GROUP", "KConsoleApp", "make_app"]
+
 MAX_EVENTS = 500
 LAG_HISTORY = 60
 # The timeline keeps more than the events pane: one broker leaving a big cluster is an event
 # per partition, and a drill's measurements need all of them.
 TIMELINE_EVENTS = 5000
-ACTIONS_GROUP = "broker-actions"
-JOB_ACTIONS_GROUP = "job-actions"
-JOB_LOG_LINES = 14
 
 
-class KConsoleApp(App[None]):
+class KConsoleApp(BrokerActions, JobActions):
     """The console. Build it with make_app()."""
 
     CSS_PATH = "app.tcss"
@@ -202,250 +198,6 @@ class KConsoleApp(App[None]):
             if lag is not None:
                 history = self.lag_history.setdefault(group.group_id, deque(maxlen=LAG_HISTORY))
                 history.append(lag)
-
-    # -- broker actions -----------------------------------------------------------------------
-    def check_broker_action(self, action: str) -> bool | None:
-        """check_action for the broker keys wherever they are bound.
-
-        Without a command layer they are hidden; while Commands says no (read-only, no
-        backend) they are shown disabled, and the fallback binding on the same key says why.
-        """
-        if self.commands is None:
-            return False
-        available, _ = self.commands.broker_actions_available()
-        if action == "broker_actions_unavailable":
-            return not available  # never None: the fallback itself is never shown
-        return True if available else None
-
-    def action_broker_actions_unavailable(self) -> None:
-        """Say why the broker keys do nothing."""
-        if self.commands is not None:
-            _, reason = self.commands.broker_actions_available()
-            self.notify(
-                f"broker actions are unavailable: {reason}", severity="warning", markup=False
-            )
-
-    def _cluster_id(self) -> str | None:
-        snap = self.snapshot
-        return snap.cluster_id if snap is not None else None
-
-    def refuse_broker_action(self, action: BrokerAction, broker_id: int) -> None:
-        """Have the command layer refuse (and log) `action`, and say why."""
-        if self.commands is None:
-            return
-        if action is BrokerAction.PAUSE:
-            action = self.pause_or_resume(broker_id)
-        try:
-            self.commands.refuse(f"broker.{action.value}", f"broker {broker_id}")
-        except ClusterError as exc:
-            self.notify(
-                f"{action.value} broker {broker_id}: {exc.message}",
-                title="refused",
-                severity="warning",
-                markup=False,
-            )
-
-    def pause_or_resume(self, broker_id: int) -> BrokerAction:
-        """Resume a broker the snapshot shows paused, pause any other."""
-        broker = self.snapshot.broker(broker_id) if self.snapshot else None
-        paused = broker is not None and broker.state is BrokerState.PAUSED
-        return BrokerAction.RESUME if paused else BrokerAction.PAUSE
-
-    def _role(self, broker_id: int) -> str:
-        snap = self.snapshot
-        return "controller" if snap is not None and snap.controller.id == broker_id else ""
-
-    def choose_broker_action(self, broker_id: int, role: str) -> None:
-        """Ask what to do to `broker_id` (picked by `role`), then do it."""
-        paused = self.pause_or_resume(broker_id) is BrokerAction.RESUME
-
-        def chosen(action: BrokerAction | None) -> None:
-            if action is not None:
-                self.request_broker_action(action, broker_id, role)
-
-        self.push_screen(BrokerChooser(broker_id, role, paused), chosen)
-
-    def request_broker_action(
-        self, action: BrokerAction, broker_id: int, role: str | None = None
-    ) -> None:
-        """Run `action` on `broker_id`; a destructive one only after its confirmation."""
-        if self.commands is None:
-            return
-        available, _ = self.commands.broker_actions_available()
-        if not available:
-            self.refuse_broker_action(action, broker_id)
-            return
-        role = self._role(broker_id) if role is None else role
-        if not action.destructive:
-            self._start(action, broker_id, confirmed=False)
-            return
-        if self.snapshot is None:
-            self.notify("no snapshot of the cluster yet: nothing to confirm against")
-            return
-        impact = blast_radius(self.snapshot, action, broker_id)
-        lines = impact.lines(self.broker_config.session_timeout_ms)
-
-        def confirmed(ok: bool | None) -> None:
-            if ok:
-                self._start(action, broker_id, confirmed=True)
-
-        self.push_screen(ConfirmBrokerAction(action, broker_id, lines, role), confirmed)
-
-    def _start(self, action: BrokerAction, broker_id: int, *, confirmed: bool) -> None:
-        text = f"{action.value} broker {broker_id}"
-        event = Event(self.clock(), EventKind.ACTION, text, broker=broker_id, new=action.value)
-        # The snapshot just before the fault is what the drill's measurements replay over.
-        run = ActionRun(action, broker_id, event, self.snapshot)
-        self.actions.append(run)
-        self.notify(f"{text}…", timeout=3, markup=False)
-        self._run_action(run, confirmed)
-
-    @work(thread=True, exit_on_error=False, group=ACTIONS_GROUP)
-    def _run_action(self, run: ActionRun, confirmed: bool) -> None:
-        # A worker thread: no widgets, no reactives, only post_message.
-        commands = self.commands
-        assert commands is not None
-        self._record(run.event)
-
-        def confirm(_prompt: str, expected: str) -> bool:
-            # The user typed the id in ConfirmBrokerAction, which only returns True on a match.
-            return confirmed and expected == str(run.broker_id)
-
-        try:
-            outcome = commands.broker(run.action, run.broker_id, confirm)
-        except ClusterError as exc:
-            self.post_message(BrokerActionDone(run, False, exc.message))
-        except Exception as exc:  # a backend bug must not take the console down
-            self.post_message(BrokerActionDone(run, False, f"{type(exc).__name__}: {exc}"))
-        else:
-            self.post_message(BrokerActionDone(run, True, outcome))
-
-    def _record(self, event: Event) -> None:
-        """Put `event` on the timeline: through the observer when it records (so it is in
-        order with the cluster's events), else straight into the app. Any thread."""
-        if isinstance(self.observer, EventRecorder) and self.snapshot is not None:
-            try:
-                self.observer.record(event)
-                return
-            except Exception:
-                pass  # fall through: the event must not be lost
-        with contextlib.suppress(RuntimeError):
-            self.post_message(EventsLogged((event,)))
-
-    def on_broker_action_done(self, message: BrokerActionDone) -> None:
-        run = message.run
-        run.ok, run.outcome = message.ok, message.text
-        if message.ok:
-            hint = " · T shows the timeline" if run.action.destructive else ""
-            self.notify(message.text + hint, title=run.event.text, markup=False)
-        else:
-            self.notify(
-                message.text,
-                title=f"{run.event.text} failed",
-                severity="error",
-                timeout=10,
-                markup=False,
-            )
-            first = message.text.splitlines()[0] if message.text else "failed"
-            self._record(
-                Event(
-                    self.clock(),
-                    EventKind.ACTION,
-                    f"{run.event.text} failed: {first}",
-                    broker=run.broker_id,
-                    old=run.action.value,
-                )
-            )
-        if self.observer is not None:
-            self.observer.refresh()
-
-    # -- jobs ---------------------------------------------------------------------------------
-    def job_specs(self) -> list[JobSpec]:
-        """The jobs in jobs/ (read once)."""
-        if self._job_specs is None:
-            try:
-                self._job_specs = available_jobs(self.jobs.jobs_directory if self.jobs else None)
-            except JobError as exc:
-                self.notify(exc.message, severity="error", markup=False)
-                self._job_specs = []
-        return self._job_specs
-
-    def job_option_defaults(self, spec: JobSpec) -> dict[str, object]:
-        """What the start dialog shows: the job's defaults, with this console's cluster."""
-        defaults: dict[str, object] = {o.name: o.default for o in spec.options}
-        if self.settings is not None and spec.option("bootstrap") is not None:
-            defaults["bootstrap"] = self.settings.bootstrap
-        # Left empty, the manager picks these: a checkpoint kept per job and topic (so a
-        # restarted job resumes) and an output dir inside the run's own dir.
-        for managed in ("checkpoint", "output-dir"):
-            if spec.option(managed) is not None:
-                defaults[managed] = ""
-        return defaults
-
-    @work(thread=True, exclusive=True, group="jobs-poll", exit_on_error=False)
-    def poll_jobs(self) -> None:
-        """Read every run's state and progress (a thread: files and processes)."""
-        jobs = self.jobs
-        if jobs is None:
-            return
-        try:
-            runs = tuple(jobs.runs())
-        except Exception as exc:
-            self.post_message(JobsUpdated((), {}, f"cannot read the jobs: {exc}"))
-            return
-        logs = {}
-        for run in runs[-10:] if self.show_job_logs else ():
-            if run.active or run.error:
-                with contextlib.suppress(Exception):
-                    logs[run.run_id] = tuple(jobs.log_tail(run.run_id, JOB_LOG_LINES))
-        self.post_message(JobsUpdated(runs, logs))
-
-    def on_jobs_updated(self, message: JobsUpdated) -> None:
-        if message.error:
-            self.log.warning(message.error)
-            return
-        self.job_logs = message.logs
-        self.job_runs = message.runs
-
-    def request_job_start(self, job: str, options: dict[str, object], detached: bool) -> None:
-        """Start a run of `job` (through the command layer, on a thread)."""
-        self.notify(f"starting {job}…", timeout=3)
-        self._job_action("start", job, options, detached)
-
-    def request_job_stop(self, run_id: str) -> None:
-        """Stop a run: graceful first, forced after the timeout (on a thread)."""
-        self.notify(f"stopping run {run_id}…", timeout=3)
-        self._job_action("stop", run_id, {}, False)
-
-    @work(thread=True, exit_on_error=False, group=JOB_ACTIONS_GROUP)
-    def _job_action(self, what: str, name: str, options: dict[str, object], detached: bool) -> None:
-        commands, jobs = self.commands, self.jobs
-        if commands is None or jobs is None:
-            return
-        try:
-            if what == "start":
-                run = commands.start_job(jobs, name, options, detached)
-                text = f"{run.job} started: run {run.run_id} (pid {run.pid})" + (
-                    ", detached" if run.detached else ""
-                )
-            else:
-                run = commands.stop_job(jobs, name)
-                text = f"run {run.run_id} {run.state.value}" + (
-                    f" (exit code {run.exit_code})" if run.exit_code is not None else ""
-                )
-        except ClusterError as exc:
-            self.post_message(JobActionDone(False, f"{what} {name}: {exc.message}"))
-        except Exception as exc:  # a bug must not take the console down
-            self.post_message(JobActionDone(False, f"{what} {name}: {type(exc).__name__}: {exc}"))
-        else:
-            self.post_message(JobActionDone(True, text))
-
-    def on_job_action_done(self, message: JobActionDone) -> None:
-        if message.ok:
-            self.notify(message.text, markup=False)
-        else:
-            self.notify(message.text, severity="error", timeout=10, markup=False)
-        self.poll_jobs()
 
     # -- drills -------------------------------------------------------------------------------
     def latest_drill(self) -> Drill | None:

@@ -14,7 +14,7 @@ from textual.widgets import Footer, Sparkline, Static
 
 from kconsole.models import Group
 from kconsole.ui import format as fmt
-from kconsole.ui.widgets.base import console
+from kconsole.ui.context import state, subscribe
 from kconsole.ui.widgets.panes import GROUP_SOURCES, Pane
 from kconsole.ui.widgets.tables import GroupPartitionsTable
 
@@ -43,7 +43,7 @@ class GroupScreen(ModalScreen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.watch(console(self), "snapshot", self.redraw, init=True)
+        subscribe(self, "snapshot", self.redraw, init=True)
         self.query_one(GroupPartitionsTable).focus()
 
     def action_close(self) -> None:
@@ -52,8 +52,8 @@ class GroupScreen(ModalScreen[None]):
 
     def redraw(self) -> None:
         """Re-render from the latest snapshot and the app's lag history."""
-        app = console(self)
-        snap = app.snapshot
+        view = state(self)
+        snap = view.snapshot
         group = (
             next((g for g in snap.groups if g.group_id == self.group_id), None) if snap else None
         )
@@ -62,7 +62,7 @@ class GroupScreen(ModalScreen[None]):
             self.query_one(GroupPartitionsTable).show(group)
         # A group that vanished keeps its last rows, marked as gone, rather than going blank.
         self.query_one("#group-summary", Static).update(group_summary(group, self._seen))
-        history = list(app.lag_history.get(self.group_id, ()))
+        history = list(view.lag_history.get(self.group_id, ()))
         trend = self.query_one(Sparkline)
         trend.data = [float(v) for v in history]
         # One bar per snapshot seen, so a short history is not stretched into a misleading shape.

@@ -20,7 +20,7 @@ from textual.widgets import Checkbox, DataTable, Footer, Input, Label, Select, S
 from kconsole.jobs import JobRun, JobSpec, JobState
 from kconsole.models import ClusterSnapshot
 from kconsole.ui import format as fmt
-from kconsole.ui.widgets.base import console
+from kconsole.ui.context import actions, state, subscribe
 
 STATE_STYLE = {
     JobState.STARTING: fmt.NOTE,
@@ -114,19 +114,19 @@ class JobsScreen(Screen[None]):
         runs = self.query_one("#job-runs", DataTable)
         for label, key in RUN_COLUMNS:
             runs.add_column(label, key=key)
-        app = console(self)
-        app.show_job_logs = True
-        if app.jobs is not None:
-            app.poll_jobs()  # the log tails now, not a second from now
-        for spec in app.job_specs():
+        view = state(self)
+        view.show_job_logs = True
+        if actions(self).jobs_available:
+            actions(self).poll_jobs()  # the log tails now, not a second from now
+        for spec in view.job_specs():
             what = spec.description.partition(": ")[2] or spec.description
             specs.add_row(Text(spec.name, fmt.BOLD), what, key=spec.name)
-        self.watch(app, "job_runs", self.redraw, init=True)
-        self.watch(app, "snapshot", self.redraw, init=False)
+        subscribe(self, "job_runs", self.redraw, init=True)
+        subscribe(self, "snapshot", self.redraw, init=False)
         (runs if runs.row_count else specs).focus()
 
     def on_unmount(self) -> None:
-        console(self).show_job_logs = False
+        state(self).show_job_logs = False
 
     # -- rendering ----------------------------------------------------------------------------
     @property
@@ -138,11 +138,11 @@ class JobsScreen(Screen[None]):
             key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
         except Exception:
             return None
-        return next((r for r in console(self).job_runs if r.run_id == key), None)
+        return next((r for r in state(self).job_runs if r.run_id == key), None)
 
     def redraw(self) -> None:
-        app = console(self)
-        runs = list(reversed(app.job_runs))  # newest first
+        view = state(self)
+        runs = list(reversed(view.job_runs))  # newest first
         table = self.query_one("#job-runs", DataTable)
         selected = self.selected_run
         wanted = [r.run_id for r in runs]
@@ -150,12 +150,12 @@ class JobsScreen(Screen[None]):
         if current != wanted:
             table.clear()
             for run in runs:
-                table.add_row(*run_cells(run, app.snapshot), key=run.run_id)
+                table.add_row(*run_cells(run, view.snapshot), key=run.run_id)
             if selected is not None and selected.run_id in wanted:
                 table.move_cursor(row=wanted.index(selected.run_id), animate=False)
         else:
             for run in runs:
-                for (_, col), value in zip(RUN_COLUMNS, run_cells(run, app.snapshot), strict=True):
+                for (_, col), value in zip(RUN_COLUMNS, run_cells(run, view.snapshot), strict=True):
                     table.update_cell(run.run_id, col, value)
         active = sum(1 for r in runs if r.active)
         self.query_one("#job-runs-pane").border_title = f"Runs [dim]{len(runs)}[/]" + (
@@ -168,7 +168,7 @@ class JobsScreen(Screen[None]):
         self._detail()
 
     def _detail(self) -> None:
-        app = console(self)
+        view = state(self)
         run = self.selected_run
         pane = self.query_one("#job-detail")
         if run is None:
@@ -183,14 +183,14 @@ class JobsScreen(Screen[None]):
             self.query_one("#job-log", Static).update("")
             return
         pane.border_title = f"Run [b]{run.run_id}[/] · {run.job}"
-        self.query_one("#job-summary", Static).update(run_summary(run, app.snapshot, app.clock()))
+        self.query_one("#job-summary", Static).update(run_summary(run, view.snapshot, view.clock()))
         for row in self.query(".job-chart"):
             row.display = True
         rates = [p.processed_rows_per_second or 0.0 for p in run.history]
         behind = [float(p.offsets_behind or 0) for p in run.history]
         self._chart("#job-rate", rates, "rows/s")
         self._chart("#job-behind", behind, "offsets")
-        log = app.job_logs.get(run.run_id, ())
+        log = view.job_logs.get(run.run_id, ())
         text = Text()
         if run.error:
             text.append("why it failed: ", fmt.BAD)
@@ -222,12 +222,12 @@ class JobsScreen(Screen[None]):
 
     # -- actions ------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        app = console(self)
+        door = actions(self)
         if action == "new_run":
-            return True if app.jobs is not None and app.commands is not None else None
+            return True if door.jobs_available and door.commands is not None else None
         if action == "stop_run":
             run = self.selected_run
-            return True if run is not None and run.active and app.jobs is not None else None
+            return True if run is not None and run.active and door.jobs_available else None
         return True
 
     @on(DataTable.RowSelected, "#job-specs")
@@ -236,28 +236,28 @@ class JobsScreen(Screen[None]):
 
     def action_new_run(self) -> None:
         """Start the job under the cursor (its options first)."""
-        app = console(self)
-        if app.jobs is None or app.commands is None:
+        view = state(self)
+        if not actions(self).jobs_available or actions(self).commands is None:
             return
         table = self.query_one("#job-specs", DataTable)
         if not table.row_count:
             self.notify("no jobs found", severity="warning")
             return
         name = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
-        spec = next(s for s in app.job_specs() if s.name == name)
+        spec = next(s for s in view.job_specs() if s.name == name)
 
         def chosen(result: tuple[dict[str, Any], bool] | None) -> None:
             if result is not None:
                 options, detached = result
-                app.request_job_start(spec.name, options, detached)
+                actions(self).request_job_start(spec.name, options, detached)
 
-        self.app.push_screen(StartJobDialog(spec, app.job_option_defaults(spec)), chosen)
+        self.app.push_screen(StartJobDialog(spec, view.job_option_defaults(spec)), chosen)
 
     def action_stop_run(self) -> None:
         """Stop the selected run: SIGTERM (graceful), SIGKILL after the timeout."""
         run = self.selected_run
         if run is not None and run.active:
-            console(self).request_job_stop(run.run_id)
+            actions(self).request_job_stop(run.run_id)
 
     def action_back(self) -> None:
         """Back to the main screen (runs go on)."""

@@ -17,9 +17,10 @@ from textual.widgets import DataTable, Footer, Input
 
 from kconsole.models import BrokerState, ClusterSnapshot
 from kconsole.ui import rows
+from kconsole.ui.context import actions, state, subscribe
 from kconsole.ui.screens.group import GroupScreen
 from kconsole.ui.screens.timeline import TimelineScreen
-from kconsole.ui.widgets.base import UNAVAILABLE, console
+from kconsole.ui.widgets.base import UNAVAILABLE
 from kconsole.ui.widgets.panes import (
     CLUSTER_SOURCES,
     GROUP_SOURCES,
@@ -180,9 +181,8 @@ class MainScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        app = console(self)
-        self.watch(app, "snapshot", self._retitle, init=True)
-        self.watch(app, "events", self._retitle, init=False)
+        subscribe(self, "snapshot", self._retitle, init=True)
+        subscribe(self, "events", self._retitle, init=False)
         self.watch(self.partitions, "view", self._retitle, init=False)
         self.partitions.focus()
 
@@ -198,14 +198,14 @@ class MainScreen(Screen[None]):
 
     # -- pane titles --------------------------------------------------------------------------
     def _retitle(self) -> None:
-        app = console(self)
-        snap = app.snapshot
+        st = state(self)
+        snap = st.snapshot
         view = self.partitions.view
         self.query_one("#brokers-pane").border_title = _brokers_title(snap)
         self.query_one("#partitions-pane").border_title = _partitions_title(snap, view)
         groups = len(snap.groups) if snap else 0
         self.query_one("#groups-pane").border_title = f"Consumer groups [dim]{groups}[/]"
-        self.query_one("#events-pane").border_title = f"Events [dim]{len(app.events)}[/]"
+        self.query_one("#events-pane").border_title = f"Events [dim]{len(st.events)}[/]"
         # The top row is as tall as the broker list (within reason); the controller matches it.
         brokers = len(snap.brokers) if snap else 0
         self.query_one("#top").styles.height = min(max(brokers, 3), 9) + 3
@@ -218,16 +218,16 @@ class MainScreen(Screen[None]):
 
     def action_controller_actions(self) -> None:
         """Choose an action for the current controller."""
-        snap = console(self).snapshot
+        snap = state(self).snapshot
         if snap is None or snap.controller.id is None:
             self.notify("there is no active controller", severity="warning")
             return
-        console(self).choose_broker_action(snap.controller.id, "controller")
+        actions(self).choose_broker_action(snap.controller.id, "controller")
 
     def _selected_topic(self) -> tuple[str, int | None]:
         """The topic (and partition) under the partitions table's cursor."""
         table = self.partitions
-        snap = console(self).snapshot
+        snap = state(self).snapshot
         if snap is None or not table.row_count:
             return "", None
         try:
@@ -323,11 +323,11 @@ def _brokers_title(snap: ClusterSnapshot | None) -> str:
     if snap is None:
         return "Brokers"
     parts = []
-    for state in BrokerState:
-        n = sum(1 for b in snap.brokers if b.state is state)
+    for bstate in BrokerState:
+        n = sum(1 for b in snap.brokers if b.state is bstate)
         if n:
-            colour = "$success" if state is BrokerState.UP else "$error"
-            parts.append(f"[{colour}]{n} {state.value}[/]")
+            colour = "$success" if bstate is BrokerState.UP else "$error"
+            parts.append(f"[{colour}]{n} {bstate.value}[/]")
     return "Brokers " + " · ".join(parts) if parts else "Brokers [dim]none[/]"
 
 

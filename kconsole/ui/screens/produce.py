@@ -29,7 +29,7 @@ from kconsole.cluster import produce as pr
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.tail import show_bytes
 from kconsole.ui import format as fmt
-from kconsole.ui.widgets.base import console
+from kconsole.ui.context import actions, state, subscribe
 
 VALUE_MODE_LABELS = {"text": "text", "json": "JSON", "file": "file"}
 PROGRESS_EVERY_S = 0.1
@@ -164,7 +164,7 @@ class ProduceScreen(Screen[None]):
             table.add_column(label, key=key)
         self.query_one("#value-file").display = False
         self.query_one("#produce-progress").display = False
-        self.watch(console(self), "snapshot", self.update_trace, init=True)
+        subscribe(self, "snapshot", self.update_trace, init=True)
         self.query_one("#topic" if not self.initial_topic else "#key", Input).focus()
 
     # -- the form -----------------------------------------------------------------------------
@@ -211,7 +211,7 @@ class ProduceScreen(Screen[None]):
         self.query_one("#trace", Static).update(self.render_trace())
 
     def render_trace(self) -> Text | Group:
-        snap = console(self).snapshot
+        snap = state(self).snapshot
         topic = self._text("#topic").strip()
         if not topic:
             return Text("type a topic", fmt.DIM)
@@ -238,19 +238,19 @@ class ProduceScreen(Screen[None]):
     # -- sending ------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "send":
-            app = console(self)
-            if app.settings is None or app.commands is None:
+            view = state(self)
+            if view.settings is None or actions(self).commands is None:
                 return None
             return None if self.sending else True
         return True
 
     def action_send(self) -> None:
         """Check the form and send."""
-        app = console(self)
-        if self.sending or app.settings is None or app.commands is None:
+        view, door = state(self), actions(self).commands
+        if self.sending or view.settings is None or door is None:
             return
         try:  # refused (and logged) by the command layer before the form is even read
-            app.commands.refuse("produce", self.query_one("#topic", Input).value.strip())
+            door.refuse("produce", self.query_one("#topic", Input).value.strip())
         except ClusterError as exc:
             self._refused(exc.message)
             return
@@ -275,8 +275,8 @@ class ProduceScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="produce", exit_on_error=False)
     def _send(self, request: pr.ProduceRequest) -> None:
         # A worker thread: no widgets here, only post_message.
-        app = console(self)
-        settings, commands = app.settings, app.commands
+        view = state(self)
+        settings, commands = view.settings, actions(self).commands
         assert settings is not None and commands is not None
         try:
             limits = pr.read_topic_limits(settings, request.topic)
@@ -375,7 +375,7 @@ class ProduceScreen(Screen[None]):
                 timeout=10,
                 markup=False,
             )
-        console(self).refresh_observer()
+        actions(self).refresh_observer()
 
     def on_produce_screen_refused(self, message: Refused) -> None:
         self.sending = False

@@ -24,7 +24,7 @@ from textual.worker import get_current_worker
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.tail import StartAt, TailPosition, TailRecord, parse_start, show_bytes
 from kconsole.ui import format as fmt
-from kconsole.ui.widgets.base import console
+from kconsole.ui.context import actions, state
 
 MAX_ROWS = 1000  # the table keeps the newest this many records
 BATCH_EVERY_S = 0.1
@@ -114,7 +114,7 @@ class TailScreen(Screen[None]):
 
     def action_restart(self) -> None:
         """(Re)start the tail with what the bar says."""
-        app = console(self)
+        view = state(self)
         self.generation += 1
         self.workers.cancel_group(self, "tail")
         topic = self.query_one("#tail-topic", Input).value.strip()
@@ -132,7 +132,7 @@ class TailScreen(Screen[None]):
             except ValueError:
                 raise ClusterError(f"partition must be a whole number, not {part_text!r}") from None
             self.start_at = parse_start(self.query_one("#tail-from", Input).value)
-            if app.tailer is None:
+            if view.tailer is None:
                 raise ClusterError("tailing is not available: no cluster connection")
         except ClusterError as exc:
             self._fail(exc.message)
@@ -155,13 +155,14 @@ class TailScreen(Screen[None]):
     ) -> None:
         # A worker thread: it alone touches the tail; the screen only sets `paused`.
         worker = get_current_worker()
-        app = console(self)
-        factory = app.tailer
+        view = state(self)
+        factory = view.tailer
         assert factory is not None
         try:
             # With a group the tail joins it and commits: the command layer decides, before.
-            if app.commands is not None:
-                source = app.commands.open_tail(factory, topic, partition, start, group)
+            door = actions(self).commands
+            if door is not None:
+                source = door.open_tail(factory, topic, partition, start, group)
             elif group:
                 raise ClusterError("joining a consumer group needs the command layer")
             else:

@@ -17,8 +17,8 @@ from textual.widgets import Footer, Static
 from kconsole.drills.export import export_timeline
 from kconsole.drills.measure import Measurement
 from kconsole.ui import format as fmt
+from kconsole.ui.context import state, subscribe
 from kconsole.ui.drill import TIMELINE_COLUMNS, Drill, drill_chart, measurement_table, timeline_rows
-from kconsole.ui.widgets.base import console
 from kconsole.ui.widgets.panes import Pane
 from kconsole.ui.widgets.table import KeyedTable
 
@@ -44,12 +44,12 @@ class DrillChart(Widget):
     """
 
     def render(self) -> Text:
-        app = console(self)
-        drill = app.latest_drill()
+        view = state(self)
+        drill = view.latest_drill()
         if drill is None:
             return Text(NO_DRILL, fmt.DIM)
         width = self.size.width or self.app.size.width
-        chart = drill_chart(drill, app.timeline_events(), app.now, width)
+        chart = drill_chart(drill, view.timeline_events(), view.now, width)
         chart.no_wrap = True
         chart.overflow = "crop"
         return chart
@@ -124,37 +124,37 @@ class TimelineScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        app = console(self)
-        self.watch(app, "events", self.redraw, init=True)
-        self.watch(app, "now", self.tick, init=False)
+        subscribe(self, "events", self.redraw, init=True)
+        subscribe(self, "now", self.tick, init=False)
         self.query_one(TimelineTable).focus()
 
     def tick(self) -> None:
         """The clock moved: the chart's window and the 'ago' grow."""
-        app = console(self)
+        view = state(self)
         self.query_one("#timeline-summary", Static).update(
-            drill_summary(app.latest_drill(), app.now)
+            drill_summary(view.latest_drill(), view.now)
         )
         self.query_one(DrillChart).refresh(layout=True)
 
     def redraw(self) -> None:
         """Re-derive everything from the app's timeline and actions."""
-        app = console(self)
-        drill = app.latest_drill()
+        view = state(self)
+        drill = view.latest_drill()
         self.tick()
-        measurements = app.drill_measurements(drill)
+        measurements = view.drill_measurements(drill)
         panel = self.query_one(DrillMeasurements)
         panel.display = bool(measurements)
         panel.measurements = measurements
         panel.refresh(layout=True)
         table = self.query_one(TimelineTable)
-        table.sync(timeline_rows(app.timeline, drill.fault if drill else None))
-        self.query_one("#timeline-events-pane").border_title = f"Events [dim]{len(app.timeline)}[/]"
+        table.sync(timeline_rows(view.timeline, drill.fault if drill else None))
+        pane = self.query_one("#timeline-events-pane")
+        pane.border_title = f"Events [dim]{len(view.timeline)}[/]"
         if not self._placed and table.row_count:
             # Open at the fault, where the story starts; afterwards the cursor is the user's.
             self._placed = True
             at = next(
-                (le.seq for le in app.timeline if drill and le.event == drill.fault),
+                (le.seq for le in view.timeline if drill and le.event == drill.fault),
                 None,
             )
             row = table.get_row_index(str(at)) if at is not None else table.row_count - 1
@@ -166,13 +166,13 @@ class TimelineScreen(Screen[None]):
 
     def action_export(self) -> None:
         """Write the timeline as JSON and Markdown."""
-        app = console(self)
-        drill = app.latest_drill()
+        view = state(self)
+        drill = view.latest_drill()
         try:
             json_path, md_path = export_timeline(
-                app.timeline_events(),
-                app.drill_measurements(drill),
-                app.export_dir,
+                view.timeline_events(),
+                view.drill_measurements(drill),
+                view.export_dir,
                 fault=drill.fault if drill else None,
             )
         except OSError as exc:

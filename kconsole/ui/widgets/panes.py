@@ -12,7 +12,7 @@ from textual.widgets import Static
 
 from kconsole.models import ClusterSnapshot, SourceHealth, SourceName
 from kconsole.ui import format as fmt
-from kconsole.ui.widgets.base import console
+from kconsole.ui.context import actions, state, subscribe
 
 # Brokers, the controller and partitions come from ZooKeeper; from the Admin API without it.
 CLUSTER_SOURCES = (SourceName.ZOOKEEPER, SourceName.ADMIN)
@@ -49,8 +49,8 @@ class Pane(Vertical):
 
     def on_mount(self) -> None:
         if self.sources:
-            self.watch(console(self), "snapshot", self.mark_health, init=True)
-            self.watch(console(self), "now", self.mark_health, init=False)
+            subscribe(self, "snapshot", self.mark_health, init=True)
+            subscribe(self, "now", self.mark_health, init=False)
 
     def mark_health(self) -> None:
         """Show or clear the stale marker from the latest snapshot.
@@ -58,13 +58,13 @@ class Pane(Vertical):
         A pane with a fallback source (ZooKeeper, then the Admin API) is stale only when every
         source fails; while it is served by the fallback it says so, without the alarm.
         """
-        app = console(self)
-        health = pane_source(app.snapshot, self.sources)
+        view = state(self)
+        health = pane_source(view.snapshot, self.sources)
         stale = health is not None and not health.ok
         fallback = None
-        if stale and app.snapshot is not None:
+        if stale and view.snapshot is not None:
             fallback = next(
-                (h for n in self.sources[1:] if (h := app.snapshot.source(n)) and h.ok), None
+                (h for n in self.sources[1:] if (h := view.snapshot.source(n)) and h.ok), None
             )
         self.set_class(stale and fallback is None, "-stale")
         if stale and fallback is not None and health is not None:
@@ -72,7 +72,7 @@ class Pane(Vertical):
             down = SOURCE_LABELS.get(health.name, (health.name.value,))[0]
             self.border_subtitle = escape(f"via {label} · {down} down: {health.error}")
         elif stale and health is not None:
-            self.border_subtitle = escape(stale_text(health, app.now))
+            self.border_subtitle = escape(stale_text(health, view.now))
         else:
             self.border_subtitle = None
 
@@ -81,18 +81,18 @@ class HeaderLine(Static):
     """One line: cluster id, each source's health and data age, the refresh interval."""
 
     def on_mount(self) -> None:
-        app = console(self)
-        self.watch(app, "snapshot", self.redraw, init=True)
-        self.watch(app, "now", self.redraw, init=False)
+        subscribe(self, "snapshot", self.redraw, init=True)
+        subscribe(self, "now", self.redraw, init=False)
 
     def on_resize(self, event: events.Resize) -> None:
         self.redraw()
 
     def redraw(self) -> None:
         """Render for the current width: the long form if it fits, else the short one."""
-        app = console(self)
-        args = (app.snapshot, app.now, app.refresh_s, app.group_refresh_s, app.title)
-        read_only = app.commands is not None and app.commands.read_only
+        view = state(self)
+        args = (view.snapshot, view.now, view.refresh_s, view.group_refresh_s, view.title)
+        door = actions(self).commands
+        read_only = door is not None and door.read_only
         text = header_text(*args, compact=False, read_only=read_only)
         if self.size.width and cell_len(text.plain) > self.size.width:
             text = header_text(*args, compact=True, read_only=read_only)
@@ -163,17 +163,16 @@ class ControllerView(Static):
     """The active controller; a loud alert when there is none."""
 
     def on_mount(self) -> None:
-        app = console(self)
-        self.watch(app, "snapshot", self.redraw, init=True)
-        self.watch(app, "now", self.redraw, init=False)
+        subscribe(self, "snapshot", self.redraw, init=True)
+        subscribe(self, "now", self.redraw, init=False)
 
     def redraw(self) -> None:
         """Render from the latest snapshot."""
-        app = console(self)
-        snap = app.snapshot
+        view = state(self)
+        snap = view.snapshot
         lost = snap is not None and snap.controller.id is None
         self.set_class(lost, "-alert")
-        self.update(controller_text(snap, app.now))
+        self.update(controller_text(snap, view.now))
 
 
 def controller_text(snap: ClusterSnapshot | None, now: float) -> Text:

@@ -12,17 +12,18 @@ from textual.widgets import DataTable
 from kconsole.cluster.control import BrokerAction
 from kconsole.models import Group
 from kconsole.ui import rows
+from kconsole.ui.context import actions, state, subscribe
 from kconsole.ui.rows import PartitionView
-from kconsole.ui.widgets.base import BROKER_ACTIONS, UNAVAILABLE, console
+from kconsole.ui.widgets.base import BROKER_ACTIONS, UNAVAILABLE
 from kconsole.ui.widgets.table import KeyedTable
 
 
 def broker_check(node: DOMNode, action: str) -> bool | None:
     """check_action for the broker-action keys: hidden, disabled or enabled by Commands."""
     if action in BROKER_ACTIONS:
-        return console(node).check_broker_action(action)
+        return state(node).check_broker_action(action)
     if action == "refused":  # the fallback of a disabled key
-        return console(node).check_broker_action("broker_actions_unavailable")
+        return state(node).check_broker_action("broker_actions_unavailable")
     return True
 
 
@@ -74,25 +75,25 @@ class BrokersTable(KeyedTable):
             return
         broker_id = int(key)
         chosen = BrokerAction(action)
-        app = console(self)
+        view = state(self)
         if chosen is BrokerAction.PAUSE:
-            chosen = app.pause_or_resume(broker_id)
-        app.request_broker_action(chosen, broker_id)
+            chosen = view.pause_or_resume(broker_id)
+        actions(self).request_broker_action(chosen, broker_id)
 
     def action_refused(self, action: str) -> None:
         """A disabled broker key: the command layer refuses (and logs) it and says why."""
         key = self.cursor_key
         if key is None:
-            console(self).action_broker_actions_unavailable()
+            actions(self).action_broker_actions_unavailable()
             return
-        console(self).refuse_broker_action(BrokerAction(action), int(key))
+        actions(self).refuse_broker_action(BrokerAction(action), int(key))
 
     def connect(self) -> None:
-        self.watch(console(self), "snapshot", self.redraw, init=True)
+        subscribe(self, "snapshot", self.redraw, init=True)
 
     def redraw(self) -> None:
         """Re-sync from the latest snapshot."""
-        self.sync(rows.broker_rows(console(self).snapshot))
+        self.sync(rows.broker_rows(state(self).snapshot))
 
 
 class PartitionsTable(KeyedTable):
@@ -115,18 +116,18 @@ class PartitionsTable(KeyedTable):
     view: reactive[PartitionView] = reactive(PartitionView, init=False)
 
     def connect(self) -> None:
-        self.watch(console(self), "snapshot", self.redraw, init=True)
+        subscribe(self, "snapshot", self.redraw, init=True)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return broker_check(self, action)
 
     def action_leader_actions(self) -> None:
         """Choose an action for the selected partition's leader."""
-        app = console(self)
+        view = state(self)
         key = self.cursor_key
         partition = (
-            next((p for p in app.snapshot.partitions if p.key == key), None)
-            if app.snapshot and key
+            next((p for p in view.snapshot.partitions if p.key == key), None)
+            if view.snapshot and key
             else None
         )
         if partition is None:
@@ -134,7 +135,7 @@ class PartitionsTable(KeyedTable):
         elif partition.leader < 0:
             self.notify(f"{partition.key} has no leader", severity="warning", markup=False)
         else:
-            app.choose_broker_action(partition.leader, f"leader of {partition.key}")
+            actions(self).choose_broker_action(partition.leader, f"leader of {partition.key}")
 
     def watch_view(self) -> None:
         self.redraw()
@@ -147,7 +148,7 @@ class PartitionsTable(KeyedTable):
         Skipped when nothing the rows depend on changed: every poll brings a new snapshot,
         and comparing 2,000 rows cell by cell cost ~0.2 s of UI time per poll.
         """
-        snap = console(self).snapshot
+        snap = state(self).snapshot
         inputs = (
             None
             if snap is None
@@ -192,11 +193,11 @@ class GroupsTable(KeyedTable):
     ]
 
     def connect(self) -> None:
-        self.watch(console(self), "snapshot", self.redraw, init=True)
+        subscribe(self, "snapshot", self.redraw, init=True)
 
     def redraw(self) -> None:
         """Re-sync from the latest snapshot."""
-        self.sync(rows.group_rows(console(self).snapshot))
+        self.sync(rows.group_rows(state(self).snapshot))
 
 
 class EventsTable(KeyedTable):
@@ -206,11 +207,11 @@ class EventsTable(KeyedTable):
     follow_top = True
 
     def connect(self) -> None:
-        self.watch(console(self), "events", self.redraw, init=True)
+        subscribe(self, "events", self.redraw, init=True)
 
     def redraw(self) -> None:
         """Re-sync from the app's event log."""
-        self.sync(rows.event_rows(console(self).events))
+        self.sync(rows.event_rows(state(self).events))
 
 
 class GroupPartitionsTable(KeyedTable):

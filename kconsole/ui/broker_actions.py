@@ -1,0 +1,193 @@
+"""The console's broker actions: a key -> (the blast-radius confirmation, typed id) -> a thread
+worker that records an ACTION event and calls the command layer -> BrokerActionDone -> a
+notification. Read-only and a missing backend are refused by the command layer, which logs it."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from textual import work
+from textual.app import App
+
+from kconsole.cluster.control import BrokerAction
+from kconsole.commands import Commands
+from kconsole.drills.measure import BrokerConfig
+from kconsole.errors import ClusterError
+from kconsole.impact import blast_radius
+from kconsole.models import BrokerState, ClusterSnapshot
+from kconsole.source import EventRecorder, Observer
+from kconsole.timeline import Event, EventKind
+from kconsole.ui.drill import ActionRun
+from kconsole.ui.messages import BrokerActionDone, EventsLogged
+from kconsole.ui.screens.actions import BrokerChooser, ConfirmBrokerAction
+
+ACTIONS_GROUP = "broker-actions"
+
+
+class BrokerActions(App[None]):
+    """The broker-action half of KConsoleApp."""
+
+    if TYPE_CHECKING:
+        commands: Commands | None
+        observer: Observer | None
+        snapshot: ClusterSnapshot | None
+        clock: Callable[[], float]
+        broker_config: BrokerConfig
+        actions: list[ActionRun]
+
+    def check_broker_action(self, action: str) -> bool | None:
+        """check_action for the broker keys wherever they are bound.
+
+        Without a command layer they are hidden; while Commands says no (read-only, no
+        backend) they are shown disabled, and the fallback binding on the same key says why.
+        """
+        if self.commands is None:
+            return False
+        available, _ = self.commands.broker_actions_available()
+        if action == "broker_actions_unavailable":
+            return not available  # never None: the fallback itself is never shown
+        return True if available else None
+
+    def action_broker_actions_unavailable(self) -> None:
+        """Say why the broker keys do nothing."""
+        if self.commands is not None:
+            _, reason = self.commands.broker_actions_available()
+            self.notify(
+                f"broker actions are unavailable: {reason}", severity="warning", markup=False
+            )
+
+    def _cluster_id(self) -> str | None:
+        snap = self.snapshot
+        return snap.cluster_id if snap is not None else None
+
+    def refuse_broker_action(self, action: BrokerAction, broker_id: int) -> None:
+        """Have the command layer refuse (and log) `action`, and say why."""
+        if self.commands is None:
+            return
+        if action is BrokerAction.PAUSE:
+            action = self.pause_or_resume(broker_id)
+        try:
+            self.commands.refuse(f"broker.{action.value}", f"broker {broker_id}")
+        except ClusterError as exc:
+            self.notify(
+                f"{action.value} broker {broker_id}: {exc.message}",
+                title="refused",
+                severity="warning",
+                markup=False,
+            )
+
+    def pause_or_resume(self, broker_id: int) -> BrokerAction:
+        """Resume a broker the snapshot shows paused, pause any other."""
+        broker = self.snapshot.broker(broker_id) if self.snapshot else None
+        paused = broker is not None and broker.state is BrokerState.PAUSED
+        return BrokerAction.RESUME if paused else BrokerAction.PAUSE
+
+    def _role(self, broker_id: int) -> str:
+        snap = self.snapshot
+        return "controller" if snap is not None and snap.controller.id == broker_id else ""
+
+    def choose_broker_action(self, broker_id: int, role: str) -> None:
+        """Ask what to do to `broker_id` (picked by `role`), then do it."""
+        paused = self.pause_or_resume(broker_id) is BrokerAction.RESUME
+
+        def chosen(action: BrokerAction | None) -> None:
+            if action is not None:
+                self.request_broker_action(action, broker_id, role)
+
+        self.push_screen(BrokerChooser(broker_id, role, paused), chosen)
+
+    def request_broker_action(
+        self, action: BrokerAction, broker_id: int, role: str | None = None
+    ) -> None:
+        """Run `action` on `broker_id`; a destructive one only after its confirmation."""
+        if self.commands is None:
+            return
+        available, _ = self.commands.broker_actions_available()
+        if not available:
+            self.refuse_broker_action(action, broker_id)
+            return
+        role = self._role(broker_id) if role is None else role
+        if not action.destructive:
+            self._start(action, broker_id, confirmed=False)
+            return
+        if self.snapshot is None:
+            self.notify("no snapshot of the cluster yet: nothing to confirm against")
+            return
+        impact = blast_radius(self.snapshot, action, broker_id)
+        lines = impact.lines(self.broker_config.session_timeout_ms)
+
+        def confirmed(ok: bool | None) -> None:
+            if ok:
+                self._start(action, broker_id, confirmed=True)
+
+        self.push_screen(ConfirmBrokerAction(action, broker_id, lines, role), confirmed)
+
+    def _start(self, action: BrokerAction, broker_id: int, *, confirmed: bool) -> None:
+        text = f"{action.value} broker {broker_id}"
+        event = Event(self.clock(), EventKind.ACTION, text, broker=broker_id, new=action.value)
+        # The snapshot just before the fault is what the drill's measurements replay over.
+        run = ActionRun(action, broker_id, event, self.snapshot)
+        self.actions.append(run)
+        self.notify(f"{text}…", timeout=3, markup=False)
+        self._run_action(run, confirmed)
+
+    @work(thread=True, exit_on_error=False, group=ACTIONS_GROUP)
+    def _run_action(self, run: ActionRun, confirmed: bool) -> None:
+        # A worker thread: no widgets, no reactives, only post_message.
+        commands = self.commands
+        assert commands is not None
+        self._record(run.event)
+
+        def confirm(_prompt: str, expected: str) -> bool:
+            # The user typed the id in ConfirmBrokerAction, which only returns True on a match.
+            return confirmed and expected == str(run.broker_id)
+
+        try:
+            outcome = commands.broker(run.action, run.broker_id, confirm)
+        except ClusterError as exc:
+            self.post_message(BrokerActionDone(run, False, exc.message))
+        except Exception as exc:  # a backend bug must not take the console down
+            self.post_message(BrokerActionDone(run, False, f"{type(exc).__name__}: {exc}"))
+        else:
+            self.post_message(BrokerActionDone(run, True, outcome))
+
+    def _record(self, event: Event) -> None:
+        """Put `event` on the timeline: through the observer when it records (so it is in
+        order with the cluster's events), else straight into the app. Any thread."""
+        if isinstance(self.observer, EventRecorder) and self.snapshot is not None:
+            try:
+                self.observer.record(event)
+                return
+            except Exception:
+                pass  # fall through: the event must not be lost
+        with contextlib.suppress(RuntimeError):
+            self.post_message(EventsLogged((event,)))
+
+    def on_broker_action_done(self, message: BrokerActionDone) -> None:
+        run = message.run
+        run.ok, run.outcome = message.ok, message.text
+        if message.ok:
+            hint = " · T shows the timeline" if run.action.destructive else ""
+            self.notify(message.text + hint, title=run.event.text, markup=False)
+        else:
+            self.notify(
+                message.text,
+                title=f"{run.event.text} failed",
+                severity="error",
+                timeout=10,
+                markup=False,
+            )
+            first = message.text.splitlines()[0] if message.text else "failed"
+            self._record(
+                Event(
+                    self.clock(),
+                    EventKind.ACTION,
+                    f"{run.event.text} failed: {first}",
+                    broker=run.broker_id,
+                    old=run.action.value,
+                )
+            )
+        if self.observer is not None:
+            self.observer.refresh()

@@ -1,0 +1,91 @@
+"""What screens and widgets may use of the console: the state they read and subscribe to, and
+the actions they send. Both are implemented by KConsoleApp, but nothing below the app imports
+it: screens and widgets see these two contracts only (mypy holds them to it), so the app can
+change inside without every screen reaching into it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+from textual.dom import DOMNode
+
+from kconsole.cluster.control import BrokerAction
+from kconsole.cluster.tail import TailFactory
+from kconsole.commands import Commands
+from kconsole.config import Settings
+from kconsole.drills.measure import Measurement
+from kconsole.jobs import JobRun, JobSpec
+from kconsole.models import ClusterSnapshot
+from kconsole.timeline import Event
+
+if TYPE_CHECKING:
+    from kconsole.ui.drill import Drill
+    from kconsole.ui.rows import LoggedEvent
+
+
+class ConsoleState(Protocol):
+    """The snapshot store: read it, and `subscribe` to its reactives (snapshot, events,
+    job_runs, now)."""
+
+    snapshot: ClusterSnapshot | None
+    events: tuple[LoggedEvent, ...]
+    job_runs: tuple[JobRun, ...]
+    now: float
+    timeline: deque[LoggedEvent]
+    lag_history: dict[str, deque[int]]
+    job_logs: dict[str, tuple[str, ...]]
+    show_job_logs: bool
+    refresh_s: float
+    group_refresh_s: float
+    title: str
+    settings: Settings | None
+    tailer: TailFactory | None
+    clock: Callable[[], float]
+
+    @property
+    def export_dir(self) -> Path: ...
+    def timeline_events(self) -> list[Event]: ...
+    def latest_drill(self) -> Drill | None: ...
+    def drill_measurements(self, drill: Drill | None = None) -> list[Measurement]: ...
+    def job_specs(self) -> list[JobSpec]: ...
+    def job_option_defaults(self, spec: JobSpec) -> dict[str, object]: ...
+    def pause_or_resume(self, broker_id: int) -> BrokerAction: ...
+    def check_broker_action(self, action: str) -> bool | None: ...
+
+
+class ConsoleActions(Protocol):
+    """The command bus and the console's flows around it (confirmations, workers, outcomes)."""
+
+    commands: Commands | None
+
+    @property
+    def jobs_available(self) -> bool: ...
+    def request_broker_action(
+        self, action: BrokerAction, broker_id: int, role: str | None = None
+    ) -> None: ...
+    def choose_broker_action(self, broker_id: int, role: str) -> None: ...
+    def refuse_broker_action(self, action: BrokerAction, broker_id: int) -> None: ...
+    def action_broker_actions_unavailable(self) -> None: ...
+    def request_job_start(self, job: str, options: dict[str, object], detached: bool) -> None: ...
+    def request_job_stop(self, run_id: str) -> None: ...
+    def poll_jobs(self) -> Any: ...
+    def refresh_observer(self) -> None: ...
+
+
+def state(node: DOMNode) -> ConsoleState:
+    """The console's state, as `node` may use it (widgets read it; they fetch nothing)."""
+    return cast(ConsoleState, node.app)
+
+
+def actions(node: DOMNode) -> ConsoleActions:
+    """The console's actions, as `node` may send them."""
+    return cast(ConsoleActions, node.app)
+
+
+def subscribe(node: DOMNode, name: str, callback: Callable[[], Any], *, init: bool = True) -> None:
+    """Call `callback` whenever the state's reactive `name` changes (and now, with `init`)."""
+    node.watch(node.app, name, callback, init=init)

@@ -1,0 +1,125 @@
+"""The console's job actions and job polling: start and stop PySpark runs through the command
+layer on a thread, and read every run's state (and, while the jobs screen shows them, log
+tails) once a second."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING
+
+from textual import work
+from textual.app import App
+
+from kconsole.commands import Commands
+from kconsole.config import Settings
+from kconsole.errors import ClusterError
+from kconsole.jobs import JobError, JobManager, JobRun, JobSpec, available_jobs
+from kconsole.ui.messages import JobActionDone, JobsUpdated
+
+JOB_ACTIONS_GROUP = "job-actions"
+JOB_LOG_LINES = 14
+
+
+class JobActions(App[None]):
+    """The jobs half of KConsoleApp."""
+
+    if TYPE_CHECKING:
+        commands: Commands | None
+        jobs: JobManager | None
+        job_runs: tuple[JobRun, ...]
+        job_logs: dict[str, tuple[str, ...]]
+        show_job_logs: bool
+        settings: Settings | None
+        _job_specs: list[JobSpec] | None
+
+    @property
+    def jobs_available(self) -> bool:
+        """Whether job runs can be started and stopped here."""
+        return self.jobs is not None
+
+    def job_specs(self) -> list[JobSpec]:
+        """The jobs in jobs/ (read once)."""
+        if self._job_specs is None:
+            try:
+                self._job_specs = available_jobs(self.jobs.jobs_directory if self.jobs else None)
+            except JobError as exc:
+                self.notify(exc.message, severity="error", markup=False)
+                self._job_specs = []
+        return self._job_specs
+
+    def job_option_defaults(self, spec: JobSpec) -> dict[str, object]:
+        """What the start dialog shows: the job's defaults, with this console's cluster."""
+        defaults: dict[str, object] = {o.name: o.default for o in spec.options}
+        if self.settings is not None and spec.option("bootstrap") is not None:
+            defaults["bootstrap"] = self.settings.bootstrap
+        # Left empty, the manager picks these: a checkpoint kept per job and topic (so a
+        # restarted job resumes) and an output dir inside the run's own dir.
+        for managed in ("checkpoint", "output-dir"):
+            if spec.option(managed) is not None:
+                defaults[managed] = ""
+        return defaults
+
+    @work(thread=True, exclusive=True, group="jobs-poll", exit_on_error=False)
+    def poll_jobs(self) -> None:
+        """Read every run's state and progress (a thread: files and processes)."""
+        jobs = self.jobs
+        if jobs is None:
+            return
+        try:
+            runs = tuple(jobs.runs())
+        except Exception as exc:
+            self.post_message(JobsUpdated((), {}, f"cannot read the jobs: {exc}"))
+            return
+        logs = {}
+        for run in runs[-10:] if self.show_job_logs else ():
+            if run.active or run.error:
+                with contextlib.suppress(Exception):
+                    logs[run.run_id] = tuple(jobs.log_tail(run.run_id, JOB_LOG_LINES))
+        self.post_message(JobsUpdated(runs, logs))
+
+    def on_jobs_updated(self, message: JobsUpdated) -> None:
+        if message.error:
+            self.log.warning(message.error)
+            return
+        self.job_logs = message.logs
+        self.job_runs = message.runs
+
+    def request_job_start(self, job: str, options: dict[str, object], detached: bool) -> None:
+        """Start a run of `job` (through the command layer, on a thread)."""
+        self.notify(f"starting {job}…", timeout=3)
+        self._job_action("start", job, options, detached)
+
+    def request_job_stop(self, run_id: str) -> None:
+        """Stop a run: graceful first, forced after the timeout (on a thread)."""
+        self.notify(f"stopping run {run_id}…", timeout=3)
+        self._job_action("stop", run_id, {}, False)
+
+    @work(thread=True, exit_on_error=False, group=JOB_ACTIONS_GROUP)
+    def _job_action(self, what: str, name: str, options: dict[str, object], detached: bool) -> None:
+        commands, jobs = self.commands, self.jobs
+        if commands is None or jobs is None:
+            return
+        try:
+            if what == "start":
+                run = commands.start_job(jobs, name, options, detached)
+                text = f"{run.job} started: run {run.run_id} (pid {run.pid})" + (
+                    ", detached" if run.detached else ""
+                )
+            else:
+                run = commands.stop_job(jobs, name)
+                text = f"run {run.run_id} {run.state.value}" + (
+                    f" (exit code {run.exit_code})" if run.exit_code is not None else ""
+                )
+        except ClusterError as exc:
+            self.post_message(JobActionDone(False, f"{what} {name}: {exc.message}"))
+        except Exception as exc:  # a bug must not take the console down
+            self.post_message(JobActionDone(False, f"{what} {name}: {type(exc).__name__}: {exc}"))
+        else:
+            self.post_message(JobActionDone(True, text))
+
+    def on_job_action_done(self, message: JobActionDone) -> None:
+        if message.ok:
+            self.notify(message.text, markup=False)
+        else:
+            self.notify(message.text, severity="error", timeout=10, markup=False)
+        self.poll_jobs()
