@@ -302,3 +302,19 @@ def recorded_limits(monkeypatch: pytest.MonkeyPatch) -> None:
 def recorded_topic_limits() -> pr.TopicLimits:
     """What the real cluster answered for test-topic (4 partitions, the default size limit)."""
     return pr.TopicLimits("test-topic", True, 4, pr.DEFAULT_MAX_MESSAGE_BYTES, "topic")
+
+
+@pytest.fixture
+def snap_compare(snap_compare: Callable[..., bool]) -> Callable[..., bool]:
+    """The plugin's snap_compare, taking the picture only once the app has applied its data
+    and is idle (settle), not whenever run_before happens to return."""
+
+    def compare(
+        app: KConsoleApp,
+        *,
+        run_before: Callable[[Pilot[Any]], Awaitable[None]] | None = None,
+        **kw: Any,
+    ) -> bool:
+        return snap_compare(app, run_before=then_settle(run_before), **kw)
+
+    return compare

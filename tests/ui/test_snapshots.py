@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
@@ -25,24 +24,12 @@ from tests.ui.conftest import (
     new_app,
     run_fixture_drill,
     select_broker,
-    then_settle,
 )
 
 WIDE = (160, 48)
 SMALL = (80, 24)
 SnapCompare = Callable[..., bool]
 RunBefore = Callable[[Pilot[Any]], Awaitable[None]]
-
-
-@pytest.fixture
-def snap_compare(snap_compare: SnapCompare) -> SnapCompare:
-    """The plugin's snap_compare, taking the picture only once the app has applied its data
-    and is idle (tests.ui.conftest.settle), not whenever run_before happens to return."""
-
-    def compare(app: KConsoleApp, *, run_before: RunBefore | None = None, **kw: Any) -> bool:
-        return snap_compare(app, run_before=then_settle(run_before), **kw)
-
-    return compare
 
 
 def most_lagging(snap: ClusterSnapshot) -> str:

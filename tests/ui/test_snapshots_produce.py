@@ -17,7 +17,7 @@ from kconsole.commands import Commands
 from kconsole.config import Settings
 from kconsole.ui.app import KConsoleApp
 from kconsole.ui.screens.produce import ProduceScreen
-from tests.ui.conftest import feed, load, new_app, then_settle
+from tests.ui.conftest import feed, load, new_app
 from tests.ui.jobs_fakes import recorded_jobs
 from tests.ui.produce_fakes import (
     ReplayCommands,
@@ -38,17 +38,6 @@ SnapCompare = Callable[..., bool]
 RunBefore = Callable[[Pilot[Any]], Awaitable[None]]
 
 pytestmark = pytest.mark.usefixtures("recorded_limits")
-
-
-@pytest.fixture
-def snap_compare(snap_compare: SnapCompare) -> SnapCompare:
-    """The plugin's snap_compare, taking the picture only once the app has applied its data
-    and is idle (tests.ui.conftest.settle), not whenever run_before happens to return."""
-
-    def compare(app: KConsoleApp, *, run_before: RunBefore | None = None, **kw: Any) -> bool:
-        return snap_compare(app, run_before=then_settle(run_before), **kw)
-
-    return compare
 
 
 def dialog(snapshot: str, send: bool = False, **fields: str) -> RunBefore:
