@@ -11,6 +11,7 @@ import random
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ import psutil
 import pytest
 
 from kconsole.cluster.errors import ToolMissing
+from kconsole.cluster.procs import ManagedProcess
 from kconsole.commands import Commands, ReadOnlyError
 from kconsole.config import Settings
 from kconsole.drills.audit import Acked, Consumed, check
@@ -454,6 +456,47 @@ class TestManager:
         assert crashed.state is JobState.FAILED and crashed.exit_code == 1
         assert crashed.error == "RuntimeError: boom in the driver"
 
+    def test_not_ended_until_reaped(
+        self, manager: JobManager, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A process can look gone (a zombie whose other threads are still exiting) before
+        waitpid can reap it and give its exit code: until then the run has not ended, and then
+        it ends with its exit code and reason at once (never failed without an exit code)."""
+        reaped = threading.Event()
+        real = ManagedProcess.exit_code
+        monkeypatch.setattr(
+            ManagedProcess, "exit_code", lambda self: real(self) if reaped.is_set() else None
+        )
+        run = manager.start("fake", {"mode": "crash"})
+        wait_until(lambda: _gone(run.pid), 20, "the job's process to exit")
+        seen = manager.get(run.run_id)
+        assert seen.active and seen.exit_code is None and seen.error is None
+        reaped.set()
+        ended = manager.get(run.run_id)
+        assert ended.state is JobState.FAILED and ended.exit_code == 1
+        assert ended.error == "RuntimeError: boom in the driver"
+
+    def test_the_end_is_recorded_whole(
+        self, manager: JobManager, tmp_path: Path, fake_jobs: Path
+    ) -> None:
+        """The manager that reaps a run writes its state, exit code, reason and end time to
+        job.json in one atomic write; another manager (the CLI) shows exactly that."""
+        run = manager.start("fake", {"mode": "crash"})
+        wait_until(lambda: not manager.get(run.run_id).active, 20, "the job to crash")
+        crashed = manager.get(run.run_id)
+        meta = json.loads((run.run_dir / "job.json").read_text())
+        assert meta["state"] == "failed" and meta["exit_code"] == 1
+        assert meta["error"] == crashed.error == "RuntimeError: boom in the driver"
+        assert meta["ended_at"] == crashed.ended_at
+        assert not list(run.run_dir.glob("*.tmp"))
+        other = JobManager(tmp_path / "state", Settings(), jobs_directory=fake_jobs).get(run.run_id)
+        assert (other.state, other.exit_code, other.error, other.ended_at) == (
+            crashed.state,
+            crashed.exit_code,
+            crashed.error,
+            crashed.ended_at,
+        )
+
     def test_sigkill_after_the_timeout(self, manager: JobManager) -> None:
         run = manager.start("fake", {"mode": "ignore-term"})
         wait_until(lambda: manager.get(run.run_id).state is JobState.RUNNING, 20, "running")
@@ -514,8 +557,8 @@ class TestManager:
                 json.dumps({"pid": victim.pid, "create_time": time.time() - 1000})
             )
             meta = json.loads((run.run_dir / "job.json").read_text())
-            meta.pop("exit_code", None)
-            meta.pop("ended_at", None)
+            for recorded_end in ("state", "exit_code", "error", "ended_at"):
+                meta.pop(recorded_end, None)
             (run.run_dir / "job.json").write_text(json.dumps({**meta, "pid": victim.pid}))
             seen = other.get(run.run_id)
             assert not seen.active

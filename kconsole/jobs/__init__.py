@@ -1,0 +1,55 @@
+"""PySpark Structured Streaming jobs (jobs/*.py) as background processes: start, observe, stop.
+
+A run is a `python jobs/<job>.py ...` process in its own session, never a thread of the
+console. Everything about it lives in `<state_dir>/jobs/runs/<run_id>/`:
+
+    job.json        what was started (job, options, argv, detached), its pid and process start
+                    time, and later the stop request and the end: state, exit code, failure
+                    reason and end time, written together (atomically, under job.lock)
+    pid             the pid file used for every signal (pid + start time: a recycled pid is
+                    never signalled)
+    progress.jsonl  the job's stdout: one JSON object per line (state, progress, output,
+                    finding, findings, warning), read incrementally
+    job.log         the job's stderr: Spark's and Kafka's log
+    output/         the job's readable sink, one JSON-lines file per micro-batch
+
+Checkpoints outlive runs, in `<state_dir>/jobs/checkpoints/<job>--<topic>/`: starting the same
+job on the same topic again resumes where the last run stopped.
+
+The job's options are the job script's own argparse options: `available_jobs()` reads them from
+each script's `build_parser()`, and `start()` validates with that same parser before anything
+is started, so the console, the CLI and `python jobs/<job>.py --help` always agree.
+
+Modules: specs (what jobs there are, their options), progress (parsing what a job prints and
+logs), runs (a run's state, its job.json, and the decision of its state), manager (the
+JobManager), client (Kafka client properties for the jobs), output (reading a job's sink).
+"""
+
+from __future__ import annotations
+
+from kconsole.jobs.client import java_kafka_options
+from kconsole.jobs.manager import HISTORY, JobManager
+from kconsole.jobs.output import latest_counts, read_output_dir
+from kconsole.jobs.progress import JobProgress, extract_error, parse_line, parse_progress_line
+from kconsole.jobs.runs import JobRun, JobState
+from kconsole.jobs.specs import JobError, JobOption, JobSpec, available_jobs, get_job, jobs_dir
+
+__all__ = [
+    "HISTORY",
+    "JobError",
+    "JobManager",
+    "JobOption",
+    "JobProgress",
+    "JobRun",
+    "JobSpec",
+    "JobState",
+    "available_jobs",
+    "extract_error",
+    "get_job",
+    "java_kafka_options",
+    "jobs_dir",
+    "latest_counts",
+    "parse_line",
+    "parse_progress_line",
+    "read_output_dir",
+]

@@ -1,0 +1,139 @@
+"""What a job reports: its stdout is one JSON object per line (state, progress, output,
+finding, findings, warning), its stderr is Spark's and Kafka's log. Parsing both, never
+trusting either: anything that is not a well-formed line is skipped."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class JobProgress:
+    """One StreamingQueryProgress as the job reported it."""
+
+    ts: float  # when the job emitted it (epoch seconds)
+    batch_id: int
+    input_rows: int
+    input_rows_per_second: float | None
+    processed_rows_per_second: float | None
+    batch_duration_ms: int | None
+    offsets_behind: int | None  # sum over partitions of latest available - batch end
+    end_offsets: dict[tuple[str, int], int]
+    latest_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    duration_ms: dict[str, int] = field(default_factory=dict)
+    timestamp: str = ""  # Spark's trigger time, ISO 8601
+    watermark: str | None = None
+    state_rows: int | None = None
+
+
+def parse_line(line: str | bytes) -> dict[str, Any] | None:
+    """One JSON object from a job's stdout, or None for anything else."""
+    if isinstance(line, bytes):
+        line = line.decode("utf-8", "replace")
+    line = line.strip()
+    if not line.startswith("{"):
+        return None
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("type"), str) else None
+
+
+def parse_progress_line(line: str | bytes) -> JobProgress | None:
+    """A progress line as JobProgress; None for other lines and garbage."""
+    data = parse_line(line)
+    if data is None or data["type"] != "progress":
+        return None
+    try:
+        return JobProgress(
+            ts=float(data.get("ts") or 0.0),
+            batch_id=int(data["batchId"]),
+            input_rows=int(data.get("numInputRows") or 0),
+            input_rows_per_second=_float(data.get("inputRowsPerSecond")),
+            processed_rows_per_second=_float(data.get("processedRowsPerSecond")),
+            batch_duration_ms=_int(data.get("batchDuration")),
+            offsets_behind=_int(data.get("offsetsBehindLatest")),
+            end_offsets=_flat_offsets(data.get("endOffset")),
+            latest_offsets=_flat_offsets(data.get("latestOffset")),
+            duration_ms={
+                str(k): int(v)
+                for k, v in (data.get("durationMs") or {}).items()
+                if isinstance(v, int | float)
+            },
+            timestamp=str(data.get("timestamp") or ""),
+            watermark=data.get("watermark"),
+            state_rows=_int(data.get("stateRows")),
+        )
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+
+
+def _flat_offsets(raw: Any) -> dict[tuple[str, int], int]:
+    if not isinstance(raw, dict):
+        return {}
+    out = {}
+    for topic, parts in raw.items():
+        if isinstance(parts, dict):
+            for p, off in parts.items():
+                out[(str(topic), int(p))] = int(off)
+    return out
+
+
+def _float(v: Any) -> float | None:
+    try:
+        return None if v is None else float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def _int(v: Any) -> int | None:
+    try:
+        return None if v is None else int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+_PY_ERROR = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception): \S")
+_LOG_PATTERNS: list[tuple[re.Pattern[str], str]] = [
+    (
+        re.compile(r"JAVA_HOME is not set|java: (command )?not found|bin/java: No such file"),
+        "Java is missing: install Java 17 or set JAVA_HOME",
+    ),
+    (re.compile(r"Java is not installed"), "Java is missing: install Java 17 or set JAVA_HOME"),
+    (
+        re.compile(r"JAVA_GATEWAY_EXITED|Java gateway process exited"),
+        "Java could not start (see the log)",
+    ),
+    (
+        re.compile(r"Failed to find (the )?data source: kafka"),
+        "the Kafka connector jars are missing (kconsole jobs fetch)",
+    ),
+]
+
+
+def extract_error(lines: Iterable[str]) -> str | None:
+    """The reason a job failed, from its log: a known cause first, then the job's own
+    'failed' line, then the last Python error, then the first Java exception or ERROR line."""
+    lines = [ln.rstrip() for ln in lines if ln.strip()]
+    for pattern, what in _LOG_PATTERNS:
+        hit = next((ln for ln in lines if pattern.search(ln)), None)
+        if hit is not None:
+            return f"{what}: {hit.strip()[:300]}"
+    own = [ln for ln in lines if "kconsole-job: failed" in ln]
+    if own:
+        return own[-1].split("kconsole-job: failed", 1)[1].strip()[:600] or None
+    py = [ln.strip() for ln in lines if _PY_ERROR.match(ln.strip())]
+    if py:
+        return py[-1][:600]
+    for ln in lines:
+        s = ln.strip()
+        if s.startswith("at ") or s.startswith("..."):
+            continue
+        if " ERROR " in s or "Exception" in s or s.startswith("Error"):
+            return s[:600]
+    return None

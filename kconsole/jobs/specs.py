@@ -1,0 +1,147 @@
+"""What jobs there are: each script in jobs/ with its options, read from the script's own
+argparse parser (`build_parser()`), so the console, the CLI and `python jobs/<job>.py --help`
+always agree."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kconsole.cluster.errors import ClusterError
+
+INTERNAL_OPTIONS = {"stop-with-parent", "jars", "help"}  # set by the manager, never by a user
+
+
+class JobError(ClusterError):
+    """A job could not be started or found; the message says why."""
+
+
+@dataclass(frozen=True)
+class JobOption:
+    """One command-line option of a job (`name` is the long flag without dashes)."""
+
+    name: str
+    default: Any
+    help: str
+    kind: str = "str"  # str | int | float | choice | flag | list (repeatable KEY=VALUE)
+    choices: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """A job script in jobs/ with its options."""
+
+    name: str  # "keyed-counts"
+    script: Path
+    description: str  # one line
+    doc: str  # the module docstring
+    options: tuple[JobOption, ...]
+    make_parser: Callable[[], argparse.ArgumentParser] = field(compare=False, repr=False)
+
+    def option(self, name: str) -> JobOption | None:
+        norm = name.replace("_", "-").lstrip("-")
+        return next((o for o in self.options if o.name == norm), None)
+
+    @property
+    def spark(self) -> bool:
+        """A Spark job (takes --jars): needs Java and the Kafka connector jars."""
+        return any(a.dest == "jars" for a in self.make_parser()._actions)
+
+
+def jobs_dir() -> Path:
+    """jobs/ beside the kconsole package (KCONSOLE_JOBS_DIR moves it)."""
+    override = os.environ.get("KCONSOLE_JOBS_DIR")
+    return Path(override) if override else Path(__file__).resolve().parents[2] / "jobs"
+
+
+_SPECS: dict[tuple[Path, float], JobSpec] = {}
+_SPECS_LOCK = threading.Lock()
+
+
+def available_jobs(directory: Path | None = None) -> list[JobSpec]:
+    """Every job in jobs/: each script that defines NAME and build_parser()."""
+    d = directory or jobs_dir()
+    out = []
+    for script in sorted(d.glob("*.py")):
+        if script.name.startswith("_"):
+            continue
+        spec = _load_spec(script)
+        if spec is not None:
+            out.append(spec)
+    return out
+
+
+def get_job(name: str, directory: Path | None = None) -> JobSpec:
+    """The job called `name` (keyed-counts and keyed_counts both work)."""
+    norm = name.replace("_", "-")
+    jobs = available_jobs(directory)
+    for spec in jobs:
+        if spec.name == norm:
+            return spec
+    known = ", ".join(s.name for s in jobs) or f"none in {directory or jobs_dir()}"
+    raise JobError(f"no job called {name!r} (jobs: {known})")
+
+
+def _load_spec(script: Path) -> JobSpec | None:
+    key = (script, script.stat().st_mtime)
+    with _SPECS_LOCK:
+        if key in _SPECS:
+            return _SPECS[key]
+        mod_name = f"kconsole_job_{script.stem}"
+        loader = importlib.util.spec_from_file_location(mod_name, script)
+        if loader is None or loader.loader is None:
+            return None
+        module = importlib.util.module_from_spec(loader)
+        saved = list(sys.path)  # a job script puts its own dir first, for `import _kconsole_jobs`
+        try:
+            loader.loader.exec_module(module)  # jobs import only the stdlib at module level
+        except Exception as exc:
+            raise JobError(f"cannot load job script {script}: {exc}") from exc
+        finally:
+            sys.path[:] = saved
+        make_parser = getattr(module, "build_parser", None)
+        name = getattr(module, "NAME", None)
+        if make_parser is None or name is None:
+            return None
+        doc = (module.__doc__ or "").strip()
+        spec = JobSpec(
+            name=str(name).replace("_", "-"),
+            script=script,
+            description=" ".join(doc.split("\n\n")[0].split()),
+            doc=doc,
+            options=tuple(_options(make_parser())),
+            make_parser=make_parser,
+        )
+        _SPECS[key] = spec
+        return spec
+
+
+def _options(parser: argparse.ArgumentParser) -> Iterable[JobOption]:
+    for a in parser._actions:
+        longs = [s for s in a.option_strings if s.startswith("--")]
+        if not longs or a.help == argparse.SUPPRESS or a.dest == "help":
+            continue
+        name = longs[0][2:]
+        if name in INTERNAL_OPTIONS:
+            continue
+        if isinstance(a, argparse._StoreTrueAction):
+            kind = "flag"
+        elif isinstance(a, argparse._AppendAction):
+            kind = "list"
+        elif a.choices:
+            kind = "choice"
+        elif a.type is int:
+            kind = "int"
+        elif a.type is float or getattr(a.type, "__name__", "") == "positive_or_zero":
+            kind = "float"
+        else:
+            kind = "str"
+        default = [] if kind == "list" else a.default
+        yield JobOption(name, default, a.help or "", kind, tuple(str(c) for c in a.choices or ()))
