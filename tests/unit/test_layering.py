@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import importlib
 import pkgutil
 import subprocess
 import sys
 
 import pytest
 
-import kconsole.cluster
+
+def _modules(package: str) -> list[str]:
+    mod = importlib.import_module(package)
+    return [package, *(f"{package}.{m.name}" for m in pkgutil.iter_modules(mod.__path__))]
+
 
 HEADLESS = [
     "kconsole.paths",
-    "kconsole.commands",
+    "kconsole.errors",
+    "kconsole.defaults",
     "kconsole.models",
     "kconsole.timeline",
     "kconsole.config",
@@ -20,14 +26,10 @@ HEADLESS = [
     "kconsole.source",
     "kconsole.describe",
     "kconsole.impact",
-    "kconsole.jobs",
-    "kconsole.drills.audit",
-    "kconsole.drills.export",
-    "kconsole.drills.measure",
-    "kconsole.drills.runner",
-    "kconsole.drills.verify",
-    "kconsole.drills.workload",
-    *[f"kconsole.cluster.{m.name}" for m in pkgutil.iter_modules(kconsole.cluster.__path__)],
+    *_modules("kconsole.cluster"),
+    *_modules("kconsole.drills"),
+    *_modules("kconsole.jobs"),
+    *_modules("kconsole.commands"),
 ]
 
 
