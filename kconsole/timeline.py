@@ -1,8 +1,9 @@
 """Cluster events derived from two consecutive snapshots.
 
 diff(old, new) says what changed in between: brokers leaving and joining, the controller moving,
-leaders changing, ISRs shrinking and expanding, partitions going offline and coming back. The
-events pane, the drill timeline and the drill measurements all read these.
+leaders changing, ISRs shrinking and expanding, partitions going offline and coming back, and
+reassignments starting, catching up, completing or being cancelled. The events pane, the drill
+timeline and the drill measurements all read these.
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ class EventKind(StrEnum):
     ISR_EXPANDED = "isr-expand"
     PARTITION_OFFLINE = "partition-offline"
     PARTITION_ONLINE = "partition-online"
+    REASSIGN_STARTED = "reassign-started"
+    REASSIGN_IN_SYNC = "reassign-in-sync"  # a replica the reassignment adds caught up (ISR)
+    REASSIGN_COMPLETED = "reassign-completed"
+    REASSIGN_CANCELLED = "reassign-cancelled"
     ACTION = "action"  # something the user (or a drill) did
 
 
@@ -55,6 +60,8 @@ class Event:
             EventKind.ISR_EXPANDED,
             EventKind.PARTITION_ONLINE,
             EventKind.BROKER_STATE,
+            EventKind.REASSIGN_IN_SYNC,
+            EventKind.REASSIGN_COMPLETED,
         ):
             return "good"
         return "info"
@@ -175,6 +182,58 @@ def _partition_events(ts: float, a: Partition, b: Partition) -> list[Event]:
             old=list(a.isr),
             new=list(b.isr),
         )
+    out.extend(_reassign_events(ts, a, b))
+    return out
+
+
+def _target(p: Partition) -> tuple[int, ...]:
+    """Where a reassigning partition is going: its replicas without those being removed."""
+    return tuple(r for r in p.replicas if r not in p.removing)
+
+
+def _reassign_events(ts: float, a: Partition, b: Partition) -> list[Event]:
+    # While Kafka moves a partition its replicas are the union of the old and the new set, with
+    # `adding` and `removing` saying which is which (KIP-455).
+    tp = f"{b.topic}/{b.partition}"
+    was, now = bool(a.adding or a.removing), bool(b.adding or b.removing)
+    out: list[Event] = []
+
+    def ev(kind: EventKind, text: str, old: object, new: object) -> None:
+        out.append(Event(ts, kind, text, topic=b.topic, partition=b.partition, old=old, new=new))
+
+    if now and not was:
+        origin = tuple(r for r in b.replicas if r not in b.adding)
+        ev(
+            EventKind.REASSIGN_STARTED,
+            f"{tp} reassignment started: [{_ids(origin)}] -> [{_ids(_target(b))}]",
+            list(origin),
+            list(_target(b)),
+        )
+    if now:
+        caught_up = sorted((set(b.isr) - set(a.isr)) & set(b.adding))
+        if caught_up:
+            ev(
+                EventKind.REASSIGN_IN_SYNC,
+                f"{tp} reassignment: new replica {_ids(caught_up)} in sync",
+                list(a.isr),
+                list(b.isr),
+            )
+    if was and not now:
+        origin = tuple(r for r in a.replicas if r not in a.adding)
+        if set(b.replicas) == set(_target(a)):
+            ev(
+                EventKind.REASSIGN_COMPLETED,
+                f"{tp} reassignment completed: [{_ids(b.replicas)}]",
+                list(origin),
+                list(b.replicas),
+            )
+        else:
+            ev(
+                EventKind.REASSIGN_CANCELLED,
+                f"{tp} reassignment cancelled: back to [{_ids(b.replicas)}]",
+                list(_target(a)),
+                list(b.replicas),
+            )
     return out
 
 

@@ -87,3 +87,36 @@ def test_paused_broker_leaves_when_its_session_expires() -> None:
     assert kinds(paused, expired) == [(EventKind.BROKER_LEFT, 2)]
     assert kinds(expired, resumed) == []
     assert kinds(resumed, up) == [(EventKind.BROKER_JOINED, 2)]
+
+
+def test_reassignment_started_caught_up_completed() -> None:
+    """1,2,3 -> 2,3,4 as Kafka shows it: the union of both sets, with adding / removing."""
+    brokers = (*_snap().brokers, Broker(4, "h", 4))
+    moving = _snap(
+        brokers=brokers,
+        partitions=(Partition("t", 0, 1, (2, 3, 4, 1), (1, 2, 3), adding=(4,), removing=(1,)),),
+    )
+    started = diff(_snap(brokers=brokers), moving)
+    assert [(e.kind, e.text) for e in started] == [
+        (EventKind.REASSIGN_STARTED, "t/0 reassignment started: [2,3,1] -> [2,3,4]")
+    ]
+    synced = replace(
+        moving,
+        partitions=(Partition("t", 0, 1, (2, 3, 4, 1), (1, 2, 3, 4), adding=(4,), removing=(1,)),),
+    )
+    kinds = [e.kind for e in diff(moving, synced)]
+    assert kinds == [EventKind.ISR_EXPANDED, EventKind.REASSIGN_IN_SYNC]
+    done = replace(moving, partitions=(Partition("t", 0, 2, (2, 3, 4), (2, 3, 4)),))
+    completed = [e for e in diff(synced, done) if e.kind is EventKind.REASSIGN_COMPLETED]
+    assert completed[0].text == "t/0 reassignment completed: [2,3,4]"
+    assert completed[0].severity == "good"
+
+
+def test_reassignment_cancelled() -> None:
+    moving = _snap(
+        partitions=(Partition("t", 0, 1, (2, 3, 4, 1), (1, 2, 3), adding=(4,), removing=(1,)),)
+    )
+    back = _snap(partitions=(Partition("t", 0, 1, (1, 2, 3), (1, 2, 3)),))
+    (event,) = [e for e in diff(moving, back) if e.kind.value.startswith("reassign")]
+    assert event.kind is EventKind.REASSIGN_CANCELLED
+    assert event.text == "t/0 reassignment cancelled: back to [1,2,3]"
