@@ -21,6 +21,7 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from kconsole.cluster import jars
 from kconsole.cluster.errors import ClusterError
@@ -110,14 +111,11 @@ class LocalCluster(LocalClusterDir):
         names = ["zookeeper", *[f"broker-{i}" for i in self.spec.broker_ids]]
         # Refuse a spec change under running processes: their configs would silently differ.
         saved = self._load_spec()
-        if (
-            saved
-            and saved != self.spec
-            and any(self.process(n).state() is not ProcState.STOPPED for n in self._all_names())
-        ):
+        running = [n for n in self._all_names() if self.process(n).state() is not ProcState.STOPPED]
+        if saved and saved != self.spec and running and not self._adds_brokers_only(saved):
             raise ClusterError(
                 f"the cluster in {self.state_dir} is running with another configuration; "
-                "run `kconsole cluster down` first"
+                "run `kconsole cluster down` first (adding brokers is fine while it runs)"
             )
         to_start: list[str] = []
         for name in names:
@@ -157,6 +155,21 @@ class LocalCluster(LocalClusterDir):
         result.started = started
         result.elapsed_s = time.monotonic() - t0
         return result
+
+    def _adds_brokers_only(self, saved: LocalClusterSpec) -> bool:
+        """Whether this spec only adds brokers to `saved`, leaving every existing process's
+        configuration exactly as it is (so they can keep running, e.g. to drain one)."""
+        if (
+            self.spec.brokers < saved.brokers
+            or replace(saved, brokers=self.spec.brokers) != self.spec
+        ):
+            return False
+        data = Path("/")  # the data dir is the same on both sides; only the rest may differ
+        same_zk = zookeeper_properties(saved, data) == zookeeper_properties(self.spec, data)
+        return same_zk and all(
+            broker_properties(saved, b, data) == broker_properties(self.spec, b, data)
+            for b in saved.broker_ids
+        )
 
     def _wait_zookeeper(self, deadline: float, started: list[str]) -> None:
         while True:

@@ -1,0 +1,399 @@
+"""Partition reassignment, replication throttles and leader election, through the Admin API.
+
+Plain data in and out: a move is (topic, partition, target replicas). Throttles are set the way
+Kafka's own kafka-reassign-partitions tool sets them (ReassignPartitionsCommand:
+calculateProposedMoveMap, calculateLeaderThrottles, calculateFollowerThrottles,
+modifyReassignmentThrottle), and removed the way its --verify does once a reassignment is done.
+Election results are built in kconsole.cluster.elect (ElectResult is re-exported here).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import kafka.errors as kerrors
+
+# kafka-python: confluent-kafka's elect_leaders raised SystemError on keyword args in kconsole.
+from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient
+from kafka.structs import TopicPartition
+
+from kconsole.cluster.admin import kafka_python_config
+from kconsole.cluster.elect import ELECTION_TYPES, ElectResult, elect_results, error_text
+from kconsole.config import Settings
+from kconsole.errors import ClusterError
+
+__all__ = [
+    "THROTTLE_RATE_KEYS",
+    "THROTTLE_REPLICA_KEYS",
+    "ElectResult",
+    "Ongoing",
+    "ReassignClient",
+    "ReassignError",
+    "ThrottlePlan",
+    "throttle_plan",
+]
+
+log = logging.getLogger(__name__)
+
+THROTTLE_RATE_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+THROTTLE_REPLICA_KEYS = (
+    "leader.replication.throttled.replicas",
+    "follower.replication.throttled.replicas",
+)
+
+Move = tuple[str, int, tuple[int, ...]]
+TP = tuple[str, int]
+
+# Errors a request can fail with when a broker or the controller does not answer (kafka-python
+# raises RuntimeError when it cannot find the active controller).
+_IO_ERRORS = (kerrors.KafkaError, OSError, RuntimeError)
+
+
+class ReassignError(ClusterError):
+    """A reassignment, throttle or election request could not be made at all."""
+
+
+@dataclass(frozen=True)
+class Ongoing:
+    """A reassignment the controller is running now."""
+
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]  # every replica during the move (target + those being removed)
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+
+
+# -- the throttle plan (pure; checked against ReassignPartitionsCommand) --------------------
+
+
+@dataclass(frozen=True)
+class ThrottlePlan:
+    brokers: tuple[int, ...]  # get both rate keys
+    leader: dict[str, str]  # topic -> leader.replication.throttled.replicas
+    follower: dict[str, str]  # topic -> follower.replication.throttled.replicas
+
+
+def throttle_plan(
+    moves: Sequence[Move], current: Mapping[TP, Sequence[int]], ongoing: Sequence[Ongoing] = ()
+) -> ThrottlePlan:
+    """What kafka-reassign-partitions --execute --throttle sets for `moves`.
+
+    As calculateProposedMoveMap: every partition being reassigned now (`ongoing`) moves from
+    its replicas minus those being added (sources) to the added ones (destinations); each new
+    move's sources are the ongoing sources if it is already moving, else its current replicas,
+    and its destinations the target replicas not among the sources. Leader throttles list
+    every source, follower throttles every destination ("partition:broker", per topic, over
+    the whole move map); the rate goes on every source and destination broker."""
+    sources: dict[TP, set[int]] = {}
+    dests: dict[TP, set[int]] = {}
+    for o in ongoing:
+        tp = (o.topic, o.partition)
+        sources[tp] = set(o.replicas) - set(o.adding)
+        dests[tp] = set(o.adding)
+    for topic, partition, replicas in moves:
+        tp = (topic, partition)
+        if tp not in sources:
+            if not current.get(tp):
+                raise ReassignError(f"no current replicas known for {topic}/{partition}")
+            sources[tp] = set(current[tp])
+        dests[tp] = set(replicas) - sources[tp]
+    leader: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    follower: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for (topic, partition), srcs in sources.items():
+        leader[topic] += [(partition, b) for b in srcs]
+        follower[topic] += [(partition, b) for b in dests[(topic, partition)] - srcs]
+
+    def joined(pairs: list[tuple[int, int]]) -> str:
+        return ",".join(f"{p}:{b}" for p, b in sorted(set(pairs)))
+
+    brokers: set[int] = set().union(*sources.values(), *dests.values())
+    return ThrottlePlan(
+        tuple(sorted(brokers)),
+        {t: joined(leader[t]) for t in sorted(leader)},
+        {t: joined(follower.get(t, [])) for t in sorted(leader)},
+    )
+
+
+# -- the client ------------------------------------------------------------------------------
+
+
+class ReassignClient:
+    """Blocking reassignment / throttle / election calls; one kafka-python admin client,
+    connected on first use and dropped (to reconnect next time) when a call fails on I/O."""
+
+    def __init__(self, settings: Settings, timeout_s: float = 10.0):
+        self.timeout_s = timeout_s
+        conf = kafka_python_config(settings.kafka_config(), timeout_s)
+        if "client.id" not in settings.client:
+            conf["client_id"] = "kconsole-reassign"
+        conf["bootstrap_timeout_ms"] = int(timeout_s * 1000)
+        conf["reconnect_backoff_max_ms"] = 1000
+        self._conf = conf
+        self._admin: Any = None
+        self.last_unreachable: list[int] = []
+
+    def __enter__(self) -> ReassignClient:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        admin, self._admin = self._admin, None
+        if admin is not None:
+            with contextlib.suppress(Exception):
+                admin.close()
+
+    def _client(self) -> Any:
+        if self._admin is None:
+            # Built in two steps so a failed bootstrap can stop the IO thread __init__ started
+            # (KafkaAdminClient.close() does nothing before bootstrap has succeeded).
+            admin = KafkaAdminClient.__new__(KafkaAdminClient)
+            try:
+                admin.__init__(**self._conf)
+                self._admin = admin
+            except _IO_ERRORS as exc:
+                with contextlib.suppress(Exception):
+                    admin._client.close()
+                with contextlib.suppress(Exception):
+                    admin._net.stop()
+                raise ReassignError(
+                    f"cannot reach the cluster at {self._conf.get('bootstrap_servers')}: {exc}"
+                ) from exc
+        return self._admin
+
+    def _call(self, what: str, fn: str, *args: Any, **kwargs: Any) -> Any:
+        """admin.fn(*args, **kwargs); an I/O failure becomes a ReassignError about `what`."""
+        admin = self._client()
+        try:
+            return getattr(admin, fn)(*args, **kwargs)
+        except kerrors.BrokerResponseError as exc:  # it answered, and said no
+            raise ReassignError(f"Kafka refused {fn}: {error_text(exc)}") from exc
+        except _IO_ERRORS as exc:
+            self.close()
+            raise ReassignError(f"{what}: {exc}") from exc
+
+    def _brokers(self) -> list[int]:
+        desc = self._call("cannot read the brokers", "describe_cluster")
+        return sorted(int(b["broker_id"]) for b in desc.get("brokers", ()))
+
+    # -- reassignments ---------------------------------------------------------------------
+
+    def ongoing(self) -> list[Ongoing]:
+        """Every reassignment the controller is running, by topic and partition."""
+        res = self._call(
+            "cannot reach the controller to list reassignments", "list_partition_reassignments"
+        )
+        return sorted(
+            (
+                Ongoing(
+                    tp.topic,
+                    tp.partition,
+                    tuple(r["replicas"]),
+                    tuple(r["adding_replicas"]),
+                    tuple(r["removing_replicas"]),
+                )
+                for tp, r in res.items()
+            ),
+            key=lambda o: (o.topic, o.partition),
+        )
+
+    def execute(
+        self,
+        moves: Sequence[Move],
+        current: Mapping[TP, tuple[int, ...]],
+        throttle_bps: int | None = None,
+    ) -> dict[TP, str | None]:
+        """Start the reassignment of `moves`; with `throttle_bps`, set the replication
+        throttles first (and start nothing if that fails). Per partition: None when Kafka
+        accepted it, else its error."""
+        targets: dict[TP, list[int]] = {}
+        for topic, partition, replicas in moves:
+            if not replicas or not all(isinstance(b, int) for b in replicas):
+                raise ReassignError(f"{topic}/{partition}: the target replicas must be broker ids")
+            targets[(topic, partition)] = list(replicas)
+        if not targets:
+            return {}
+        if throttle_bps is not None:
+            if throttle_bps < 0:
+                raise ReassignError("the throttle must be at least 0 bytes/s")
+            self._set_throttles(throttle_plan(moves, current, self.ongoing()), throttle_bps)
+        return self._alter({TopicPartition(t, p): r for (t, p), r in targets.items()})
+
+    def cancel(self, partitions: Iterable[TP] | None = None) -> dict[TP, str | None]:
+        """Cancel reassignments (None: every running one); Kafka puts each partition back on
+        its original replicas. Per partition: None when cancelled, else the error."""
+        if partitions is None:
+            parts = [(o.topic, o.partition) for o in self.ongoing()]
+        else:
+            parts = sorted(set(partitions))
+        if not parts:
+            return {}
+        return self._alter({TopicPartition(t, p): None for t, p in parts})
+
+    def _alter(self, request: dict[TopicPartition, list[int] | None]) -> dict[TP, str | None]:
+        res = self._call(
+            "cannot reach the controller to alter reassignments",
+            "alter_partition_reassignments",
+            request,
+        )
+        out: dict[TP, str | None] = {}
+        for tp in request:
+            if tp not in res:
+                out[(tp.topic, tp.partition)] = "NO_RESPONSE: the controller did not answer for it"
+            else:
+                err = res[tp]
+                out[(tp.topic, tp.partition)] = None if err is None else error_text(err)
+        return out
+
+    # -- log sizes -------------------------------------------------------------------------
+
+    def log_sizes(self) -> dict[tuple[str, int, int], int]:
+        """(topic, partition, broker) -> bytes on disk, from DescribeLogDirs on every broker.
+        Brokers that do not answer are skipped and listed in `last_unreachable`; a replica
+        being moved between log dirs (future replica) is not counted twice."""
+        topics = self._call("cannot read the topics", "describe_topics")
+        wanted = {
+            t["name"]: [p["partition_index"] for p in t.get("partitions", ())]
+            for t in topics
+            if t.get("partitions")
+        }
+        out: dict[tuple[str, int, int], int] = {}
+        unreachable: list[int] = []
+        for broker in self._brokers():
+            try:
+                answer = self._client().describe_log_dirs(topic_partitions=wanted, brokers=[broker])
+            except _IO_ERRORS as exc:
+                log.info("describe_log_dirs on broker %s failed: %s", broker, exc)
+                unreachable.append(broker)
+                continue
+            for entry in answer:
+                for ld in entry["log_dirs"]:
+                    if ld.get("error_code", 0):
+                        continue  # an offline log dir
+                    for t in ld["topics"]:
+                        for p in t["partitions"]:
+                            if not p.get("is_future_key"):
+                                out[(t["name"], p["partition_index"], broker)] = p["partition_size"]
+        self.last_unreachable = unreachable
+        return out
+
+    # -- throttles -------------------------------------------------------------------------
+
+    def _set_throttles(self, plan: ThrottlePlan, rate: int) -> None:
+        topic_res = []
+        for topic in plan.leader:
+            configs = {THROTTLE_REPLICA_KEYS[0]: (AlterConfigOp.SET, plan.leader[topic])}
+            configs[THROTTLE_REPLICA_KEYS[1]] = (AlterConfigOp.SET, plan.follower[topic])
+            topic_res.append(ConfigResource(ConfigResourceType.TOPIC, topic, configs))
+        rates = {k: (AlterConfigOp.SET, str(rate)) for k in THROTTLE_RATE_KEYS}
+        broker_res = [
+            ConfigResource(ConfigResourceType.BROKER, str(b), dict(rates)) for b in plan.brokers
+        ]
+        self._alter_configs("set the replication throttles", topic_res + broker_res)
+
+    def remove_throttles(self, topics: Iterable[str], brokers: Iterable[int]) -> None:
+        """Delete the four throttle keys from `topics` and `brokers` (as --verify does once
+        the reassignment is complete)."""
+        delete = {k: (AlterConfigOp.DELETE, None) for k in THROTTLE_REPLICA_KEYS}
+        resources = [
+            ConfigResource(ConfigResourceType.TOPIC, t, dict(delete)) for t in sorted(set(topics))
+        ]
+        delete_rates = {k: (AlterConfigOp.DELETE, None) for k in THROTTLE_RATE_KEYS}
+        resources += [
+            ConfigResource(ConfigResourceType.BROKER, str(b), dict(delete_rates))
+            for b in sorted(set(brokers))
+        ]
+        self._alter_configs("remove the replication throttles", resources)
+
+    def _alter_configs(self, what: str, resources: list[Any]) -> None:
+        if not resources:
+            return
+        res = self._call(
+            f"cannot {what}",
+            "alter_configs",
+            resources,
+            raise_on_unknown=False,
+            incremental=True,
+        )
+        failed = [
+            f"{kind} {name}: {result}"
+            for kind, by_name in sorted(res.items())
+            for name, result in sorted(by_name.items())
+            if result != "OK"
+        ]
+        if failed:
+            raise ReassignError(f"could not {what}: " + "; ".join(failed))
+
+    def throttles(self) -> dict[str, dict[str, str]]:
+        """The throttles set now: {"broker:1": {rate keys}, "topic:T": {replica keys}}, only
+        brokers and topics with a non-empty value. Brokers that do not answer are skipped (and
+        listed in `last_unreachable`)."""
+        out: dict[str, dict[str, str]] = {}
+        unreachable: list[int] = []
+        for broker in self._brokers():
+            res = ConfigResource(ConfigResourceType.BROKER, str(broker), list(THROTTLE_RATE_KEYS))
+            try:
+                answer = self._client().describe_configs([res])
+            except _IO_ERRORS as exc:
+                log.info("describe_configs on broker %s failed: %s", broker, exc)
+                unreachable.append(broker)
+                continue
+            values = _values(answer.get("broker", {}).get(str(broker), {}), THROTTLE_RATE_KEYS)
+            if values:
+                out[f"broker:{broker}"] = values
+        self.last_unreachable = unreachable
+        topics = sorted(self._call("cannot read the topics", "list_topics"))
+        if topics:
+            resources = [
+                ConfigResource(ConfigResourceType.TOPIC, t, list(THROTTLE_REPLICA_KEYS))
+                for t in topics
+            ]
+            answer = self._call("cannot read the topic configs", "describe_configs", resources)
+            for topic, configs in sorted(answer.get("topic", {}).items()):
+                values = _values(configs, THROTTLE_REPLICA_KEYS)
+                if values:
+                    out[f"topic:{topic}"] = values
+        return out
+
+    # -- leader election -------------------------------------------------------------------
+
+    def elect(self, kind: str, partitions: Iterable[TP] | None) -> list[ElectResult]:
+        """Preferred or unclean leader election for `partitions` (None: every partition).
+        Per partition: elected, not needed, or not possible and why."""
+        if kind not in ELECTION_TYPES:
+            raise ReassignError(f"election kind must be preferred or unclean, not {kind!r}")
+        wanted: dict[str, list[int]] | None = None
+        if partitions is not None:
+            wanted = {}
+            for topic, partition in sorted(set(partitions)):
+                wanted.setdefault(topic, []).append(partition)
+            if not wanted:
+                return []
+        response = self._call(
+            "cannot reach the controller to elect leaders",
+            "elect_leaders",
+            ELECTION_TYPES[kind],
+            wanted,
+            raise_errors=False,
+        )
+        top = kerrors.for_code(getattr(response, "error_code", 0) or 0)
+        if top is not kerrors.NoError:
+            raise ReassignError(f"the leader election was refused: {error_text(top)}")
+        return elect_results(kind, response)
+
+
+def _values(configs: Mapping[str, Any], keys: Iterable[str]) -> dict[str, str]:
+    """The non-empty values of `keys` in one resource's describe_configs answer."""
+    out = {}
+    for key in keys:
+        value = (configs.get(key) or {}).get("value")
+        if value not in (None, ""):
+            out[key] = str(value)
+    return out
