@@ -20,9 +20,13 @@ class ClusterError(Exception):
         return f"{self.message}\nLast log lines{where}:\n{tail}"
 
 
-class ReadOnlyError(ClusterError):
+class Refused(ClusterError):
+    """The command layer refused an action before it did anything (the audit log says so)."""
+
+
+class ReadOnlyError(Refused):
     """A modifying action was refused because kconsole runs read-only."""
 
 
-class NotConfirmed(ClusterError):
+class NotConfirmed(Refused):
     """A destructive action was not confirmed."""

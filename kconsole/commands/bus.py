@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from kconsole.cluster.control import BrokerAction, BrokerControl
 from kconsole.cluster.produce import ProduceResult, Record, produce_records
 from kconsole.commands.auditlog import AuditLog
+from kconsole.commands.reassign import ReassignCommands
 from kconsole.commands.registry import spec as command_spec
 from kconsole.config import Settings
-from kconsole.errors import ClusterError, NotConfirmed, ReadOnlyError
+from kconsole.errors import ClusterError, NotConfirmed, ReadOnlyError, Refused
 
 if TYPE_CHECKING:
     from kconsole.cluster.local import LocalCluster, UpResult
@@ -38,8 +39,8 @@ def yes(_prompt: str, _expected: str) -> bool:
 
 
 @dataclass
-class Commands:
-    """Modifying actions, guarded and audited."""
+class Commands(ReassignCommands):
+    """Modifying actions, guarded and audited (reassignment and elections: commands/reassign)."""
 
     control: BrokerControl | None
     read_only: bool = False
@@ -131,7 +132,7 @@ class Commands:
             raise exc
         try:
             result = do()
-        except NotConfirmed as exc:
+        except Refused as exc:  # e.g. a drill not confirmed, a plan that does not fit
             self._log(name, target, args, "refused", exc.message)
             raise
         except BaseException as exc:

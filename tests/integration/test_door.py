@@ -15,12 +15,13 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, ConfigResource
 
 from kconsole.cli import main
 from kconsole.cluster.backends import LocalBrokerControl
 from kconsole.cluster.control import BrokerAction
 from kconsole.cluster.local import LocalCluster
+from kconsole.cluster.reassign import ReassignClient
 from kconsole.cluster.settings import TEST_TOPIC
 from kconsole.cluster.tail import StartAt, tail_factory
 from kconsole.commands import REGISTRY, AuditLog, Commands, ReadOnlyError, yes
@@ -28,6 +29,8 @@ from kconsole.config import Settings
 from kconsole.drills.runner import DrillSpec
 from kconsole.drills.verify import end_offsets
 from kconsole.jobs import JobManager, JobRun
+from kconsole.observer import ClusterObserver
+from kconsole.reassign.plan import Move, Plan
 from tests.unit.test_door import CLI_ARGS, MUTATING_CLI
 from tests.unit.test_jobs import write_fake
 from tests.waiting import wait_until
@@ -67,7 +70,46 @@ RECIPES: dict[str, Callable[[Commands, World], Any]] = {
     "drill.run": lambda c, w: c.drill_run(
         w.settings, DrillSpec(fault="kill", target="broker:2", duration_s=3), yes
     ),
+    "reassign.execute": lambda c, w: c.reassign_execute(
+        lambda: ReassignClient(w.settings),
+        Plan((Move(TEST_TOPIC, 0, (3, 1, 2)),)),
+        ClusterObserver(w.settings).read_once(),
+        confirm=yes,
+        throttle_bps=1000,
+    ),
+    "reassign.cancel": lambda c, w: c.reassign_cancel(
+        lambda: ReassignClient(w.settings), None, confirm=yes
+    ),
+    "reassign.unthrottle": lambda c, w: c.reassign_unthrottle(
+        lambda: ReassignClient(w.settings), [TEST_TOPIC], [1, 2, 3]
+    ),
+    "elect.preferred": lambda c, w: c.elect(
+        lambda: ReassignClient(w.settings), "preferred", None, confirm=yes
+    ),
+    "elect.unclean": lambda c, w: c.elect(
+        lambda: ReassignClient(w.settings), "unclean", [(TEST_TOPIC, 0)], confirm=yes
+    ),
 }
+
+THROTTLE_KEYS = (
+    "leader.replication.throttled.rate",
+    "follower.replication.throttled.rate",
+    "leader.replication.throttled.replicas",
+    "follower.replication.throttled.replicas",
+)
+
+
+def throttles(admin: AdminClient, brokers: list[int]) -> dict[str, dict[str, str]]:
+    """The throttle settings on every broker and on test-topic (set by a reassignment)."""
+    resources = [ConfigResource("broker", str(b)) for b in brokers]
+    resources.append(ConfigResource("topic", TEST_TOPIC))
+    out = {}
+    for res, fut in admin.describe_configs(resources, request_timeout=10).items():
+        entries = fut.result()
+        out[f"{res.restype}:{res.name}"] = {
+            k: e.value for k, e in entries.items() if k in THROTTLE_KEYS and e.value
+        }
+    return out
 
 
 def observe(w: World) -> dict[str, Any]:
@@ -82,7 +124,15 @@ def observe(w: World) -> dict[str, Any]:
         if p.is_file() and p.suffix in {".properties", ".cfg", ".json", ".pid"}
         and not {"logs", "data"} & set(p.parts)
     }  # fmt: skip
+    metadata = admin.list_topics(timeout=10)
+    assignment = {
+        (t, p.id): (p.leader, tuple(p.replicas))
+        for t, tm in metadata.topics.items()
+        for p in tm.partitions.values()
+    }
     return {
+        "assignment": assignment,
+        "throttles": throttles(admin, sorted(metadata.brokers)),
         "records": {t: end_offsets(w.settings, t) for t in topics},
         "groups": sorted(g.group_id for g in groups.valid),
         "processes": [(p.name, p.state, p.pid) for p in w.cluster.status().processes],

@@ -40,9 +40,15 @@ MUTATING_CLI = {
     "drill run": "drill.run",
     "jobs start": "job.start",
     "jobs stop": "job.stop",
+    "reassign execute": "reassign.execute",
+    "reassign cancel": "reassign.cancel",
+    "elect": "elect.preferred",
 }
 # Flags that turn a subcommand into another registered command.
-MUTATING_CLI_VARIANTS = {("cluster down", "--purge"): "cluster.purge"}
+MUTATING_CLI_VARIANTS = {
+    ("cluster down", "--purge"): "cluster.purge",
+    ("elect", "--unclean"): "elect.unclean",
+}
 # CLI subcommands that only read (or fill the per-user jar cache).
 READING_CLI = {
     "describe",
@@ -54,6 +60,12 @@ READING_CLI = {
     "jobs fetch",
     "jobs status",
     "jobs logs",
+    "reassign generate",
+    "reassign drain",
+    "reassign list",
+    # Reports; once a plan is complete it removes the throttles through reassign.unthrottle
+    # (read-only: refused, and verify says the throttles stay).
+    "reassign verify",
 }
 
 # (class, action name) of key bindings that change something -> registered command(s).
@@ -152,13 +164,18 @@ class TestRegistry:
             "broker.pause",
             "cluster.purge",
             "drill.run",
+            "reassign.execute",
+            "reassign.cancel",
+            "elect.preferred",
+            "elect.unclean",
         }
 
     def test_cli_tables_name_registered_commands(self) -> None:
         named = set(MUTATING_CLI.values()) | set(MUTATING_CLI_VARIANTS.values())
         assert named <= set(REGISTRY)
-        # Every registered command is reachable from the CLI, except the console-only tail.
-        assert set(REGISTRY) - named == {"tail.group"}
+        # Every registered command is reachable from the CLI: the console-only tail aside, and
+        # reassign.unthrottle, which `reassign verify` runs once a plan is complete.
+        assert set(REGISTRY) - named == {"tail.group", "reassign.unthrottle"}
 
 
 class TestClassification:
@@ -211,6 +228,9 @@ CLI_ARGS = {
     ],
     "jobs start": ["jobs", "--state-dir", "{dir}/jobs", "start", "keyed_counts"],
     "jobs stop": ["jobs", "--state-dir", "{dir}/jobs", "stop", "some-run"],
+    "reassign execute": ["reassign", "execute", "--plan", "{dir}/plan.json", "--yes"],
+    "reassign cancel": ["reassign", "cancel", "--all", "--yes"],
+    "elect": ["elect", "--preferred", "--all", "--yes"],
 }
 
 
@@ -230,6 +250,11 @@ class TestReadOnlyCli:
         assert [(e["command"], e["outcome"]) for e in entries] == [(MUTATING_CLI[path], "refused")]
         assert entries[0]["error"].startswith("read-only mode")
         assert not target.exists() or not any(target.iterdir())  # nothing written
+
+    def test_unclean_election_is_its_own_command(self, tmp_path: Path) -> None:
+        code, _, entries = read_only_cli(tmp_path, "elect", "--unclean", "--all", "--yes")
+        assert code == 4
+        assert [(e["command"], e["outcome"]) for e in entries] == [("elect.unclean", "refused")]
 
     def test_purge_is_its_own_command(self, tmp_path: Path) -> None:
         target = tmp_path / "cluster"

@@ -1,0 +1,417 @@
+"""`kconsole reassign ...` and `kconsole elect`: plans in kafka-reassign-partitions JSON, executed,
+watched, verified and cancelled through the command layer."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from kconsole.cli.common import commands, confirmation, fail
+from kconsole.cli.main import main
+from kconsole.config import Settings
+from kconsole.errors import ClusterError
+from kconsole.models import ClusterSnapshot
+
+if TYPE_CHECKING:
+    from kconsole.cluster.reassign import ReassignClient
+    from kconsole.reassign.plan import Plan, PlanDiff
+
+
+def _snapshot(settings: Settings) -> ClusterSnapshot:
+    from kconsole.observer import ClusterObserver
+
+    snap = ClusterObserver(settings).read_once()
+    if not snap.partitions:
+        errors = "; ".join(h.error for h in snap.sources if not h.ok) or "no partitions"
+        raise ClusterError(f"cannot read the cluster's assignment: {errors}")
+    return snap
+
+
+def _client(settings: Settings) -> ReassignClient:
+    from kconsole.cluster.reassign import ReassignClient
+
+    return ReassignClient(settings)
+
+
+def _sizes(settings: Settings) -> dict[tuple[str, int], int]:
+    """Each partition's size (its largest replica), for the data a move copies."""
+    try:
+        with _client(settings) as c:
+            per_replica = c.log_sizes()
+    except ClusterError:
+        return {}
+    sizes: dict[tuple[str, int], int] = {}
+    for (topic, part, _broker), size in per_replica.items():
+        sizes[(topic, part)] = max(size, sizes.get((topic, part), 0))
+    return sizes
+
+
+def _ints(text: str, what: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ClusterError(f"{what} must be comma-separated broker ids, not {text!r}") from None
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "?"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n = n / 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def describe_diff(d: PlanDiff) -> list[str]:
+    """Current vs proposed, one line per partition, then the totals."""
+    lines = [f"{'partition':<28} {'current':<12} {'proposed':<12} {'+add':<8} {'-remove':<8} "
+             f"{'leader':<8} copies"]  # fmt: skip
+    for m in d.moves:
+        if m.unchanged:
+            continue
+        leader = f"{m.leader_now}->{m.leader_after}" if m.leader_now != m.leader_after else "="
+        lines.append(
+            f"{m.topic + '/' + str(m.partition):<28} {','.join(map(str, m.current)):<12} "
+            f"{','.join(map(str, m.proposed)):<12} {','.join(map(str, m.added)) or '-':<8} "
+            f"{','.join(map(str, m.removed)) or '-':<8} {leader:<8} {_size(m.copy_bytes)}"
+        )
+    lines.append(
+        f"{d.partitions_changed} partition(s) change, {d.moved_replicas} replica(s) move, "
+        f"{d.leader_changes} leader change(s), {_size(d.total_copy_bytes)} to copy"
+    )
+    return lines
+
+
+def _write_plan(plan: Plan, rollback: Plan, out: Path | None) -> None:
+    if out is None:
+        click.echo(plan.to_json())
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(plan.to_json() + "\n")
+    back = out.with_name(out.stem + ".rollback.json")
+    back.write_text(rollback.to_json() + "\n")
+    click.echo(f"plan: {out}\nrollback (the current assignment): {back}")
+
+
+def _read_plan(path: Path) -> Plan:
+    from kconsole.reassign.plan import Plan
+
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ClusterError(f"cannot read the plan {path}: {exc}") from exc
+    return Plan.from_json(text)
+
+
+@main.group()
+def reassign() -> None:
+    """Partition reassignment, interchangeable with kafka-reassign-partitions (same JSON)."""
+
+
+@reassign.command()
+@click.option("--topics", required=True, metavar="T[,T..]", help="Topics to place anew.")
+@click.option("--brokers", "broker_list", required=True, metavar="1,2,3", help="Target brokers.")
+@click.option("--rf", type=int, default=None, help="A new replication factor (default: keep).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.pass_context
+def generate(
+    ctx: click.Context, topics: str, broker_list: str, rf: int | None, out: Path | None
+) -> None:
+    """Propose a placement on BROKERS (Kafka's own, rack-aware), moving as little as possible."""
+    from kconsole.reassign.plan import Plan, diff
+    from kconsole.reassign.plan import generate as propose
+
+    settings: Settings = ctx.obj["settings"]
+    try:
+        snap = _snapshot(settings)
+        names = [t.strip() for t in topics.split(",") if t.strip()]
+        plan = propose(snap, names, _ints(broker_list, "--brokers"), replication_factor=rf)
+        current = Plan.current(snap, [(m.topic, m.partition) for m in plan.moves])
+        for line in describe_diff(diff(plan, snap, _sizes(settings))):
+            click.echo(line, err=out is None)
+        _write_plan(plan, current, out)
+    except ClusterError as exc:
+        fail(exc)
+
+
+@reassign.command()
+@click.option("--broker", type=int, required=True, help="The broker to empty.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.pass_context
+def drain(ctx: click.Context, broker: int, out: Path | None) -> None:
+    """Propose moving every replica off BROKER (keeping each partition's replication factor)."""
+    from kconsole.reassign.plan import Plan, diff
+    from kconsole.reassign.plan import drain as propose_drain
+
+    settings: Settings = ctx.obj["settings"]
+    try:
+        snap = _snapshot(settings)
+        plan = propose_drain(snap, broker)
+        current = Plan.current(snap, [(m.topic, m.partition) for m in plan.moves])
+        for line in describe_diff(diff(plan, snap, _sizes(settings))):
+            click.echo(line, err=out is None)
+        _write_plan(plan, current, out)
+    except ClusterError as exc:
+        fail(exc)
+
+
+@reassign.command()
+@click.option("--plan", "plan_path", type=click.Path(path_type=Path), required=True)
+@click.option(
+    "--throttle",
+    type=int,
+    default=None,
+    metavar="BYTES_PER_S",
+    help="Replication throttle while the replicas copy (removed by verify).",
+)
+@click.option("--allow-rf-change", is_flag=True, help="Accept a new replication factor.")
+@click.option("--wait", is_flag=True, help="Print progress until done, then verify.")
+@click.option("--timeout", type=float, default=3600.0, show_default=True, help="With --wait.")
+@click.option("--yes", "assume_yes", is_flag=True, help="Do not ask (needed without a terminal).")
+@click.pass_context
+def execute(
+    ctx: click.Context,
+    plan_path: Path,
+    throttle: int | None,
+    allow_rf_change: bool,
+    wait: bool,
+    timeout: float,
+    assume_yes: bool,
+) -> None:
+    """Start the reassignment in PLAN (checked first: every problem is listed, nothing sent)."""
+    settings: Settings = ctx.obj["settings"]
+    door = commands(ctx)
+    try:
+        door.refuse("reassign.execute", str(plan_path))
+        from kconsole.reassign.plan import diff
+
+        if throttle is not None and throttle <= 0:
+            raise ClusterError("--throttle must be a positive number of bytes per second")
+        plan = _read_plan(plan_path)
+        snap = _snapshot(settings)
+        preview = "\n".join(describe_diff(diff(plan, snap, _sizes(settings))))
+        result = door.reassign_execute(
+            lambda: _client(settings),
+            plan,
+            snap,
+            confirm=confirmation(assume_yes),
+            throttle_bps=throttle,
+            allow_rf_change=allow_rf_change,
+            preview=preview,
+        )
+    except ClusterError as exc:
+        fail(exc)
+    refused = {tp: err for tp, err in result.items() if err}
+    for (topic, part), err in sorted(refused.items()):
+        click.echo(f"  {topic}/{part}: {err}", err=True)
+    click.echo(
+        f"started: {len(result) - len(refused)} partition(s)"
+        + (f", refused by Kafka: {len(refused)}" if refused else "")
+        + (f", throttle {throttle} B/s" if throttle else "")
+    )
+    if refused:
+        sys.exit(1)
+    if wait:
+        _watch(settings, plan, timeout)
+        sys.exit(_verify(ctx, plan))
+
+
+def _watch(settings: Settings, plan: Plan, timeout: float) -> None:
+    from kconsole.reassign.progress import Progress, progress
+
+    watched = [(m.topic, m.partition) for m in plan.moves]
+    deadline = time.monotonic() + timeout
+    last: Progress | None = None
+    last_at = time.monotonic()
+    while time.monotonic() < deadline:
+        snap = _snapshot(settings)
+        with _client(settings) as c:
+            ongoing = [
+                (o.topic, o.partition, o.replicas, o.adding, o.removing) for o in c.ongoing()
+            ]
+            sizes = c.log_sizes()
+        now = time.monotonic()
+        leaders = {(p.topic, p.partition): p.leader for p in snap.partitions}
+        isr = {(p.topic, p.partition): p.isr for p in snap.partitions}
+        last = progress(ongoing, watched, leaders, isr, sizes, last, now - last_at)
+        last_at = now
+        running = [p for p in last.partitions if not p.done]
+        eta = "?" if last.eta_s is None else f"{last.eta_s:.0f} s"
+        rate = "?" if last.rate is None else f"{_size(int(last.rate))}/s"
+        click.echo(
+            f"  {len(watched) - len(running)}/{len(watched)} done, {_size(last.left)} left, "
+            f"{rate}, eta {eta}"
+        )
+        if last.done:
+            return
+        time.sleep(2.0)  # the polling interval of a progress display
+    raise SystemExit(f"error: not done after {timeout:.0f} s (kconsole reassign list)")
+
+
+def _verify(ctx: click.Context, plan: Plan) -> int:
+    """0 when every move is in place and in sync and the throttles are gone (removed here)."""
+    settings: Settings = ctx.obj["settings"]
+    snap = _snapshot(settings)
+    parts = {(p.topic, p.partition): p for p in snap.partitions}
+    pending = []
+    for m in plan.moves:
+        p = parts.get((m.topic, m.partition))
+        if p is None:
+            pending.append(f"{m.topic}/{m.partition}: does not exist")
+        elif p.adding or p.removing:
+            pending.append(f"{m.topic}/{m.partition}: still being reassigned")
+        elif tuple(p.replicas) != tuple(m.replicas):
+            pending.append(
+                f"{m.topic}/{m.partition}: replicas {list(p.replicas)}, plan {list(m.replicas)}"
+            )
+        elif not set(m.replicas) <= set(p.isr):
+            pending.append(f"{m.topic}/{m.partition}: not all in sync (ISR {list(p.isr)})")
+    for line in pending:
+        click.echo(f"  {line}")
+    if pending:
+        click.echo(f"not complete: {len(pending)} of {len(plan.moves)} partition(s)")
+        return 1
+    topics = {m.topic for m in plan.moves}
+    brokers = [b.id for b in snap.brokers]
+    with _client(settings) as c:
+        left = c.throttles()
+    mine = {k for k in left if k.startswith("broker:") or k.removeprefix("topic:") in topics}
+    if mine:
+        try:
+            commands(ctx).reassign_unthrottle(lambda: _client(settings), topics, brokers)
+        except ClusterError as exc:
+            click.echo(f"complete, but the throttles stay: {exc}")
+            return 1
+        with _client(settings) as c:
+            left = c.throttles()
+        mine = {k for k in left if k.startswith("broker:") or k.removeprefix("topic:") in topics}
+        if mine:
+            click.echo(f"complete, but throttles remain on {', '.join(sorted(mine))}")
+            return 1
+        click.echo("throttles removed")
+    click.echo(f"complete: {len(plan.moves)} partition(s) in place and in sync")
+    return 0
+
+
+@reassign.command()
+@click.option("--plan", "plan_path", type=click.Path(path_type=Path), required=True)
+@click.pass_context
+def verify(ctx: click.Context, plan_path: Path) -> None:
+    """Exit 0 only when PLAN is in place, in sync, and its throttles are removed."""
+    try:
+        plan = _read_plan(plan_path)
+        sys.exit(_verify(ctx, plan))
+    except ClusterError as exc:
+        fail(exc)
+
+
+@reassign.command()
+@click.option("--plan", "plan_path", type=click.Path(path_type=Path), default=None)
+@click.option("--all", "cancel_all", is_flag=True, help="Every running reassignment.")
+@click.option("--yes", "assume_yes", is_flag=True, help="Do not ask (needed without a terminal).")
+@click.pass_context
+def cancel(ctx: click.Context, plan_path: Path | None, cancel_all: bool, assume_yes: bool) -> None:
+    """Cancel running reassignments: the partitions return to their original replicas."""
+    settings: Settings = ctx.obj["settings"]
+    try:
+        if (plan_path is None) == (not cancel_all):
+            raise ClusterError("give --plan FILE or --all")
+        parts = None
+        if plan_path is not None:
+            parts = [(m.topic, m.partition) for m in _read_plan(plan_path).moves]
+        result = commands(ctx).reassign_cancel(
+            lambda: _client(settings), parts, confirm=confirmation(assume_yes)
+        )
+    except ClusterError as exc:
+        fail(exc)
+    for (topic, part), err in sorted(result.items()):
+        click.echo(f"  {topic}/{part}: {err or 'cancelled'}")
+    click.echo(f"cancelled: {sum(1 for e in result.values() if not e)} partition(s)")
+
+
+@reassign.command("list")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def list_(ctx: click.Context, as_json: bool) -> None:
+    """Running reassignments: replicas, adding, removing."""
+    settings: Settings = ctx.obj["settings"]
+    try:
+        with _client(settings) as c:
+            ongoing = c.ongoing()
+    except ClusterError as exc:
+        fail(exc)
+    if as_json:
+        click.echo(json.dumps([o.__dict__ for o in ongoing], indent=2, default=list))
+        return
+    if not ongoing:
+        click.echo("no reassignment is running")
+    for o in ongoing:
+        click.echo(
+            f"{o.topic}/{o.partition}: replicas {list(o.replicas)}, adding {list(o.adding)}, "
+            f"removing {list(o.removing)}"
+        )
+
+
+@main.command()
+@click.option("--preferred", "kind", flag_value="preferred", help="The preferred replica leads.")
+@click.option(
+    "--unclean",
+    "kind",
+    flag_value="unclean",
+    help="Any live replica leads an offline partition: acknowledged data can be LOST.",
+)
+@click.option("--topic", default=None)
+@click.option("--partition", type=int, default=None)
+@click.option("--all", "every", is_flag=True, help="Every partition.")
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--yes", "assume_yes", is_flag=True, help="Do not ask (needed without a terminal).")
+@click.pass_context
+def elect(
+    ctx: click.Context,
+    kind: str | None,
+    topic: str | None,
+    partition: int | None,
+    every: bool,
+    as_json: bool,
+    assume_yes: bool,
+) -> None:
+    """Leader election: per partition, elected / not needed / not possible and why."""
+    settings: Settings = ctx.obj["settings"]
+    try:
+        if kind is None:
+            raise ClusterError("give --preferred or --unclean")
+        if every == (topic is not None):
+            raise ClusterError("give --topic T [--partition P] or --all")
+        parts: list[tuple[str, int]] | None = None
+        if topic is not None:
+            snap = _snapshot(settings)
+            parts = [
+                (p.topic, p.partition)
+                for p in snap.partitions
+                if p.topic == topic and (partition is None or p.partition == partition)
+            ]
+            if not parts:
+                what = f"{topic}/{partition}" if partition is not None else f"topic {topic}"
+                raise ClusterError(f"{what} does not exist")
+        results = commands(ctx).elect(
+            lambda: _client(settings), kind, parts, confirm=confirmation(assume_yes)
+        )
+    except ClusterError as exc:
+        fail(exc)
+    rows: list[dict[str, Any]] = [r.__dict__ for r in results]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for r in results:
+        click.echo(
+            f"  {r.topic}/{r.partition}: {r.outcome}" + (f" ({r.reason})" if r.reason else "")
+        )
+    counts = {o: sum(1 for r in results if r.outcome == o) for o in ("elected", "not needed",
+                                                                      "not possible")}  # fmt: skip
+    click.echo(", ".join(f"{v} {k}" for k, v in counts.items()))

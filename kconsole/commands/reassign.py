@@ -1,0 +1,189 @@
+"""Reassignment and leader-election commands (the Commands methods behind reassign.* and
+elect.*), through the same door: read-only first, then the plan is checked against the cluster
+(every problem at once, nothing sent), then the typed confirmation, then Kafka."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from kconsole.errors import ClusterError, Refused
+from kconsole.models import ClusterSnapshot
+
+if TYPE_CHECKING:
+    from kconsole.cluster.reassign import ElectResult, ReassignClient
+    from kconsole.commands.bus import Confirm
+    from kconsole.reassign.plan import Plan
+
+T = TypeVar("T")
+ClientFactory = Callable[[], "ReassignClient"]
+
+
+class PlanRejected(Refused):
+    """The plan was checked against the cluster and refused; nothing was sent."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__(
+            f"the plan was refused, nothing was sent ({len(problems)} problem"
+            + ("s" if len(problems) != 1 else "")
+            + "):\n"
+            + "\n".join(f"  - {p}" for p in problems)
+        )
+        self.problems = problems
+
+
+class _Door(Protocol):
+    def _run(
+        self,
+        name: str,
+        target: str,
+        args: Mapping[str, Any],
+        do: Callable[[], T],
+        *,
+        confirm: Confirm | None = None,
+        expected: str | None = None,
+        prompt: str = "",
+    ) -> T: ...
+
+
+def confirmation_word(plan: Plan) -> str:
+    """What the user types to confirm `plan`: its topic's name, or the number of partitions
+    when it spans several topics."""
+    topics = sorted({m.topic for m in plan.moves})
+    return topics[0] if len(topics) == 1 else str(len(plan.moves))
+
+
+def _target(partitions: Iterable[tuple[str, int]] | None) -> str:
+    if partitions is None:
+        return "all partitions"
+    parts = sorted(set(partitions))
+    shown = ", ".join(f"{t}/{p}" for t, p in parts[:6])
+    return shown + (f" and {len(parts) - 6} more" if len(parts) > 6 else "")
+
+
+class ReassignCommands:
+    """Mixed into Commands."""
+
+    def reassign_execute(
+        self: _Door,
+        client: ClientFactory,
+        plan: Plan,
+        snapshot: ClusterSnapshot,
+        *,
+        confirm: Confirm | None,
+        throttle_bps: int | None = None,
+        allow_rf_change: bool = False,
+        preview: str = "",
+    ) -> dict[tuple[str, int], str | None]:
+        """Check `plan` against `snapshot`, confirm (the topic name or the partition count),
+        then set the throttle (if any) and start the reassignment. Per partition: None when
+        Kafka accepted it, else the error."""
+        from kconsole.reassign.plan import validate
+
+        problems = [p.message for p in validate(plan, snapshot, allow_rf_change=allow_rf_change)]
+        current = {
+            (p.topic, p.partition): p.replicas
+            for p in snapshot.partitions
+            if any((m.topic, m.partition) == (p.topic, p.partition) for m in plan.moves)
+        }
+        word = confirmation_word(plan) if plan.moves else ""
+
+        def run() -> dict[tuple[str, int], str | None]:
+            if problems:
+                raise PlanRejected(problems)
+            moves = [(m.topic, m.partition, m.replicas) for m in plan.moves]
+            with client() as c:
+                return c.execute(moves, current, throttle_bps=throttle_bps)
+
+        return self._run(
+            "reassign.execute",
+            _target((m.topic, m.partition) for m in plan.moves),
+            {"partitions": len(plan.moves), "throttle_bps": throttle_bps, "plan": plan.to_json()},
+            run,
+            # An invalid plan is refused before anyone is asked to confirm it.
+            confirm=confirm if not problems else (lambda _p, _e: True),
+            expected=word,
+            prompt=(preview + "\n" if preview else "")
+            + f"Type {word!r} to start moving these replicas",
+        )
+
+    def reassign_cancel(
+        self: _Door,
+        client: ClientFactory,
+        partitions: Iterable[tuple[str, int]] | None,
+        *,
+        confirm: Confirm | None,
+    ) -> dict[tuple[str, int], str | None]:
+        """Cancel running reassignments (None: all): Kafka returns them to their original
+        replicas. Confirmed by typing 'cancel'."""
+        parts = None if partitions is None else sorted(set(partitions))
+
+        def run() -> dict[tuple[str, int], str | None]:
+            with client() as c:
+                return c.cancel(parts)
+
+        return self._run(
+            "reassign.cancel",
+            _target(parts),
+            {"partitions": None if parts is None else len(parts)},
+            run,
+            confirm=confirm,
+            expected="cancel",
+            prompt=f"cancel the reassignment of {_target(parts)}? Type 'cancel' to confirm",
+        )
+
+    def reassign_unthrottle(
+        self: _Door, client: ClientFactory, topics: Iterable[str], brokers: Iterable[int]
+    ) -> None:
+        """Remove the replication throttles from `topics` and `brokers` (as --verify does)."""
+        ts, bs = sorted(set(topics)), sorted(set(brokers))
+
+        def run() -> None:
+            with client() as c:
+                c.remove_throttles(ts, bs)
+
+        self._run(
+            "reassign.unthrottle",
+            f"topics {', '.join(ts) or '-'}, brokers {', '.join(map(str, bs)) or '-'}",
+            {"topics": ts, "brokers": bs},
+            run,
+        )
+
+    def elect(
+        self: _Door,
+        client: ClientFactory,
+        kind: str,
+        partitions: Iterable[tuple[str, int]] | None,
+        *,
+        confirm: Confirm | None,
+    ) -> list[ElectResult]:
+        """Preferred (or, loudly confirmed, unclean) leader election for `partitions` (None:
+        every partition). Per partition: elected, not needed, not possible and why."""
+        if kind not in ("preferred", "unclean"):
+            raise ClusterError(f"election kind must be preferred or unclean, not {kind!r}")
+        parts = None if partitions is None else sorted(set(partitions))
+        target = _target(parts)
+        if kind == "unclean":
+            expected = "unclean"
+            prompt = (
+                f"UNCLEAN leader election for {target}: a replica that is NOT in sync may become "
+                "leader, and acknowledged records it never received are LOST for good.\n"
+                "Type 'unclean' to confirm"
+            )
+        else:
+            expected = parts[0][0] if parts and len({t for t, _ in parts}) == 1 else "elect"
+            prompt = f"elect the preferred leaders of {target}? Type {expected!r} to confirm"
+
+        def run() -> list[ElectResult]:
+            with client() as c:
+                return c.elect(kind, parts)
+
+        return self._run(
+            f"elect.{kind}",
+            target,
+            {"partitions": None if parts is None else len(parts)},
+            run,
+            confirm=confirm,
+            expected=expected,
+            prompt=prompt,
+        )
