@@ -104,11 +104,12 @@ def throttles(admin: AdminClient, brokers: list[int]) -> dict[str, dict[str, str
     resources = [ConfigResource("broker", str(b)) for b in brokers]
     resources.append(ConfigResource("topic", TEST_TOPIC))
     out = {}
-    for res, fut in admin.describe_configs(resources, request_timeout=10).items():
-        entries = fut.result()
-        out[f"{res.restype}:{res.name}"] = {
-            k: e.value for k, e in entries.items() if k in THROTTLE_KEYS and e.value
-        }
+    for resource in resources:  # librdkafka takes one broker resource per call
+        for res, fut in admin.describe_configs([resource], request_timeout=10).items():
+            entries = fut.result()
+            out[f"{res.restype}:{res.name}"] = {
+                k: e.value for k, e in entries.items() if k in THROTTLE_KEYS and e.value
+            }
     return out
 
 
