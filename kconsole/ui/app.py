@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import work
 from textual.app import SystemCommand
@@ -27,6 +27,7 @@ from textual.screen import Screen
 from kconsole import paths
 from kconsole.cluster.tail import TailFactory, tail_factory
 from kconsole.commands import Commands
+from kconsole.commands.reassign import ClientFactory
 from kconsole.config import Settings
 from kconsole.drills.measure import BrokerConfig, Measurement
 from kconsole.jobs import JobManager, JobRun, JobSpec
@@ -47,9 +48,13 @@ from kconsole.ui.screens.help import HelpScreen, KeyGroup
 from kconsole.ui.screens.jobs import JobsScreen, StartJobDialog
 from kconsole.ui.screens.main import FilterInput, MainScreen
 from kconsole.ui.screens.produce import ProduceScreen
+from kconsole.ui.screens.reassign import AskText, ReassignScreen
 from kconsole.ui.screens.tail import TailScreen
 from kconsole.ui.screens.timeline import TimelineScreen
 from kconsole.ui.widgets.tables import BrokersTable, GroupsTable, PartitionsTable
+
+if TYPE_CHECKING:
+    from kconsole.cluster.reassign import ReassignClient
 
 __all__ = ["ACTIONS_GROUP", "JOB_ACTIONS_GROUP", "KConsoleApp", "make_app"]
 
@@ -94,6 +99,7 @@ class KConsoleApp(BrokerActions, JobActions):
         settings: Settings | None = None,
         tailer: TailFactory | None = None,
         jobs: JobManager | None = None,
+        reassign_client: ClientFactory | None = None,
     ) -> None:
         super().__init__()
         self.jobs = jobs
@@ -107,6 +113,11 @@ class KConsoleApp(BrokerActions, JobActions):
         """How to reach the cluster for producing (None: producing is unavailable)."""
         self.tailer = tailer or (tail_factory(settings) if settings is not None else None)
         """Opens tails of topics (None: tailing is unavailable)."""
+        self.reassign_client = reassign_client or (
+            reassign_factory(settings) if settings is not None else None
+        )
+        """Opens reassignment clients: log sizes and progress are read with it, changes go
+        through the command layer (None: the reassignment screen cannot reach the cluster)."""
         self.observer = observer
         self.commands = commands
         """The one door for every modifying action (None: the console only observes)."""
@@ -288,6 +299,16 @@ class KConsoleApp(BrokerActions, JobActions):
             KeyGroup("Tail (F)", (TailScreen,), after=(("enter", "Start the tail"),)),
             KeyGroup("Jobs (J)", (JobsScreen,), after=(("enter", "Start the selected job"),)),
             KeyGroup("Start a job", (StartJobDialog,)),
+            KeyGroup(
+                "Reassign (R on a partition, D on a broker)",
+                (ReassignScreen,),
+                after=(("enter", "In the bar: propose from the topics, brokers and RF"),),
+            ),
+            KeyGroup(
+                "Reassign dialogs",
+                (AskText,),
+                before=(("type, enter", "Confirm (the word shown) or set the replicas"),),
+            ),
         ]
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
@@ -310,6 +331,17 @@ class KConsoleApp(BrokerActions, JobActions):
             )
 
 
+def reassign_factory(settings: Settings) -> ClientFactory:
+    """ReassignClient(settings) each call (kafka-python is imported on first use)."""
+
+    def factory() -> ReassignClient:
+        from kconsole.cluster.reassign import ReassignClient
+
+        return ReassignClient(settings)
+
+    return factory
+
+
 def make_app(
     observer: Observer | None,
     *,
@@ -323,13 +355,15 @@ def make_app(
     settings: Settings | None = None,
     tailer: TailFactory | None = None,
     jobs: JobManager | None = None,
+    reassign_client: ClientFactory | None = None,
 ) -> KConsoleApp:
     """The console app, reading from `observer` (None: wait for SnapshotUpdated messages).
 
     `commands` enables the broker keys; `broker_config` is what drill measurements are
     predicted from (default: the local cluster's settings); timelines are exported to
     `export_dir` (default: <state dir>/timelines). `settings` enable producing and (through
-    `tailer`, by default a real Tailer) tailing.
+    `tailer`, by default a real Tailer) tailing, and (through `reassign_client`, by default a
+    ReassignClient on `settings`) reassigning partitions.
     """
     return KConsoleApp(
         observer,
@@ -343,4 +377,5 @@ def make_app(
         settings=settings,
         tailer=tailer,
         jobs=jobs,
+        reassign_client=reassign_client,
     )

@@ -16,6 +16,7 @@ from textual.dom import DOMNode
 from kconsole.cluster.control import BrokerAction
 from kconsole.cluster.tail import TailFactory
 from kconsole.commands import Commands
+from kconsole.commands.reassign import ClientFactory
 from kconsole.config import Settings
 from kconsole.drills.measure import Measurement
 from kconsole.jobs import JobRun, JobSpec
@@ -44,6 +45,7 @@ class ConsoleState(Protocol):
     title: str
     settings: Settings | None
     tailer: TailFactory | None
+    reassign_client: ClientFactory | None
     clock: Callable[[], float]
 
     @property

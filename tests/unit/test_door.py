@@ -77,6 +77,10 @@ MUTATING_BINDINGS = {
     ("TailScreen", "restart"): "tail.group",  # with a group typed in the bar
     ("JobsScreen", "stop_run"): "job.stop",
     ("StartJobDialog", "start"): "job.start",
+    ("ReassignScreen", "execute"): "reassign.execute",
+    ("ReassignScreen", "cancel_reassignment"): "reassign.cancel",
+    # Reports; once the plan is complete it removes the throttles through reassign.unthrottle.
+    ("ReassignScreen", "verify"): "reassign.unthrottle",
 }
 
 
@@ -84,6 +88,14 @@ MUTATING_BINDINGS = {
 # timeline file, or open a chooser whose choices are commands above (C, L, P, J's "new run").
 # Quitting stops the job runs started attached from this console, through job.stop.
 READING_BINDINGS = {
+    ("AskText", "cancel"),
+    ("BrokersTable", "drain"),  # opens the reassignment screen on a drain proposal
+    ("PartitionsTable", "reassign"),  # opens the reassignment screen
+    ("ReassignScreen", "back"),
+    ("ReassignScreen", "edit"),  # the plan on screen, not the cluster
+    ("ReassignScreen", "export"),  # writes plan files
+    ("ReassignScreen", "generate"),
+    ("ReassignScreen", "import_plan"),
     ("BrokerChooser", "cancel"),
     ("ConfirmBrokerAction", "cancel"),
     ("FilterInput", "clear"),

@@ -58,6 +58,14 @@ class BrokersTable(KeyedTable):
         ),
         # Reached only while the keys above are disabled: the command layer refuses (and logs)
         # that action and says why, instead of the key doing nothing.
+        Binding(
+            "D",
+            "drain",
+            "Drain",
+            show=False,
+            tooltip="Move every replica off the selected broker (propose, check, execute)",
+            id="broker-drain",
+        ),
         Binding("s", "refused('stop')", show=False),
         Binding("k", "refused('kill')", show=False),
         Binding("p", "refused('pause')", show=False),
@@ -79,6 +87,16 @@ class BrokersTable(KeyedTable):
         if chosen is BrokerAction.PAUSE:
             chosen = view.pause_or_resume(broker_id)
         actions(self).request_broker_action(chosen, broker_id)
+
+    def action_drain(self) -> None:
+        """Open the reassignment screen on draining the broker under the cursor."""
+        from kconsole.ui.screens.reassign import ReassignScreen
+
+        key = self.cursor_key
+        if key is None:
+            self.notify("no broker selected")
+            return
+        self.app.push_screen(ReassignScreen(drain=int(key)))
 
     def action_refused(self, action: str) -> None:
         """A disabled broker key: the command layer refuses (and logs) it and says why."""
@@ -111,6 +129,14 @@ class PartitionsTable(KeyedTable):
             id="partition-leader",
         ),
         Binding("L", UNAVAILABLE, show=False),
+        Binding(
+            "R",
+            "reassign",
+            "Reassign",
+            show=False,
+            tooltip="Reassign the selected partition's topic (propose, check, execute, follow)",
+            id="partition-reassign",
+        ),
     ]
 
     view: reactive[PartitionView] = reactive(PartitionView, init=False)
@@ -120,6 +146,17 @@ class PartitionsTable(KeyedTable):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return broker_check(self, action)
+
+    def action_reassign(self) -> None:
+        """Open the reassignment screen on the selected partition's topic."""
+        from kconsole.ui.screens.reassign import ReassignScreen
+
+        key = self.cursor_key
+        topic, _, part = (key or "").rpartition("/")
+        if not topic or not part.isdigit():
+            self.notify("no partition selected")
+            return
+        self.app.push_screen(ReassignScreen(topics=[topic], partition=(topic, int(part))))
 
     def action_leader_actions(self) -> None:
         """Choose an action for the selected partition's leader."""
