@@ -53,6 +53,25 @@ def confirmation_word(plan: Plan) -> str:
     return topics[0] if len(topics) == 1 else str(len(plan.moves))
 
 
+def election_confirmation(
+    kind: str, partitions: Iterable[tuple[str, int]] | None
+) -> tuple[str, str]:
+    """(the word to type, the question) for an election: 'unclean', loudly, for an unclean one;
+    the topic's name (or 'elect' for several topics or all) for a preferred one."""
+    if kind not in ("preferred", "unclean"):
+        raise ClusterError(f"election kind must be preferred or unclean, not {kind!r}")
+    parts = None if partitions is None else sorted(set(partitions))
+    target = _target(parts)
+    if kind == "unclean":
+        return "unclean", (
+            f"UNCLEAN leader election for {target}: a replica that is NOT in sync may become "
+            "leader, and acknowledged records it never received are LOST for good.\n"
+            "Type 'unclean' to confirm"
+        )
+    word = parts[0][0] if parts and len({t for t, _ in parts}) == 1 else "elect"
+    return word, f"elect the preferred leaders of {target}? Type {word!r} to confirm"
+
+
 def _target(partitions: Iterable[tuple[str, int]] | None) -> str:
     if partitions is None:
         return "all partitions"
@@ -159,20 +178,9 @@ class ReassignCommands:
     ) -> list[ElectResult]:
         """Preferred (or, loudly confirmed, unclean) leader election for `partitions` (None:
         every partition). Per partition: elected, not needed, not possible and why."""
-        if kind not in ("preferred", "unclean"):
-            raise ClusterError(f"election kind must be preferred or unclean, not {kind!r}")
         parts = None if partitions is None else sorted(set(partitions))
         target = _target(parts)
-        if kind == "unclean":
-            expected = "unclean"
-            prompt = (
-                f"UNCLEAN leader election for {target}: a replica that is NOT in sync may become "
-                "leader, and acknowledged records it never received are LOST for good.\n"
-                "Type 'unclean' to confirm"
-            )
-        else:
-            expected = parts[0][0] if parts and len({t for t, _ in parts}) == 1 else "elect"
-            prompt = f"elect the preferred leaders of {target}? Type {expected!r} to confirm"
+        expected, prompt = election_confirmation(kind, parts)
 
         def run() -> list[ElectResult]:
             with client() as c:

@@ -36,6 +36,7 @@ from kconsole.source import Observer
 from kconsole.timeline import Event
 from kconsole.ui.broker_actions import ACTIONS_GROUP, BrokerActions
 from kconsole.ui.drill import ActionRun, Drill, latest_drill
+from kconsole.ui.election_actions import ElectionActions
 from kconsole.ui.job_actions import JOB_ACTIONS_GROUP, JobActions
 from kconsole.ui.messages import (
     EventsLogged,
@@ -43,12 +44,14 @@ from kconsole.ui.messages import (
 )
 from kconsole.ui.rows import LoggedEvent
 from kconsole.ui.screens.actions import BrokerChooser, ConfirmBrokerAction
+from kconsole.ui.screens.ask import AskText
+from kconsole.ui.screens.elect import ElectScope
 from kconsole.ui.screens.group import GroupScreen
 from kconsole.ui.screens.help import HelpScreen, KeyGroup
 from kconsole.ui.screens.jobs import JobsScreen, StartJobDialog
 from kconsole.ui.screens.main import FilterInput, MainScreen
 from kconsole.ui.screens.produce import ProduceScreen
-from kconsole.ui.screens.reassign import AskText, ReassignScreen
+from kconsole.ui.screens.reassign import ReassignScreen
 from kconsole.ui.screens.tail import TailScreen
 from kconsole.ui.screens.timeline import TimelineScreen
 from kconsole.ui.widgets.tables import BrokersTable, GroupsTable, PartitionsTable
@@ -65,7 +68,7 @@ LAG_HISTORY = 60
 TIMELINE_EVENTS = 5000
 
 
-class KConsoleApp(BrokerActions, JobActions):
+class KConsoleApp(BrokerActions, JobActions, ElectionActions):
     """The console. Build it with make_app()."""
 
     CSS_PATH = "app.tcss"
@@ -304,6 +307,7 @@ class KConsoleApp(BrokerActions, JobActions):
                 (ReassignScreen,),
                 after=(("enter", "In the bar: propose from the topics, brokers and RF"),),
             ),
+            KeyGroup("Preferred leader election (E on a partition)", (ElectScope,)),
             KeyGroup(
                 "Reassign dialogs",
                 (AskText,),

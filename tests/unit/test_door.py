@@ -77,6 +77,8 @@ MUTATING_BINDINGS = {
     ("TailScreen", "restart"): "tail.group",  # with a group typed in the bar
     ("JobsScreen", "stop_run"): "job.stop",
     ("StartJobDialog", "start"): "job.start",
+    ("PartitionsTable", "elect"): "elect.*",  # E: a scope first; U: unclean, straight to confirm
+    ("ElectScope", "choose"): "elect.preferred",
     ("ReassignScreen", "execute"): "reassign.execute",
     ("ReassignScreen", "cancel_reassignment"): "reassign.cancel",
     # Reports; once the plan is complete it removes the throttles through reassign.unthrottle.
@@ -89,6 +91,7 @@ MUTATING_BINDINGS = {
 # Quitting stops the job runs started attached from this console, through job.stop.
 READING_BINDINGS = {
     ("AskText", "cancel"),
+    ("ElectScope", "cancel"),
     ("BrokersTable", "drain"),  # opens the reassignment screen on a drain proposal
     ("PartitionsTable", "reassign"),  # opens the reassignment screen
     ("ReassignScreen", "back"),

@@ -130,6 +130,22 @@ class PartitionsTable(KeyedTable):
         ),
         Binding("L", UNAVAILABLE, show=False),
         Binding(
+            "E",
+            "elect('preferred')",
+            "Elect leaders",
+            show=False,
+            tooltip="Preferred leader election: this partition, its topic, or all off-preferred",
+            id="partition-elect",
+        ),
+        Binding(
+            "U",
+            "elect('unclean')",
+            "Unclean election",
+            show=False,
+            tooltip="Unclean leader election for the selected OFFLINE partition (can lose data)",
+            id="partition-unclean",
+        ),
+        Binding(
             "R",
             "reassign",
             "Reassign",
@@ -146,6 +162,26 @@ class PartitionsTable(KeyedTable):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return broker_check(self, action)
+
+    def action_elect(self, kind: str) -> None:
+        """Leader election for the selected partition (preferred: choose the scope first)."""
+        key = self.cursor_key
+        topic, _, part = (key or "").rpartition("/")
+        if not topic or not part.isdigit():
+            self.notify("no partition selected")
+            return
+        if kind == "preferred":
+            actions(self).choose_election(topic, int(part))
+            return
+        snap = state(self).snapshot
+        p = snap.partition(topic, int(part)) if snap else None
+        if p is None or not snap or not snap.is_offline(p):
+            self.notify(
+                f"{key} has a leader: an unclean election is only for an offline partition",
+                severity="warning",
+            )
+            return
+        actions(self).request_election("unclean", [(topic, int(part))])
 
     def action_reassign(self) -> None:
         """Open the reassignment screen on the selected partition's topic."""
