@@ -16,6 +16,7 @@ from kconsole.cli.main import main
 from kconsole.config import Settings
 from kconsole.errors import ClusterError
 from kconsole.models import ClusterSnapshot
+from kconsole.reassign.progress import human_bytes
 
 if TYPE_CHECKING:
     from kconsole.cluster.reassign import ReassignClient
@@ -58,16 +59,6 @@ def _ints(text: str, what: str) -> list[int]:
         raise ClusterError(f"{what} must be comma-separated broker ids, not {text!r}") from None
 
 
-def _size(n: int | None) -> str:
-    if n is None:
-        return "?"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n = n / 1024  # type: ignore[assignment]
-    return str(n)
-
-
 def describe_diff(d: PlanDiff) -> list[str]:
     """Current vs proposed, one line per partition, then the totals."""
     lines = [f"{'partition':<28} {'current':<12} {'proposed':<12} {'+add':<8} {'-remove':<8} "
@@ -79,13 +70,24 @@ def describe_diff(d: PlanDiff) -> list[str]:
         lines.append(
             f"{m.topic + '/' + str(m.partition):<28} {','.join(map(str, m.current)):<12} "
             f"{','.join(map(str, m.proposed)):<12} {','.join(map(str, m.added)) or '-':<8} "
-            f"{','.join(map(str, m.removed)) or '-':<8} {leader:<8} {_size(m.copy_bytes)}"
+            f"{','.join(map(str, m.removed)) or '-':<8} {leader:<8} {human_bytes(m.copy_bytes)}"
         )
     lines.append(
         f"{d.partitions_changed} partition(s) change, {d.moved_replicas} replica(s) move, "
-        f"{d.leader_changes} leader change(s), {_size(d.total_copy_bytes)} to copy"
+        f"{d.leader_changes} leader change(s), {human_bytes(d.total_copy_bytes)} to copy"
     )
     return lines
+
+
+def _show_and_write(
+    settings: Settings, snap: ClusterSnapshot, plan: Plan, out: Path | None
+) -> None:
+    """Print current vs proposed, then write the plan and its rollback (or print the plan)."""
+    from kconsole.reassign.plan import Plan, diff
+
+    for line in describe_diff(diff(plan, snap, _sizes(settings))):
+        click.echo(line, err=out is None)
+    _write_plan(plan, Plan.current(snap, [(m.topic, m.partition) for m in plan.moves]), out)
 
 
 def _write_plan(plan: Plan, rollback: Plan, out: Path | None) -> None:
@@ -124,7 +126,6 @@ def generate(
     ctx: click.Context, topics: str, broker_list: str, rf: int | None, out: Path | None
 ) -> None:
     """Propose a placement on BROKERS (Kafka's own, rack-aware), moving as little as possible."""
-    from kconsole.reassign.plan import Plan, diff
     from kconsole.reassign.plan import generate as propose
 
     settings: Settings = ctx.obj["settings"]
@@ -132,10 +133,7 @@ def generate(
         snap = _snapshot(settings)
         names = [t.strip() for t in topics.split(",") if t.strip()]
         plan = propose(snap, names, _ints(broker_list, "--brokers"), replication_factor=rf)
-        current = Plan.current(snap, [(m.topic, m.partition) for m in plan.moves])
-        for line in describe_diff(diff(plan, snap, _sizes(settings))):
-            click.echo(line, err=out is None)
-        _write_plan(plan, current, out)
+        _show_and_write(settings, snap, plan, out)
     except ClusterError as exc:
         fail(exc)
 
@@ -146,17 +144,12 @@ def generate(
 @click.pass_context
 def drain(ctx: click.Context, broker: int, out: Path | None) -> None:
     """Propose moving every replica off BROKER (keeping each partition's replication factor)."""
-    from kconsole.reassign.plan import Plan, diff
     from kconsole.reassign.plan import drain as propose_drain
 
     settings: Settings = ctx.obj["settings"]
     try:
         snap = _snapshot(settings)
-        plan = propose_drain(snap, broker)
-        current = Plan.current(snap, [(m.topic, m.partition) for m in plan.moves])
-        for line in describe_diff(diff(plan, snap, _sizes(settings))):
-            click.echo(line, err=out is None)
-        _write_plan(plan, current, out)
+        _show_and_write(settings, snap, propose_drain(snap, broker), out)
     except ClusterError as exc:
         fail(exc)
 
@@ -243,9 +236,9 @@ def _watch(settings: Settings, plan: Plan, timeout: float) -> None:
         last_at = now
         running = [p for p in last.partitions if not p.done]
         eta = "?" if last.eta_s is None else f"{last.eta_s:.0f} s"
-        rate = "?" if last.rate is None else f"{_size(int(last.rate))}/s"
+        rate = "?" if last.rate is None else f"{human_bytes(int(last.rate))}/s"
         click.echo(
-            f"  {len(watched) - len(running)}/{len(watched)} done, {_size(last.left)} left, "
+            f"  {len(watched) - len(running)}/{len(watched)} done, {human_bytes(last.left)} left, "
             f"{rate}, eta {eta}"
         )
         if last.done:

@@ -13,6 +13,17 @@ from dataclasses import dataclass
 Sizes = Mapping[tuple[str, int, int], int]  # (topic, partition, broker) -> bytes
 
 
+def human_bytes(n: float | None) -> str:
+    """Bytes in binary units, the way the CLI and the console print them: 512 B, 1.5 KiB."""
+    if n is None:
+        return "?"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"  # not reached
+
+
 @dataclass(frozen=True)
 class ReplicaProgress:
     broker: int

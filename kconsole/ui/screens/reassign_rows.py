@@ -16,7 +16,7 @@ from rich.text import Text
 
 from kconsole.models import ClusterSnapshot
 from kconsole.reassign.plan import Move, Plan, PlanDiff, PlanError, Problem, validate
-from kconsole.reassign.progress import PartitionProgress, Progress, progress
+from kconsole.reassign.progress import PartitionProgress, Progress, human_bytes, progress
 from kconsole.ui import format as fmt
 from kconsole.ui.rows import Columns, KeyCell
 
@@ -185,13 +185,7 @@ def throttle_text(bps: int) -> str:
 
 def size(n: float | None) -> str:
     """Bytes in binary units, as the CLI prints them: 512 B, 1.5 KiB, 3.2 GiB."""
-    if n is None:
-        return "?"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"  # not reached
+    return human_bytes(n)
 
 
 def running_text(left: int | None, rate: float | None, eta: float | None) -> str:
