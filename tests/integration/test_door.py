@@ -8,6 +8,7 @@ without a recipe here fails `test_every_command_has_a_recipe`.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,6 +114,22 @@ def throttles(admin: AdminClient, brokers: list[int]) -> dict[str, dict[str, str
     return out
 
 
+def settled(w: World) -> None:
+    """Every partition led by its preferred replica, so that the cluster's own leader
+    rebalancing (every 30 s here) cannot change a leader between the two observations."""
+
+    def preferred() -> bool:
+        md = AdminClient({"bootstrap.servers": w.cluster.spec.bootstrap}).list_topics(timeout=10)
+        off = [p for tm in md.topics.values() for p in tm.partitions.values()
+               if p.leader != p.replicas[0]]  # fmt: skip
+        if off:
+            with ReassignClient(w.settings) as c:  # set-up, not the code under test
+                c.elect("preferred", None)
+        return not off
+
+    wait_until(preferred, 60, "every partition on its preferred leader")
+
+
 def observe(w: World) -> dict[str, Any]:
     """Everything a modifying command could have changed."""
     admin = AdminClient({"bootstrap.servers": w.cluster.spec.bootstrap})
@@ -134,7 +151,10 @@ def observe(w: World) -> dict[str, Any]:
     return {
         "assignment": assignment,
         "throttles": throttles(admin, sorted(metadata.brokers)),
-        "records": {t: end_offsets(w.settings, t) for t in topics},
+        # Read until every leader answers: metadata may still be settling after an election.
+        "records": wait_until(
+            lambda: {t: end_offsets(w.settings, t, timeout_s=5) for t in topics}, 30, "end offsets"
+        ),
         "groups": sorted(g.group_id for g in groups.valid),
         "processes": [(p.name, p.state, p.pid) for p in w.cluster.status().processes],
         "files": files,
@@ -148,6 +168,11 @@ def world(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> It
     tmp = tmp_path_factory.mktemp("door")
     settings = settings_for(cluster)
     jobs = JobManager(tmp / "jobs-state", settings, jobs_directory=write_fake(tmp / "jobs").parent)
+    # The group coordinator's topic is created by the first group lookup: have it exist before
+    # the first observation, or it would appear between two of them.
+    admin = AdminClient({"bootstrap.servers": cluster.spec.bootstrap})
+    admin.describe_consumer_groups(["door-warm-up"])["door-warm-up"].result(timeout=30)
+    cluster.wait_metadata_everywhere("__consumer_offsets", time.monotonic() + 60)
     run = jobs.start("fake", {"topic": TEST_TOPIC})
     try:
         yield World(cluster, settings, jobs, run, tmp)
@@ -176,6 +201,7 @@ def test_read_only_refuses_with_no_side_effect(
         LocalBrokerControl(world.cluster),
         audit=log,
     )
+    settled(world)
     before = observe(world)
     with pytest.raises(ReadOnlyError, match=r"read-only mode \(--read-only\): refusing to"):
         RECIPES[name](door, world)
@@ -201,6 +227,7 @@ def test_cli_read_only_refuses_with_no_side_effect(
         args[-1] = world.run.run_id
     if path == "drill run":
         args[args.index("--report") + 1] = str(tmp_path / "r.json")
+    settled(world)
     before = observe(world)
     res = CliRunner().invoke(
         main,
