@@ -202,7 +202,7 @@ def _reassign_events(ts: float, a: Partition, b: Partition) -> list[Event]:
         out.append(Event(ts, kind, text, topic=b.topic, partition=b.partition, old=old, new=new))
 
     if now and not was:
-        origin = tuple(r for r in b.replicas if r not in b.adding)
+        origin = a.replicas  # before the reassignment, in their order
         ev(
             EventKind.REASSIGN_STARTED,
             f"{tp} reassignment started: [{_ids(origin)}] -> [{_ids(_target(b))}]",

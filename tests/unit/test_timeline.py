@@ -98,7 +98,7 @@ def test_reassignment_started_caught_up_completed() -> None:
     )
     started = diff(_snap(brokers=brokers), moving)
     assert [(e.kind, e.text) for e in started] == [
-        (EventKind.REASSIGN_STARTED, "t/0 reassignment started: [2,3,1] -> [2,3,4]")
+        (EventKind.REASSIGN_STARTED, "t/0 reassignment started: [1,2,3] -> [2,3,4]")
     ]
     synced = replace(
         moving,
