@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import code_revision, load
 from kconsole.models import Broker, ClusterSnapshot, Partition, Topic
-from kconsole.reassign.plan import diff, drain, generate, validate
+from kconsole.reassign import diff, drain, generate, validate
 
 
 def cluster(topics: int, per_topic: int, on: int, brokers: int) -> ClusterSnapshot:

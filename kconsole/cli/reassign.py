@@ -126,7 +126,7 @@ def generate(
     ctx: click.Context, topics: str, broker_list: str, rf: int | None, out: Path | None
 ) -> None:
     """Propose a placement on BROKERS (Kafka's own, rack-aware), moving as little as possible."""
-    from kconsole.reassign.plan import generate as propose
+    from kconsole.reassign.placement import generate as propose
 
     settings: Settings = ctx.obj["settings"]
     try:
@@ -144,7 +144,7 @@ def generate(
 @click.pass_context
 def drain(ctx: click.Context, broker: int, out: Path | None) -> None:
     """Propose moving every replica off BROKER (keeping each partition's replication factor)."""
-    from kconsole.reassign.plan import drain as propose_drain
+    from kconsole.reassign.placement import drain as propose_drain
 
     settings: Settings = ctx.obj["settings"]
     try:

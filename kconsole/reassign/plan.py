@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -162,35 +162,6 @@ def _read_move(i: int, entry: Any) -> Move:
         if any(d != "any" for d in log_dirs):
             dirs = tuple(log_dirs)
     return Move(topic, partition, tuple(replicas), dirs)
-
-
-def generate(
-    snapshot: ClusterSnapshot,
-    targets: Iterable[str | tuple[str, int]],
-    brokers: Sequence[int],
-    *,
-    replication_factor: int | None = None,
-    racks: Mapping[int, str | None] | None = None,
-) -> Plan:
-    """See `kconsole.reassign.placement.generate`."""
-    from kconsole.reassign import placement
-
-    return placement.generate(
-        snapshot, targets, brokers, replication_factor=replication_factor, racks=racks
-    )
-
-
-def drain(
-    snapshot: ClusterSnapshot,
-    broker: int,
-    *,
-    brokers: Sequence[int] | None = None,
-    racks: Mapping[int, str | None] | None = None,
-) -> Plan:
-    """See `kconsole.reassign.placement.drain`."""
-    from kconsole.reassign import placement
-
-    return placement.drain(snapshot, broker, brokers=brokers, racks=racks)
 
 
 # -- validation ---------------------------------------------------------------------------------

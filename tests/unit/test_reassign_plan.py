@@ -22,10 +22,10 @@ from kconsole.reassign import (
     drain,
     generate,
     kafka_replicas,
+    placement,
     rack_alternated,
     validate,
 )
-from kconsole.reassign import plan as plan_module
 from tests.ui.builders import healthy, replicas
 
 PROPS = settings(max_examples=200, derandomize=True, deadline=None)
@@ -476,7 +476,7 @@ def test_generate_from_scratch_is_kafkas_placement(n: int, rf: int) -> None:
 def test_generate_on_the_seed_cluster_plus_a_broker() -> None:
     snap = healthy()
     snap = dataclasses.replace(snap, brokers=(*snap.brokers, Broker(4, "127.0.0.1", 19095)))
-    plan = plan_module.generate(snap, ["test-topic", "__consumer_offsets"], [1, 2, 3, 4])
+    plan = placement.generate(snap, ["test-topic", "__consumer_offsets"], [1, 2, 3, 4])
     d = diff(plan, snap)
     assert d.moved_replicas == 10  # 42 replicas: 11, 11, 10 stay on 1-3, 10 go to 4
     assert counts(plan)[0] == Counter({1: 11, 2: 11, 3: 10, 4: 10})
@@ -557,7 +557,7 @@ def test_drain_empties_the_broker(
 def test_drain_example_keeps_positions_and_spreads() -> None:
     snap = healthy()
     snap = dataclasses.replace(snap, brokers=(*snap.brokers, Broker(4, "127.0.0.1", 19095)))
-    plan = plan_module.drain(snap, 2)
+    plan = placement.drain(snap, 2)
     assert len(plan) == len(snap.partitions)  # every partition has a replica on 2
     assert plan.move("test-topic", 0) == Move("test-topic", 0, (4, 3, 1))
     assert all(

@@ -31,6 +31,7 @@ from kconsole.commands import Commands
 from kconsole.commands.reassign import ClientFactory, confirmation_word
 from kconsole.errors import ClusterError
 from kconsole.models import ClusterSnapshot
+from kconsole.reassign import placement
 from kconsole.reassign import plan as rp
 from kconsole.reassign.plan import Move, Plan, PlanError
 from kconsole.reassign.progress import Progress
@@ -258,14 +259,14 @@ class ReassignScreen(Screen[None]):
         try:
             brokers = rr.parse_ids(self._text("brokers")) or rr.up_brokers(snap, self.drain)
             if self.drain is not None:
-                plan = rp.drain(snap, self.drain, brokers=list(brokers))
+                plan = placement.drain(snap, self.drain, brokers=list(brokers))
                 what = f"drain of broker {self.drain}"
             else:
                 targets = rr.parse_targets(self._text("topics"))
                 if not targets:
                     raise PlanError("type the topics to reassign (topic, or topic/partition)")
                 rf = rr.parse_rf(self._text("rf"))
-                plan = rp.generate(snap, targets, list(brokers), replication_factor=rf)
+                plan = placement.generate(snap, targets, list(brokers), replication_factor=rf)
                 what = f"proposal over brokers {fmt.ids(brokers)}"
         except ClusterError as exc:
             self.say(exc.message, fmt.BAD)
