@@ -62,7 +62,7 @@ def key_value(text: str) -> tuple[str, str]:
 
 def positive_or_zero(text: str) -> float:
     value = float(text)
-    if value < 0:
+    if not value >= 0:  # NaN too
         raise argparse.ArgumentTypeError(f"must be >= 0, not {text}")
     return value
 

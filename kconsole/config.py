@@ -27,7 +27,9 @@ command layer refuses every modifying action with that reason.
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -40,6 +42,7 @@ from kconsole.defaults import HOST, ZK_PORT, default_bootstrap
 from kconsole.errors import ClusterError
 
 BACKENDS = ("auto", "local", "docker", "none")
+_PORT = re.compile(r"[0-9]{1,5}")  # ASCII digits only: int() also reads "٣" (and "²" breaks it)
 
 
 class ConfigError(ClusterError):
@@ -88,7 +91,7 @@ class Settings:
 
 def _check_host_port(hp: str, what: str) -> None:
     host, sep, port = hp.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+    if not sep or not host or not _PORT.fullmatch(port) or not 0 < int(port) < 65536:
         raise ConfigError(f"{what} {hp!r} is not HOST:PORT")
 
 
@@ -130,10 +133,21 @@ def _check_table(path: Path, where: str, data: dict[str, Any], known: dict[str, 
         if not isinstance(value, known[key]) or (
             isinstance(value, bool) and known[key] is not bool
         ):
-            raise ConfigError(f"config file {path}: {where}{key} has the wrong type ({value!r})")
+            raise ConfigError(
+                f"config file {path}: {where}{key} has the wrong type ({_shown(value)})"
+            )
     client = data.get("client", {})
     if any(not isinstance(v, str | int | float | bool) for v in client.values()):
         raise ConfigError(f"config file {path}: [{where}client] values must be strings or numbers")
+
+
+def _shown(value: Any) -> str:
+    """A TOML value for a message: scalars as they are, the rest by their TOML kind."""
+    if isinstance(value, str | int | float):
+        return repr(value)
+    if isinstance(value, list | dict):
+        return "an array" if isinstance(value, list) else "a table"
+    return f"the date/time {value.isoformat()}"
 
 
 def load_file(path: Path) -> dict[str, Any]:
@@ -146,6 +160,10 @@ def load_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read config file {path}: {exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+    except ValueError as exc:  # an integer of thousands of digits
+        raise ConfigError(f"config file {path}: a number is too long to read") from exc
+    except RecursionError as exc:
+        raise ConfigError(f"config file {path}: arrays or tables are nested too deeply") from exc
     _check_table(path, "", data, _FILE_KEYS)
     for name, table in data.get("clusters", {}).items():
         if not isinstance(table, dict):
@@ -165,12 +183,10 @@ def _apply_table(settings: Settings, data: dict[str, Any]) -> Settings:
         bootstrap=data.get("bootstrap", settings.bootstrap),
         zookeeper=data.get("zookeeper", settings.zookeeper),
         read_only=data.get("read_only", settings.read_only),
-        refresh_s=float(data.get("refresh", settings.refresh_s)),
-        group_refresh_s=float(data.get("group_refresh", settings.group_refresh_s)),
+        refresh_s=_seconds(data.get("refresh", settings.refresh_s)),
+        group_refresh_s=_seconds(data.get("group_refresh", settings.group_refresh_s)),
         backend=data.get("backend", settings.backend),
-        cluster_dir=Path(data["cluster_dir"]).expanduser()
-        if "cluster_dir" in data
-        else settings.cluster_dir,
+        cluster_dir=_expand(data["cluster_dir"]) if "cluster_dir" in data else settings.cluster_dir,
         client={
             **settings.client,
             **{
@@ -179,6 +195,22 @@ def _apply_table(settings: Settings, data: dict[str, Any]) -> Settings:
             },
         },
     )
+
+
+def _seconds(value: float) -> float:
+    """A config number as seconds; one too large for a float is infinite (Settings refuses it)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
+
+
+def _expand(cluster_dir: str) -> Path:
+    try:
+        return Path(cluster_dir).expanduser()
+    except RuntimeError:  # ~name of no user
+        user = cluster_dir.split("/")[0]
+        raise ConfigError(f"cluster_dir {cluster_dir!r}: no home directory for {user}") from None
 
 
 def _servers(bootstrap: str) -> set[str]:

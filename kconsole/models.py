@@ -102,17 +102,33 @@ class Topic:
 
 @dataclass(frozen=True)
 class GroupPartition:
+    """One partition of a consumer group. A figure that could not be read in the latest poll is
+    either carried from an earlier poll (`as_of` says when it was read) or unknown: never 0."""
+
     topic: str
     partition: int
-    committed: int | None  # None: nothing committed
-    log_end: int | None
+    committed: int | None  # None: nothing committed (or unknown: see committed_known)
+    log_end: int | None  # None: unknown
     owner: str | None = None  # member client id / host owning it
+    committed_known: bool = True  # False: the committed offset could not be read, none known
+    as_of: float | None = None  # set when a figure is carried from the poll at this time
 
     @property
     def lag(self) -> int | None:
-        if self.log_end is None:
+        """Committed offsets behind the log end; None when either is unknown (or nothing is
+        committed yet)."""
+        if self.log_end is None or self.committed is None or not self.committed_known:
             return None
-        return max(0, self.log_end - (self.committed or 0)) if self.committed is not None else None
+        return max(0, self.log_end - self.committed)
+
+    @property
+    def lag_unknown(self) -> bool:
+        """The lag could not be worked out (unlike "nothing committed", which is not lag)."""
+        return self.log_end is None or not self.committed_known
+
+    @property
+    def carried(self) -> bool:
+        return self.as_of is not None
 
 
 @dataclass(frozen=True)
@@ -123,11 +139,33 @@ class Group:
     assignor: str = ""
     coordinator: int | None = None
     partitions: tuple[GroupPartition, ...] = ()
+    error: str = ""  # what could not be read this time (coordinator moving, leader down, ...)
+    as_of: float | None = None  # state / members are carried from the poll at this time
 
     @property
     def lag(self) -> int | None:
+        """The sum of the partitions' known lags (see `lag_partial`); None when none is known."""
         lags = [p.lag for p in self.partitions if p.lag is not None]
         return sum(lags) if lags else None
+
+    @property
+    def lag_unknown(self) -> bool:
+        """No figure at all: the group could not be read and nothing is known."""
+        unread = bool(self.error) or any(p.lag_unknown for p in self.partitions)
+        return self.lag is None and unread
+
+    @property
+    def lag_partial(self) -> bool:
+        """The total leaves out partitions whose lag is unknown, or adds carried figures."""
+        return any(p.lag_unknown or p.carried for p in self.partitions)
+
+    @property
+    def oldest(self) -> float | None:
+        """When the oldest carried figure of this group was read (None: all from this poll)."""
+        times = [p.as_of for p in self.partitions if p.as_of is not None]
+        if self.as_of is not None:
+            times.append(self.as_of)
+        return min(times) if times else None
 
 
 @dataclass(frozen=True)
@@ -137,10 +175,50 @@ class SourceHealth:
     name: SourceName
     ok: bool
     updated_at: float | None = None  # last success (epoch seconds)
-    error: str = ""
+    error: str = ""  # when ok: what part of the data could not be read (degraded), else why none
 
     def age(self, now: float) -> float | None:
         return None if self.updated_at is None else max(0.0, now - self.updated_at)
+
+    @property
+    def degraded(self) -> bool:
+        """Answering, but part of its data could not be read (said in `error`)."""
+        return self.ok and bool(self.error)
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    """The broker settings that predictions (drill durations, blast radius) come from."""
+
+    session_timeout_ms: int = 6000
+    replica_lag_time_max_ms: int = 10000
+    leader_imbalance_check_s: int = 30
+    auto_leader_rebalance: bool = True
+    read_from: int | None = None  # the broker whose configuration this is (None: assumed)
+
+    @classmethod
+    def from_configs(cls, configs: dict[str, str], broker_id: int | None = None) -> BrokerConfig:
+        """From a DescribeConfigs answer; Kafka's own defaults for what it leaves out."""
+
+        def num(key: str, default: int) -> int:
+            try:
+                return int(configs.get(key, default))
+            except (TypeError, ValueError):
+                return default
+
+        kraft = bool(str(configs.get("process.roles", "") or "").strip())
+        session = (
+            num("broker.session.timeout.ms", 9000)
+            if kraft
+            else num("zookeeper.session.timeout.ms", 18000)
+        )
+        return cls(
+            session,
+            num("replica.lag.time.max.ms", 30000),
+            num("leader.imbalance.check.interval.seconds", 300),
+            str(configs.get("auto.leader.rebalance.enable", "true")).lower() == "true",
+            broker_id,
+        )
 
 
 @dataclass(frozen=True)
@@ -155,6 +233,8 @@ class ClusterSnapshot:
     topics: tuple[Topic, ...] = ()
     groups: tuple[Group, ...] = ()
     sources: tuple[SourceHealth, ...] = ()
+    broker_config: BrokerConfig | None = None  # read from a live broker (None: not yet)
+    seq: int = 0  # publication order: a consumer never replaces a snapshot with an older one
 
     # -- lookups ------------------------------------------------------------------------
     def broker(self, broker_id: int) -> Broker | None:

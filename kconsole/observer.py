@@ -4,7 +4,8 @@ Sources, each on its own thread, never overlapping themselves:
   - ZooKeeper watches (kconsole.cluster.zk): controller, brokers, topics, partition states;
   - Admin API poll every `refresh_s`: metadata, cluster id, topic min.insync.replicas, broker
     reachability — and the partition table when there is no ZooKeeper;
-  - consumer groups poll every `group_refresh_s`: groups, members, committed and end offsets;
+  - consumer groups poll every `group_refresh_s`: groups, members, committed and end offsets
+    (kconsole.cluster.groups; what one poll could not read is carried with its age);
   - the control backend (if any): which broker processes are paused.
 
 A source that fails keeps its last data and is marked stale with its error; it retries on its
@@ -23,11 +24,13 @@ from collections.abc import Callable
 from typing import Any
 
 from kconsole.cluster.admin import AdminReader, AdminState, reachable
+from kconsole.cluster.groups import carry_forward
 from kconsole.cluster.procs import ProcState
 from kconsole.cluster.zk import ZkState, ZkWatcher, read_once
 from kconsole.config import Settings
 from kconsole.models import (
     Broker,
+    BrokerConfig,
     BrokerState,
     ClusterSnapshot,
     Controller,
@@ -52,8 +55,9 @@ class _Health:
         self.updated_at: float | None = None
         self.error = _WAITING
 
-    def success(self, now: float) -> None:
-        self.ok, self.updated_at, self.error = True, now, ""
+    def success(self, now: float, degraded: str = "") -> None:
+        """Fresh data; `degraded` says which part of it could not be read."""
+        self.ok, self.updated_at, self.error = True, now, degraded
 
     def failure(self, error: str) -> None:
         self.ok, self.error = False, error
@@ -70,6 +74,9 @@ class SnapshotBuilder:
         self.zk: ZkState | None = None
         self.admin: AdminState | None = None
         self.groups: tuple[Group, ...] = ()
+        self.groups_at: float | None = None  # when `groups` were read
+        self.broker_config: BrokerConfig | None = None
+        self.seq = 0
         self.reachable: dict[int, bool] = {}
         self.proc_states: dict[int, ProcState] = {}
         self.health = {n: _Health(n) for n in SourceName}
@@ -86,6 +93,7 @@ class SnapshotBuilder:
         brokers = self._brokers(zk_ok, partitions)
         controller = self._controller(zk_ok, now)
         topics = self._topics(partitions)
+        self.seq += 1
         return ClusterSnapshot(
             taken_at=now,
             cluster_id=admin.cluster_id if admin else None,
@@ -95,6 +103,8 @@ class SnapshotBuilder:
             topics=topics,
             groups=self.groups,
             sources=tuple(h.frozen() for h in self.health.values()),
+            broker_config=self.broker_config,
+            seq=self.seq,
         )
 
     def _partitions(self, zk_ok: bool) -> tuple[Partition, ...]:
@@ -232,6 +242,9 @@ class ClusterObserver:
         self._wake_groups = threading.Event()
         self._threads: list[threading.Thread] = []
         self._zk: ZkWatcher | None = None
+        self._publishing = threading.Lock()  # snapshots reach on_update in the order built
+        self.config_refresh_s = 30.0
+        self._config_at = 0.0
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self, on_update: OnUpdate) -> None:
@@ -267,14 +280,21 @@ class ClusterObserver:
 
     def record(self, event: Event) -> None:
         """Put an event of our own (an action, a drill step) on the timeline, in order."""
+        with self._publishing:
+            with self._lock:
+                self.events.append(event)
+                snap = self.snapshot
+            if snap is not None and self._on_update is not None:
+                try:
+                    self._on_update(snap, (event,))
+                except Exception:
+                    log.exception("on_update failed")
+
+    def events_since(self, ts: float) -> list[Event]:
+        """A copy of the kept events at or after `ts` (the source threads append to the log:
+        it is only ever read under its lock)."""
         with self._lock:
-            self.events.append(event)
-            snap = self.snapshot
-        if snap is not None and self._on_update is not None:
-            try:
-                self._on_update(snap, (event,))
-            except Exception:
-                log.exception("on_update failed")
+            return [e for e in self.events if e.ts >= ts]
 
     # -- one-shot (kconsole describe) ---------------------------------------------------------
     def read_once(self) -> ClusterSnapshot:
@@ -316,7 +336,9 @@ class ClusterObserver:
                 for bid, reg in self.builder.zk.brokers.items():
                     nodes.setdefault(bid, (*_endpoint(reg), None))
             reach = {bid: reachable(h, p) for bid, (h, p, _r) in nodes.items()}
+            config = self._broker_config(reader, state, reach)
             with self._lock:
+                self.builder.broker_config = config
                 self.builder.admin = state
                 self.builder.reachable = reach
                 self.builder.health[SourceName.ADMIN].success(self.clock())
@@ -332,16 +354,49 @@ class ClusterObserver:
             self._publish()
 
     def _poll_groups(self, reader: AdminReader, publish: bool = True) -> None:
+        with self._lock:
+            known = [g.group_id for g in self.builder.groups]
+            snap = self.snapshot
+            admin = self.builder.admin
+        brokers, leaders = _hints(snap)
+        if brokers is None and admin is not None:  # before the first snapshot (read_once)
+            brokers = sorted(admin.nodes) or None
         try:
-            groups = tuple(reader.read_groups())
+            read = reader.groups.read(known, brokers, leaders)
             with self._lock:
-                self.builder.groups = groups
-                self.builder.health[SourceName.GROUPS].success(self.clock())
-        except Exception as exc:
+                b = self.builder
+                b.groups = carry_forward(b.groups, b.groups_at, read.groups)
+                b.groups_at = self.clock()
+                partly = [g.group_id for g in b.groups if g.error]
+                notes = list(read.notes)
+                if partly:
+                    notes.append(f"{len(partly)} of {len(b.groups)} groups partly unread")
+                b.health[SourceName.GROUPS].success(b.groups_at, "; ".join(notes))
+        except Exception as exc:  # nothing answered: keep the last data, marked stale
             with self._lock:
                 self.builder.health[SourceName.GROUPS].failure(_describe(exc))
         if publish:
             self._publish()
+
+    def _broker_config(
+        self, reader: AdminReader, state: AdminState, reach: dict[int, bool]
+    ) -> BrokerConfig | None:
+        """The brokers' prediction settings, re-read every `config_refresh_s` (the controller's
+        first: it runs the elections the predictions are about)."""
+        current = self.builder.broker_config
+        if current is not None and self.clock() - self._config_at < self.config_refresh_s:
+            return current
+        live = [b for b in sorted(state.nodes) if reach.get(b)]
+        if state.controller in live:
+            live.remove(state.controller)
+            live.insert(0, state.controller)
+        try:
+            config = reader.read_broker_settings(live)
+        except Exception as exc:
+            log.debug("broker settings: %s", exc)
+            return current  # the last ones read (None: the predictions say "assumed")
+        self._config_at = self.clock()
+        return config
 
     def _read_proc_states(self) -> bool:
         """Read the backend's process states; True when they changed."""
@@ -384,20 +439,36 @@ class ClusterObserver:
             reader.close()
 
     def _publish(self, publish: bool = True) -> ClusterSnapshot:
-        with self._lock:
-            snap = self.builder.build(self.clock())
-            # Until some source has delivered cluster data there is nothing to compare with;
-            # diffing against the empty start would report every broker as "joined".
-            before = self.snapshot if self.snapshot and _has_metadata(self.snapshot) else None
-            events = tuple(diff(before, snap)) if _has_metadata(snap) else ()
-            self.snapshot = snap
-            self.events.extend(events)
-        if publish and self._on_update is not None:
-            try:
-                self._on_update(snap, events)
-            except Exception:
-                log.exception("on_update failed")
+        # One rule for every source thread: build and diff under the state lock, and hand the
+        # result on under the publishing lock, so a slow poll can never deliver its snapshot
+        # after a newer one (each also carries `seq`, for consumers that queue them).
+        with self._publishing:
+            with self._lock:
+                snap = self.builder.build(self.clock())
+                # Until some source has delivered cluster data there is nothing to compare
+                # with; diffing against the empty start would report every broker as "joined".
+                before = self.snapshot if self.snapshot and _has_metadata(self.snapshot) else None
+                events = tuple(diff(before, snap)) if _has_metadata(snap) else ()
+                self.snapshot = snap
+                self.events.extend(events)
+            if publish and self._on_update is not None:
+                try:
+                    self._on_update(snap, events)
+                except Exception:
+                    log.exception("on_update failed")
         return snap
+
+
+def _hints(snap: ClusterSnapshot | None) -> tuple[list[int] | None, dict[tuple[str, int], int]]:
+    """Which brokers to ask for their groups and which leader serves each partition, from the
+    latest snapshot (ZooKeeper's view is fresher than any client's metadata)."""
+    if snap is None:
+        return None, {}
+    brokers = [b.id for b in snap.brokers if b.in_cluster and b.state is BrokerState.UP]
+    leaders = {
+        (p.topic, p.partition): -1 if snap.is_offline(p) else p.leader for p in snap.partitions
+    }
+    return (brokers or None), leaders
 
 
 def _has_metadata(snap: ClusterSnapshot) -> bool:

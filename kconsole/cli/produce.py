@@ -76,7 +76,7 @@ def produce(
         if key is not None and key_separator is not None:
             raise pr.ProduceError("--key and --key-separator exclude each other")
         hdrs = [pr.parse_header(h) for h in headers]
-        kbytes = key.encode() if key is not None else None
+        kbytes = pr.encode_text(key, "--key", hint="") if key is not None else None
         records: list[pr.Record]
         no_sep = 0
         if value is not None or file_path is not None:
@@ -84,7 +84,11 @@ def produce(
                 raise pr.ProduceError("--key-separator applies to stdin input only")
             pr.validate(topic, limits=None, count=count, rate=rate, partition=partition)
             try:
-                data = value.encode() if value is not None else file_path.read_bytes()  # type: ignore[union-attr]
+                data = (
+                    pr.encode_text(value, "--value", hint="--file sends a file's bytes as they are")
+                    if value is not None
+                    else file_path.read_bytes()  # type: ignore[union-attr]
+                )
             except OSError as exc:
                 raise pr.ProduceError(f"cannot read {file_path}: {exc}") from exc
             records = [(kbytes, data, hdrs)] * count

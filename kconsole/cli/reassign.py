@@ -52,13 +52,6 @@ def _sizes(settings: Settings) -> dict[tuple[str, int], int]:
     return sizes
 
 
-def _ints(text: str, what: str) -> list[int]:
-    try:
-        return [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ClusterError(f"{what} must be comma-separated broker ids, not {text!r}") from None
-
-
 def describe_diff(d: PlanDiff) -> list[str]:
     """Current vs proposed, one line per partition, then the totals."""
     lines = [f"{'partition':<28} {'current':<12} {'proposed':<12} {'+add':<8} {'-remove':<8} "
@@ -108,6 +101,8 @@ def _read_plan(path: Path) -> Plan:
         text = path.read_text()
     except OSError as exc:
         raise ClusterError(f"cannot read the plan {path}: {exc}") from exc
+    except UnicodeDecodeError:
+        raise ClusterError(f"cannot read the plan {path}: it is not UTF-8 text") from None
     return Plan.from_json(text)
 
 
@@ -126,13 +121,15 @@ def generate(
     ctx: click.Context, topics: str, broker_list: str, rf: int | None, out: Path | None
 ) -> None:
     """Propose a placement on BROKERS (Kafka's own, rack-aware), moving as little as possible."""
+    from kconsole.reassign.fields import parse_ids
     from kconsole.reassign.placement import generate as propose
 
     settings: Settings = ctx.obj["settings"]
     try:
+        brokers = parse_ids(broker_list, "--brokers")  # a typo fails before the cluster is read
         snap = _snapshot(settings)
         names = [t.strip() for t in topics.split(",") if t.strip()]
-        plan = propose(snap, names, _ints(broker_list, "--brokers"), replication_factor=rf)
+        plan = propose(snap, names, brokers, replication_factor=rf)
         _show_and_write(settings, snap, plan, out)
     except ClusterError as exc:
         fail(exc)

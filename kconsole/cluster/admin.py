@@ -1,4 +1,4 @@
-"""Admin API reads: cluster metadata, topic configs and consumer groups with lag.
+"""Admin API reads: cluster metadata, topic and broker configs (consumer groups: groups.py).
 
 Every call has a short timeout, so an unhealthy cluster makes a poll fail quickly (and the
 console mark its panes stale) instead of hanging. librdkafka's own log lines go to Python
@@ -7,21 +7,18 @@ logging, never to the terminal the console draws on.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaException, TopicPartition
-from confluent_kafka.admin import (
-    AdminClient,
-    ConfigResource,
-    OffsetSpec,
-)
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, ConfigResource
 
-from kconsole.models import Group, GroupPartition
+from kconsole.cluster.groups import GroupReader
+from kconsole.errors import ClusterError
+from kconsole.models import BrokerConfig
 
 RDKAFKA_LOG = logging.getLogger("kconsole.rdkafka")
 
@@ -55,7 +52,8 @@ class AdminReader:
         conf.update(config)
         self.admin = AdminClient(conf)
         self.config = dict(config)
-        self._kadmin: Any = None  # kafka-python admin client, for committed offsets
+        self.groups = GroupReader(self.admin, self.config, timeout_s)
+        """Consumer groups with lag (kafka-python for everything a dead broker would stall)."""
         self._min_isr: dict[str, int] = {}
         self._min_isr_at = 0.0
 
@@ -110,110 +108,19 @@ class AdminReader:
         )
         return {name: e.value for name, e in entries.items() if e.value is not None}
 
-    def read_groups(self) -> list[Group]:
-        """Every consumer group with members, assignor and per-partition committed / end / lag."""
-        listing = self.admin.list_consumer_groups(request_timeout=self.timeout_s).result(
-            timeout=self.timeout_s + 1
-        )
-        if listing.errors and not listing.valid:
-            raise KafkaException(listing.errors[0])
-        ids = sorted(g.group_id for g in listing.valid)
-        if not ids:
-            return []
-        described = self.admin.describe_consumer_groups(ids, request_timeout=self.timeout_s)
-        committed = self.committed_offsets(ids)
-        descs: dict[str, Any] = {}
-        for gid in ids:
+    def read_broker_settings(self, broker_ids: list[int]) -> BrokerConfig:
+        """The prediction settings from the first of `broker_ids` that answers."""
+        last: Exception | None = None
+        for bid in broker_ids:
             try:
-                descs[gid] = described[gid].result(timeout=self.timeout_s + 1)
-            except KafkaException:
-                descs[gid] = None
-        owners: dict[str, dict[tuple[str, int], str]] = {}
-        for gid, d in descs.items():
-            owners[gid] = {}
-            for m in d.members if d else []:
-                for tp in m.assignment.topic_partitions:
-                    owners[gid][(tp.topic, tp.partition)] = f"{m.client_id}@{m.host.lstrip('/')}"
-        all_tps = {tp for gid in ids for tp in (*committed[gid], *owners[gid])}
-        ends = self.log_end_offsets(all_tps)
-        groups = []
-        for gid in ids:
-            d = descs[gid]
-            tps = sorted(set(committed[gid]) | set(owners[gid]))
-            groups.append(
-                Group(
-                    group_id=gid,
-                    state=_state_name(d.state) if d else "UNKNOWN",
-                    members=len(d.members) if d else 0,
-                    assignor=(d.partition_assignor or "") if d else "",
-                    coordinator=d.coordinator.id if d and d.coordinator else None,
-                    partitions=tuple(
-                        GroupPartition(
-                            t,
-                            p,
-                            committed[gid].get((t, p)),
-                            ends.get((t, p)),
-                            owners[gid].get((t, p)),
-                        )
-                        for t, p in tps
-                    ),
-                )
-            )
-        return groups
-
-    def committed_offsets(self, ids: list[str]) -> dict[str, dict[tuple[str, int], int | None]]:
-        """Each group's committed offsets ({} for a group that could not be read).
-
-        Read with kafka-python, not librdkafka: librdkafka's admin ListConsumerGroupOffsets
-        crashes the whole process (SIGSEGV in rd_kafka_cgrp_op, called from
-        rd_kafka_handle_OffsetFetch on an admin client, which has no consumer group) when the
-        group's coordinator goes away mid-request -- that is, when a broker is stopped during a
-        drill, exactly when the console is needed. Found with gdb on the CI suite.
-        """
-        out: dict[str, dict[tuple[str, int], int | None]] = {}
-        for gid in ids:
-            try:
-                client = self._group_client()
-                res = client.list_group_offsets([gid]).get(gid, {})
-                out[gid] = {
-                    (tp.topic, tp.partition): None if om.offset < 0 else om.offset
-                    for tp, om in res.items()
-                }
-            except Exception:  # unreachable, coordinator moving, ...: unknown this round
-                out[gid] = {}
-                self._drop_group_client()
-        return out
-
-    def _group_client(self) -> Any:
-        if self._kadmin is None:
-            from kafka.admin import KafkaAdminClient
-
-            self._kadmin = KafkaAdminClient(**kafka_python_config(self.config, self.timeout_s))
-        return self._kadmin
-
-    def _drop_group_client(self) -> None:
-        client, self._kadmin = self._kadmin, None
-        if client is not None:
-            with contextlib.suppress(Exception):
-                client.close()
+                return BrokerConfig.from_configs(self.read_broker_config(bid), bid)
+            except Exception as exc:  # that broker is down: ask the next one
+                last = exc
+        raise ClusterError(f"no broker described its configuration: {last}")
 
     def close(self) -> None:
         """Release the kafka-python client (the librdkafka one goes with the object)."""
-        self._drop_group_client()
-
-    def log_end_offsets(self, tps: set[tuple[str, int]]) -> dict[tuple[str, int], int]:
-        """Latest offsets (log end / high watermark) of many partitions in one request set."""
-        if not tps:
-            return {}
-        req = {TopicPartition(t, p): OffsetSpec.latest() for t, p in tps}
-        futs = self.admin.list_offsets(req, request_timeout=self.timeout_s)
-        out = {}
-        for tp, fut in futs.items():
-            try:
-                out[(tp.topic, tp.partition)] = fut.result(timeout=self.timeout_s + 1).offset
-            except KafkaException:
-                continue
-        return out
+        self.groups.close()
 
 
 # librdkafka property -> kafka-python argument (the security settings users pass with -X).
@@ -242,11 +149,6 @@ def kafka_python_config(config: dict[str, Any], timeout_s: float) -> dict[str, A
         out[name] = value.upper() if name == "security_protocol" else value
     out.setdefault("client_id", "kconsole-groups")
     return out
-
-
-def _state_name(state: Any) -> str:
-    name = getattr(state, "name", None) or str(state)
-    return name.replace("ConsumerGroupState.", "").upper()
 
 
 def reachable(host: str, port: int, timeout: float = 0.5) -> bool:

@@ -1,7 +1,7 @@
 """The embedded local cluster: ZooKeeper + N Kafka brokers as JVM processes kconsole starts.
 
-LocalCluster brings the cluster up (idempotently) and down, waits until it is ready, and stops,
-kills, pauses, resumes and starts single brokers. It builds on:
+LocalCluster brings the cluster up (idempotently) and down, waits until it is ready, stops and
+starts ZooKeeper alone, and stops, kills, pauses, resumes and starts single brokers. It builds on:
 
     local_spec     LocalClusterSpec and the server.properties / zoo.cfg it renders
     local_dir      LocalClusterDir: the state directory's layout, config files and processes
@@ -320,6 +320,36 @@ class LocalCluster(LocalClusterDir):
                 return self.read_controller(zk)
         except ClusterError:
             return None
+
+    # -- ZooKeeper control ---------------------------------------------------------------
+    def stop_zookeeper(self, timeout: float = 15.0) -> float:
+        """SIGTERM ZooKeeper (the pid we recorded); the brokers keep running, cut off from it.
+        Returns seconds until the process exited."""
+        proc = self.zookeeper
+        if proc.state() is ProcState.STOPPED:
+            raise ClusterError("cannot stop ZooKeeper: it is not running")
+        t0 = time.monotonic()
+        if not proc.terminate(timeout):
+            raise ClusterError(
+                f"ZooKeeper did not exit within {timeout:.0f} s of SIGTERM",
+                log_lines=self.log_tail("zookeeper", 15),
+            )
+        return time.monotonic() - t0
+
+    def start_zookeeper(self, *, timeout: float = 60.0) -> float:
+        """Start a stopped ZooKeeper with its existing zoo.cfg and data dir and wait until it
+        answers `ruok` (its sessions, the brokers' among them, survive a short outage).
+        Returns seconds taken."""
+        proc = self.zookeeper
+        if proc.state() is not ProcState.STOPPED:
+            raise ClusterError(f"ZooKeeper is already {proc.state().value}")
+        if not (self.proc_dir("zookeeper") / "zoo.cfg").exists():
+            raise ClusterError("ZooKeeper has no configuration; use `kconsole cluster up`")
+        check_port_free(self.spec.host, self.spec.zk_port, "zookeeper")
+        t0 = time.monotonic()
+        self._spawn("zookeeper", jars.ensure_kafka_jars(self.spec.kafka_version))
+        self._wait_zookeeper(t0 + timeout, ["zookeeper"])
+        return time.monotonic() - t0
 
     # -- per-broker control ---------------------------------------------------------------
     def stop_broker(self, broker_id: int, timeout: float = 60.0) -> float:

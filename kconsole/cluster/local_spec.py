@@ -109,9 +109,9 @@ def parse_set_options(items: list[str] | tuple[str, ...]) -> tuple[dict[str, str
     for item in items:
         key, sep, value = item.partition("=")
         key = key.strip()
-        if not sep or not key or any(c.isspace() for c in key):
+        if not sep or key in ("", ZK_PREFIX) or any(c.isspace() for c in key):
             raise ClusterError(f"--set expects key=value (or zk:key=value), got {item!r}")
-        if "\n" in value:
+        if "\n" in value or "\r" in value:
             raise ClusterError(f"--set value for {key} must be a single line")
         if key.startswith(ZK_PREFIX):
             zk[key[len(ZK_PREFIX) :]] = value

@@ -71,7 +71,15 @@ def parse_header(item: str) -> Header:
     name, sep, value = item.partition("=")
     if not sep or not name:
         raise ProduceError(f"--header expects key=value, got {item!r}")
-    return name, value.encode()
+    _check_header_name(name)
+    return name, encode_text(value, f"header {name!r}", hint="")
+
+
+def _check_header_name(name: str) -> None:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ProduceError(f"header name {name!r} is not valid UTF-8 text") from None
 
 
 # -- validation (nothing is sent before it passed) -------------------------------------------
@@ -219,16 +227,22 @@ class ProduceRequest:
             yield record
 
 
-def encode_text(text: str, what: str) -> bytes:
+def encode_text(
+    text: str, what: str, hint: str = "use the file value mode to send raw bytes"
+) -> bytes:
     """`text` as UTF-8, or a ProduceError naming `what` (a lone surrogate cannot be encoded:
-    that is what undecodable bytes pasted into a terminal become)."""
+    that is what undecodable bytes pasted into a terminal become) and ending with `hint`."""
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        bad = text[exc.start : exc.start + 1].encode("utf-8", "surrogateescape")
+        ch = text[exc.start]
+        if "\udc80" <= ch <= "\udcff":  # an undecodable byte, as Python decodes it
+            bad = f"the undecodable byte {ch.encode('utf-8', 'surrogateescape')!r}"
+        else:  # half of a UTF-16 surrogate pair: no byte stands behind it
+            bad = f"U+{ord(ch):04X}, half of a surrogate pair"
         raise ProduceError(
-            f"{what} is not valid UTF-8 text (character {exc.start + 1} is the undecodable "
-            f"byte {bad!r}); use the file value mode to send raw bytes"
+            f"{what} is not valid UTF-8 text (character {exc.start + 1} is {bad})"
+            + (f"; {hint}" if hint else "")
         ) from exc
 
 
@@ -250,7 +264,8 @@ def parse_headers(text: str) -> tuple[Header, ...]:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
             raise ProduceError(f"headers are key=value, separated by commas; got {item!r}")
-        out.append((name.strip(), encode_text(value, f"header {name.strip()!r}")))
+        _check_header_name(name.strip())
+        out.append((name.strip(), encode_text(value, f"header {name.strip()!r}", hint="")))
     return tuple(out)
 
 
@@ -302,6 +317,8 @@ def build_request(
             data = (read_file or _read_bytes)(path)
         except OSError as exc:
             raise ProduceError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        except ValueError:  # a NUL byte, or a character no file name can hold
+            raise ProduceError(f"cannot read {path!r}: that is not a possible file name") from None
     else:
         data = encode_text(value, "the value")
         if value_mode == "json":
@@ -309,6 +326,8 @@ def build_request(
                 json.loads(value)
             except ValueError as exc:
                 raise ProduceError(f"the value is not valid JSON: {exc}") from None
+            except RecursionError:
+                raise ProduceError("the value is nested too deeply to check as JSON") from None
     return ProduceRequest(
         topic=topic,
         key=kbytes,

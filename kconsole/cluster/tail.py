@@ -14,7 +14,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from confluent_kafka import (
@@ -52,15 +52,37 @@ class StartAt:
         if self.kind == "offset":
             return f"offset {self.value}"
         if self.kind == "timestamp":
-            when = datetime.fromtimestamp(self.value / 1000, tz=UTC)
+            try:
+                when = _EPOCH + timedelta(milliseconds=self.value)
+            except OverflowError:  # past the year 9999
+                return f"time {self.value} ms after 1970"
             return f"time {when.isoformat(timespec='milliseconds')}"
         if self.kind == "last":
             return f"last {self.value} per partition"
         return self.kind
 
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)")
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m|h|d)")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+_WHOLE = re.compile(r"[+-]?[0-9]+")  # ASCII digits only: int() also reads "٣" (and "²" breaks it)
+MAX_INT64 = 2**63 - 1  # Kafka's offsets and timestamps are signed 64-bit
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _whole(raw: str, text: str) -> int:
+    """`raw` (a part of the typed `text`) as a number that fits Kafka's 64 bits."""
+    raw = raw.strip()
+    if not _WHOLE.fullmatch(raw):
+        raise TailError(f"cannot read the start position {text!r}: {raw!r} is not a whole number")
+    if len(raw.lstrip("+-").lstrip("0")) > 19 or abs(int(raw)) > MAX_INT64:
+        raise TailError(f"cannot read the start position {text!r}: the number is too large")
+    return int(raw)
+
+
+def _since_epoch(ms: int, text: str) -> StartAt:
+    if ms < 0:  # Kafka reads -1 and -2 as "latest" and "earliest"
+        raise TailError(f"start position {text!r} is before 1970")
+    return StartAt("timestamp", ms)
 
 
 def parse_start(text: str, now_ms: Callable[[], int] | None = None) -> StartAt:
@@ -76,32 +98,34 @@ def parse_start(text: str, now_ms: Callable[[], int] | None = None) -> StartAt:
         return StartAt("end")
     if t in ("beginning", "begin", "earliest", "start"):
         return StartAt("beginning")
-    try:
-        if t.startswith("@") or t.startswith("offset:"):
-            n = int(t.split(":", 1)[1] if ":" in t else t[1:])
-            if n < 0:
-                raise TailError(f"an offset is >= 0, not {n}")
-            return StartAt("offset", n)
-        if t.startswith("-") or t.startswith("last:"):
-            n = int(t[1:] if t.startswith("-") else t.split(":", 1)[1])
-            if n < 1:
-                raise TailError(f"last N needs N >= 1, not {n}")
-            return StartAt("last", n)
-        if t.startswith("ago:"):
-            m = _DURATION.fullmatch(t[4:].strip())
-            if not m:
-                raise TailError(f"ago: takes a duration like 30s, 5m or 2h, not {t[4:]!r}")
-            return StartAt("timestamp", now_ms() - int(float(m[1]) * _UNIT_MS[m[2]]))
-        if t.startswith("ts:"):
-            raw = text.strip()[3:].strip()
-            if raw.isdigit():
-                return StartAt("timestamp", int(raw))
+    if t.startswith("@") or t.startswith("offset:"):
+        n = _whole(t.split(":", 1)[1] if ":" in t else t[1:], text)
+        if n < 0:
+            raise TailError(f"an offset is >= 0, not {n}")
+        return StartAt("offset", n)
+    if t.startswith("-") or t.startswith("last:"):
+        n = _whole(t[1:] if t.startswith("-") else t.split(":", 1)[1], text)
+        if n < 1:
+            raise TailError(f"last N needs N >= 1, not {n}")
+        return StartAt("last", n)
+    if t.startswith("ago:"):
+        m = _DURATION.fullmatch(t[4:].strip())
+        if not m:
+            raise TailError(f"ago: takes a duration like 30s, 5m or 2h, not {t[4:]!r}")
+        back = float(m[1]) * _UNIT_MS[m[2]]  # inf for a number of hundreds of digits
+        now = now_ms()
+        return _since_epoch(now - int(back) if back <= now else -1, text)
+    if t.startswith("ts:"):
+        raw = text.strip()[3:].strip()
+        if raw.isdigit():
+            return _since_epoch(_whole(raw, text), text)
+        try:
             when = datetime.fromisoformat(raw)
             if when.tzinfo is None:
                 when = when.astimezone()  # local time, as the user reads their clock
-            return StartAt("timestamp", int(when.timestamp() * 1000))
-    except ValueError as exc:
-        raise TailError(f"cannot read the start position {text!r}: {exc}") from exc
+            return _since_epoch((when - _EPOCH) // timedelta(milliseconds=1), text)
+        except (ValueError, OverflowError) as exc:  # not ISO, or beyond what a clock reads
+            raise TailError(f"cannot read the start position {text!r}: {exc}") from exc
     raise TailError(
         f"unknown start position {text!r}: use end, beginning, @OFFSET, -N, ts:TIME or ago:5m"
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
-from kconsole.models import ClusterSnapshot
+from kconsole.models import BrokerConfig, ClusterSnapshot
 from kconsole.timeline import Event, EventKind
 
 TP = tuple[str, int]
@@ -26,31 +26,6 @@ class Measurement:
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
-
-
-@dataclass(frozen=True)
-class BrokerConfig:
-    """The broker settings the predictions come from."""
-
-    session_timeout_ms: int = 6000
-    replica_lag_time_max_ms: int = 10000
-    leader_imbalance_check_s: int = 30
-    auto_leader_rebalance: bool = True
-
-    @classmethod
-    def from_configs(cls, configs: dict[str, str]) -> BrokerConfig:
-        def num(key: str, default: int) -> int:
-            try:
-                return int(configs.get(key, default))
-            except (TypeError, ValueError):
-                return default
-
-        return cls(
-            num("zookeeper.session.timeout.ms", 18000),
-            num("replica.lag.time.max.ms", 30000),
-            num("leader.imbalance.check.interval.seconds", 300),
-            str(configs.get("auto.leader.rebalance.enable", "true")).lower() == "true",
-        )
 
 
 def _ids(value: object) -> list[int]:

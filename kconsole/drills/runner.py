@@ -7,6 +7,8 @@ report. The same observer, command layer, workload and audit serve the console.
 from __future__ import annotations
 
 import json
+import math
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -19,15 +21,16 @@ from kconsole import __version__
 from kconsole.cluster.admin import AdminReader
 from kconsole.cluster.control import BrokerAction, BrokerControl
 from kconsole.cluster.errors import ClusterError
+from kconsole.cluster.produce_request import check_topic_name
 from kconsole.config import Settings
 from kconsole.drills.audit import Acks, AuditResult, check
 from kconsole.drills.export import timeline_document, timeline_markdown
-from kconsole.drills.measure import BrokerConfig, Measurement, measure
+from kconsole.drills.measure import Measurement, measure
 from kconsole.drills.verify import end_offsets, read_back
 from kconsole.drills.workload import Workload
 from kconsole.errors import NotConfirmed
 from kconsole.impact import blast_radius
-from kconsole.models import BrokerState, ClusterSnapshot
+from kconsole.models import BrokerConfig, BrokerState, ClusterSnapshot
 from kconsole.observer import ClusterObserver
 from kconsole.timeline import Event, EventKind
 
@@ -63,10 +66,19 @@ class DrillSpec:
             raise DrillError(f"--fault must be one of {', '.join(FAULTS)}, not {self.fault!r}")
         if self.acks not in ("all", "1", "0"):
             raise DrillError(f"--acks must be all, 1 or 0, not {self.acks!r}")
-        if self.rate <= 0 or self.rate > 100_000:
+        if not 0 < self.rate <= 100_000:  # NaN too
             raise DrillError("--rate must be between 0 and 100000 messages per second")
-        if self.restore_after_s < 0 or self.duration_s <= 0:
+        if not (0 < self.duration_s < math.inf and 0 <= self.restore_after_s < math.inf):
             raise DrillError("--duration must be positive and --restore-after not negative")
+        if not 0 <= self.settle_timeout_s < math.inf:
+            raise DrillError("--settle-timeout must be a number of seconds, not negative")
+        try:
+            check_topic_name(self.topic)
+        except ClusterError as exc:
+            raise DrillError(f"--topic: {exc}") from None
+
+
+_ID = re.compile(r"[0-9]{1,10}")  # a broker id or a partition: ASCII digits, 32 bits at most
 
 
 def resolve_target(snap: ClusterSnapshot, target: str) -> int:
@@ -77,10 +89,9 @@ def resolve_target(snap: ClusterSnapshot, target: str) -> int:
             raise DrillError("there is no active controller to target")
         return snap.controller.id
     if kind == "broker":
-        try:
-            bid = int(rest)
-        except ValueError:
-            raise DrillError(f"broker:ID needs a number, not {rest!r}") from None
+        if not _ID.fullmatch(rest.strip()):
+            raise DrillError(f"broker:ID needs a number, not {rest!r}")
+        bid = int(rest)
         if snap.broker(bid) is None:
             raise DrillError(
                 f"broker {bid} is not in the cluster ({', '.join(str(b.id) for b in snap.brokers)})"
@@ -88,7 +99,7 @@ def resolve_target(snap: ClusterSnapshot, target: str) -> int:
         return bid
     if kind == "leader":
         topic, _, part = rest.rpartition("/")
-        if not topic or not part.isdigit():
+        if not topic or not _ID.fullmatch(part):
             raise DrillError(f"leader:TOPIC/PARTITION expected, not {target!r}")
         p = snap.partition(topic, int(part))
         if p is None:
@@ -322,7 +333,7 @@ class DrillRunner:
                 unknown=result.unknown,
                 acks=spec.acks,
             )
-            events = [e for e in self.observer.events if e.ts >= fault.ts - spec.warmup_s]
+            events = self.observer.events_since(fault.ts - spec.warmup_s)
             measurements = measure(
                 before, events, fault=fault, target=target, restore=restore, config=config
             )

@@ -147,12 +147,14 @@ class JobManager:
             if opt.kind == "flag":
                 if _truthy(value):
                     flags.append(f"--{name}")
-            elif opt.kind == "list":
-                items = [value] if isinstance(value, str) else list(value)
+            elif opt.kind == "list" and value is not None:
+                items = list(value) if isinstance(value, list | tuple) else [value]
                 for item in items:
-                    flags += [f"--{name}", str(item)]
+                    flags += [f"--{name}", _argument(name, item)]
             elif value is not None:
-                flags += [f"--{name}", str(value)]
+                text = _argument(name, value)
+                # "--topic=-x": as two arguments argparse would take "-x" for an option
+                flags += [f"--{name}={text}"] if text.startswith("-") else [f"--{name}", text]
         if spec.option("bootstrap") and "bootstrap" not in {k.replace("_", "-") for k in given}:
             flags += ["--bootstrap", self.settings.bootstrap]
         return flags
@@ -169,7 +171,7 @@ class JobManager:
         if offsets not in (None, "earliest", "latest"):
             try:
                 json.loads(offsets)
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:
                 raise JobError(
                     f"bad option for {spec.name}: starting-offsets must be earliest, latest or "
                     f"JSON, not {offsets!r}"
@@ -354,6 +356,21 @@ class JobManager:
         """Whether the manager that started a run may still record its end."""
         pid = meta.get("manager_pid")
         return isinstance(pid, int) and psutil.pid_exists(pid)
+
+
+def _argument(name: str, value: Any) -> str:
+    """`value` as a command-line argument, or a JobError when no command line can hold it."""
+    text = str(value)
+    try:
+        ok = b"\0" not in os.fsencode(text)
+    except UnicodeEncodeError:
+        ok = False
+    if not ok:
+        raise JobError(
+            f"option {name}: {text!r} cannot go on a command line (a NUL or an unencodable "
+            "character)"
+        )
+    return text
 
 
 def _truthy(value: Any) -> bool:

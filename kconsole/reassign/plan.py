@@ -73,6 +73,8 @@ class Plan:
             data = json.loads(text)
         except (TypeError, ValueError) as e:
             raise PlanError(f"not a reassignment plan: the text is not valid JSON ({e})") from e
+        except RecursionError:
+            raise PlanError("not a reassignment plan: the JSON is nested too deeply") from None
         if not isinstance(data, dict):
             raise PlanError(
                 'not a reassignment plan: expected a JSON object with "version" and "partitions"'

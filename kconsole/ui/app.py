@@ -11,6 +11,7 @@ kconsole.ui.context (the state they read, the actions they send).
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -29,9 +30,9 @@ from kconsole.cluster.tail import TailFactory, tail_factory
 from kconsole.commands import Commands
 from kconsole.commands.reassign import ClientFactory
 from kconsole.config import Settings
-from kconsole.drills.measure import BrokerConfig, Measurement
+from kconsole.drills.measure import Measurement
 from kconsole.jobs import JobManager, JobRun, JobSpec
-from kconsole.models import ClusterSnapshot
+from kconsole.models import BrokerConfig, ClusterSnapshot, SourceName
 from kconsole.source import Observer
 from kconsole.timeline import Event
 from kconsole.ui.broker_actions import ACTIONS_GROUP, BrokerActions
@@ -110,6 +111,7 @@ class KConsoleApp(BrokerActions, JobActions, ElectionActions):
         self.job_logs: dict[str, tuple[str, ...]] = {}
         """The newest log lines of each run that is active or failed (while shown)."""
         self.show_job_logs = False
+        self._jobs_polling = threading.Lock()  # held while one read of the jobs runs
         """Set while the jobs screen is mounted: only then are log tails read."""
         self._job_specs: list[JobSpec] | None = None
         self.settings = settings
@@ -183,10 +185,16 @@ class KConsoleApp(BrokerActions, JobActions, ElectionActions):
         self.apply_snapshot(message.snapshot, message.events)
 
     def apply_snapshot(self, snapshot: ClusterSnapshot, events: Iterable[Event] = ()) -> None:
-        """Make `snapshot` the current state and log `events` (oldest first, as diff gives them)."""
+        """Make `snapshot` the current state and log `events` (oldest first, as diff gives them).
+
+        A snapshot older than the one shown (a lower `seq`) only adds its events: data on
+        screen never goes back in time."""
+        current = self.snapshot
         with self.batch_update():
-            self._record_lag(snapshot)
             self._log_events(events)
+            if current is not None and snapshot.seq < current.seq:
+                return
+            self._record_lag(current, snapshot)
             self.now = self.clock()
             self.snapshot = snapshot
 
@@ -206,12 +214,31 @@ class KConsoleApp(BrokerActions, JobActions, ElectionActions):
         ordered = sorted(logged, key=lambda le: -le.event.ts)
         self.events = (*ordered, *self.events)[:MAX_EVENTS]
 
-    def _record_lag(self, snapshot: ClusterSnapshot) -> None:
+    def _record_lag(self, before: ClusterSnapshot | None, snapshot: ClusterSnapshot) -> None:
+        """One point per group poll, for groups whose whole lag was read in it; groups that are
+        gone lose their history (a console left open for days stays the same size)."""
+        health = snapshot.source(SourceName.GROUPS)
+        old = before.source(SourceName.GROUPS) if before is not None else None
+        if health is None or health.updated_at is None:
+            return
+        if old is not None and old.updated_at == health.updated_at:
+            return  # another source's update: no new group poll
+        present = {g.group_id for g in snapshot.groups}
+        for gone in set(self.lag_history) - present:
+            del self.lag_history[gone]
         for group in snapshot.groups:
             lag = group.lag
-            if lag is not None:
+            if lag is not None and not group.lag_partial:
                 history = self.lag_history.setdefault(group.group_id, deque(maxlen=LAG_HISTORY))
                 history.append(lag)
+
+    @property
+    def predictions_config(self) -> BrokerConfig:
+        """The brokers' real settings once read, else the ones given (or assumed)."""
+        snap = self.snapshot
+        if snap is not None and snap.broker_config is not None:
+            return snap.broker_config
+        return self.broker_config
 
     # -- drills -------------------------------------------------------------------------------
     def latest_drill(self) -> Drill | None:
@@ -227,7 +254,7 @@ class KConsoleApp(BrokerActions, JobActions, ElectionActions):
         drill = drill or self.latest_drill()
         if drill is None:
             return []
-        return drill.measurements(self.timeline_events(), self.broker_config)
+        return drill.measurements(self.timeline_events(), self.predictions_config)
 
     # -- actions ------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

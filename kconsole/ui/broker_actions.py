@@ -13,10 +13,9 @@ from textual.app import App
 
 from kconsole.cluster.control import BrokerAction
 from kconsole.commands import Commands
-from kconsole.drills.measure import BrokerConfig
 from kconsole.errors import ClusterError
 from kconsole.impact import blast_radius
-from kconsole.models import BrokerState, ClusterSnapshot
+from kconsole.models import BrokerConfig, BrokerState, ClusterSnapshot
 from kconsole.source import EventRecorder, Observer
 from kconsole.timeline import Event, EventKind
 from kconsole.ui.drill import ActionRun
@@ -34,8 +33,10 @@ class BrokerActions(App[None]):
         observer: Observer | None
         snapshot: ClusterSnapshot | None
         clock: Callable[[], float]
-        broker_config: BrokerConfig
         actions: list[ActionRun]
+
+        @property
+        def predictions_config(self) -> BrokerConfig: ...
 
     def check_broker_action(self, action: str) -> bool | None:
         """check_action for the broker keys wherever they are bound.
@@ -116,7 +117,7 @@ class BrokerActions(App[None]):
             self.notify("no snapshot of the cluster yet: nothing to confirm against")
             return
         impact = blast_radius(self.snapshot, action, broker_id)
-        lines = impact.lines(self.broker_config.session_timeout_ms)
+        lines = impact.lines(self.predictions_config.session_timeout_ms)
 
         def confirmed(ok: bool | None) -> None:
             if ok:

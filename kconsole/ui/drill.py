@@ -15,8 +15,8 @@ from rich.table import Table
 from rich.text import Text
 
 from kconsole.cluster.control import BrokerAction
-from kconsole.drills.measure import BrokerConfig, Frame, Measurement, Replay, measure
-from kconsole.models import ClusterSnapshot
+from kconsole.drills.measure import Frame, Measurement, Replay, measure
+from kconsole.models import BrokerConfig, ClusterSnapshot
 from kconsole.timeline import Event, EventKind
 from kconsole.ui import format as fmt
 from kconsole.ui.rows import Columns, KeyCell, LoggedEvent, Rows

@@ -5,6 +5,7 @@ tails) once a second."""
 from __future__ import annotations
 
 import contextlib
+import threading
 from typing import TYPE_CHECKING
 
 from textual import work
@@ -29,6 +30,7 @@ class JobActions(App[None]):
         job_runs: tuple[JobRun, ...]
         job_logs: dict[str, tuple[str, ...]]
         show_job_logs: bool
+        _jobs_polling: threading.Lock
         settings: Settings | None
         _job_specs: list[JobSpec] | None
 
@@ -59,23 +61,33 @@ class JobActions(App[None]):
                 defaults[managed] = ""
         return defaults
 
-    @work(thread=True, exclusive=True, group="jobs-poll", exit_on_error=False)
     def poll_jobs(self) -> None:
-        """Read every run's state and progress (a thread: files and processes)."""
-        jobs = self.jobs
-        if jobs is None:
+        """Read every run's state and progress on a thread, unless the last read is still
+        going (a slow one, e.g. while a Maven fetch holds the jobs' lock, must not pile up
+        threads: a thread worker cannot be cancelled, only forgotten)."""
+        if self.jobs is None or not self._jobs_polling.acquire(blocking=False):
             return
+        self._read_jobs()
+
+    @work(thread=True, group="jobs-poll", exit_on_error=False)
+    def _read_jobs(self) -> None:
         try:
-            runs = tuple(jobs.runs())
-        except Exception as exc:
-            self.post_message(JobsUpdated((), {}, f"cannot read the jobs: {exc}"))
-            return
-        logs = {}
-        for run in runs[-10:] if self.show_job_logs else ():
-            if run.active or run.error:
-                with contextlib.suppress(Exception):
-                    logs[run.run_id] = tuple(jobs.log_tail(run.run_id, JOB_LOG_LINES))
-        self.post_message(JobsUpdated(runs, logs))
+            jobs = self.jobs
+            if jobs is None:
+                return
+            try:
+                runs = tuple(jobs.runs())
+            except Exception as exc:
+                self.post_message(JobsUpdated((), {}, f"cannot read the jobs: {exc}"))
+                return
+            logs = {}
+            for run in runs[-10:] if self.show_job_logs else ():
+                if run.active or run.error:
+                    with contextlib.suppress(Exception):
+                        logs[run.run_id] = tuple(jobs.log_tail(run.run_id, JOB_LOG_LINES))
+            self.post_message(JobsUpdated(runs, logs))
+        finally:
+            self._jobs_polling.release()
 
     def on_jobs_updated(self, message: JobsUpdated) -> None:
         if message.error:

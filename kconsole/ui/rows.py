@@ -198,11 +198,12 @@ GROUP_COLUMNS: Columns = (
     ("lag", "lag"),
     ("members", "members"),
     ("assignor", "assignor"),
+    ("note", "note"),
 )
 
 
 def group_rows(snap: ClusterSnapshot | None) -> Rows:
-    """One row per consumer group, by group id."""
+    """One row per consumer group, by group id. Ages are measured to the snapshot's time."""
     if snap is None:
         return {}
     rows: Rows = {}
@@ -210,11 +211,29 @@ def group_rows(snap: ClusterSnapshot | None) -> Rows:
         rows[g.group_id] = [
             KeyCell(g.group_id, row_key=g.group_id),
             fmt.cell(g.state, fmt.group_state_style(g.state)),
-            _lag(g.lag),
+            group_lag(g, snap.taken_at),
             fmt.cell(g.members),
             fmt.cell(g.assignor or fmt.NONE, "" if g.assignor else fmt.DIM),
+            fmt.cell(g.error or "", fmt.WARN),
         ]
     return rows
+
+
+def group_lag(g: Group, now: float) -> Text:
+    """The group's lag, never made up: "?" when nothing is known, "+ ?" when partitions are
+    left out, "(12s old)" when figures are carried from an earlier poll."""
+    if g.lag_unknown:
+        return fmt.cell(UNKNOWN, fmt.WARN)
+    lag = g.lag
+    if lag is None:
+        return _lag(None)
+    text = fmt.count(lag)
+    if any(p.lag_unknown for p in g.partitions):
+        text += " + ?"
+    oldest = g.oldest
+    if oldest is not None:
+        text += f" ({fmt.age(now - oldest)} old)"
+    return fmt.cell(text, fmt.WARN) if g.lag_partial else _lag(lag)
 
 
 GROUP_PARTITION_COLUMNS: Columns = (
@@ -227,8 +246,9 @@ GROUP_PARTITION_COLUMNS: Columns = (
 )
 
 
-def group_partition_rows(group: Group | None) -> Rows:
-    """One row per partition the group has offsets for, by topic/partition."""
+def group_partition_rows(group: Group | None, now: float | None = None) -> Rows:
+    """One row per partition the group has offsets for, by topic/partition; carried figures
+    say how old they are at `now`."""
     if group is None:
         return {}
     rows: Rows = {}
@@ -237,12 +257,30 @@ def group_partition_rows(group: Group | None) -> Rows:
         rows[key] = [
             KeyCell(gp.topic, row_key=key),
             fmt.cell(gp.partition),
-            fmt.cell(fmt.count(gp.committed), fmt.DIM if gp.committed is None else ""),
-            fmt.cell(fmt.count(gp.log_end), fmt.DIM if gp.log_end is None else ""),
-            _lag(gp.lag),
+            _offset(gp.committed, gp.committed_known),
+            _offset(gp.log_end, gp.log_end is not None),
+            _partition_lag(gp, now),
             _owner(gp),
         ]
     return rows
+
+
+UNKNOWN = "?"
+
+
+def _offset(value: int | None, known: bool) -> Text:
+    if not known:
+        return fmt.cell(UNKNOWN, fmt.WARN)
+    return fmt.cell(fmt.count(value), fmt.DIM if value is None else "")
+
+
+def _partition_lag(gp: GroupPartition, now: float | None) -> Text:
+    if gp.lag_unknown:
+        return fmt.cell(UNKNOWN, fmt.WARN)
+    if gp.as_of is not None and gp.lag is not None:
+        age = f" ({fmt.age(now - gp.as_of)} old)" if now is not None else " (old)"
+        return fmt.cell(fmt.count(gp.lag) + age, fmt.WARN)
+    return _lag(gp.lag)
 
 
 def _owner(gp: GroupPartition) -> Text:

@@ -106,6 +106,21 @@ def test_brokers_and_controller(healthy: LocalCluster, zk: KazooClient) -> None:
     assert snap.cluster_id
 
 
+def test_prediction_settings_are_read_from_the_brokers(healthy: LocalCluster) -> None:
+    """The timeline's predictions use what the brokers run with (DescribeConfigs), not
+    Kafka's defaults: the local cluster's settings differ from those on every one."""
+    from kconsole.cluster.settings import drill_settings
+
+    props = drill_settings(len(healthy.spec.broker_ids))
+    cfg = ClusterObserver(settings_for(healthy)).read_once().broker_config
+    assert cfg is not None and cfg.read_from in (1, 2, 3)
+    assert cfg.session_timeout_ms == int(props["zookeeper.session.timeout.ms"]) != 18000
+    assert cfg.replica_lag_time_max_ms == int(props["replica.lag.time.max.ms"]) != 30000
+    assert (
+        cfg.leader_imbalance_check_s == int(props["leader.imbalance.check.interval.seconds"]) != 300
+    )
+
+
 def _stop_round(cluster: LocalCluster, zk: KazooClient) -> float:
     """Stop partition 0's leader under a live observer; check what it shows; restart it.
     Returns seconds from the stop to the observer showing every new leader."""

@@ -18,12 +18,13 @@ from textual.widgets import DataTable
 from kconsole.cluster import produce as pr
 from kconsole.cluster.control import BrokerAction
 from kconsole.cluster.errors import ClusterError
+from kconsole.cluster.groups import carry_forward
 from kconsole.cluster.procs import ProcState
 from kconsole.cluster.tail import TailFactory
 from kconsole.commands import Commands
 from kconsole.config import Settings
 from kconsole.jobs import JobManager
-from kconsole.models import ClusterSnapshot
+from kconsole.models import ClusterSnapshot, GroupPartition, SourceHealth, SourceName
 from kconsole.timeline import Event, diff
 from kconsole.ui.app import KConsoleApp, make_app
 from tests.ui.builders import FIXTURES, T0
@@ -283,7 +284,12 @@ def lag_series(snap: ClusterSnapshot, count: int = 40) -> list[ClusterSnapshot]:
             for g in snap.groups
         )
         taken_at = snap.taken_at - (count - i) * 2.0
-        out.append(dataclasses.replace(snap, taken_at=taken_at, groups=groups))
+        # Each one a group poll of its own (the trend takes one point per poll).
+        sources = tuple(
+            dataclasses.replace(h, updated_at=taken_at) if h.name is SourceName.GROUPS else h
+            for h in snap.sources
+        )
+        out.append(dataclasses.replace(snap, taken_at=taken_at, groups=groups, sources=sources))
     return out
 
 
@@ -318,3 +324,36 @@ def snap_compare(snap_compare: Callable[..., bool]) -> Callable[..., bool]:
         return snap_compare(app, run_before=then_settle(run_before), **kw)
 
     return compare
+
+
+def coordinator_moving(snap: ClusterSnapshot, after_s: float = 12.0) -> ClusterSnapshot:
+    """`snap` one group poll `after_s` later, during an outage: every group's committed offsets
+    could not be read (its coordinator is moving) and partition 3's leader did not answer. Built
+    by the observer's own carry_forward, so the figures carried are the ones it would carry."""
+    now = snap.taken_at + after_s
+    fresh = []
+    for g in snap.groups:
+        parts = tuple(
+            GroupPartition(
+                gp.topic,
+                gp.partition,
+                None,
+                None if gp.partition == 3 or gp.log_end is None else gp.log_end + 40,
+                gp.owner,
+                committed_known=False,
+            )
+            for gp in g.partitions
+        )
+        error = (
+            f"coordinator moving (coordinator {g.coordinator}): committed offsets not readable "
+            "yet (NotCoordinatorError); log end unknown for 1 partition(s): leader 3: "
+            "KafkaConnectionError"
+        )
+        fresh.append(dataclasses.replace(g, partitions=parts, error=error))
+    groups = carry_forward(snap.groups, snap.taken_at, fresh)
+    note = f"{len(groups)} of {len(groups)} groups partly unread"
+    sources = tuple(
+        SourceHealth(h.name, True, now, note) if h.name is SourceName.GROUPS else h
+        for h in snap.sources
+    )
+    return dataclasses.replace(snap, taken_at=now, groups=groups, sources=sources)

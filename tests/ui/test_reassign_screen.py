@@ -20,6 +20,7 @@ from kconsole.cluster.reassign import ElectResult, Ongoing
 from kconsole.commands import Commands
 from kconsole.commands.reassign import ClientFactory
 from kconsole.models import ClusterSnapshot
+from kconsole.reassign import fields
 from kconsole.reassign.plan import Move, Plan
 from kconsole.ui.app import KConsoleApp
 from kconsole.ui.screens import reassign_rows as rr
@@ -482,13 +483,13 @@ async def test_drain() -> None:
 
 def test_parsing() -> None:
     """The bar's fields, read strictly."""
-    assert rr.parse_targets("a, b/2  c") == ["a", ("b", 2), "c"]
-    assert rr.parse_throttle("") is None
-    assert rr.parse_throttle("50M") == 50_000_000
-    assert rr.parse_throttle("1.5 kB/s") == 1500
-    assert rr.parse_rf(" ") is None and rr.parse_rf("2") == 2
-    assert rr.parse_replicas("3, 1 2") == (3, 1, 2)
-    for bad, fn in (("a/b", rr.parse_targets), ("fast", rr.parse_throttle),
-                    ("0", rr.parse_rf), ("", rr.parse_replicas)):  # fmt: skip
+    assert fields.parse_targets("a, b/2  c") == ["a", ("b", 2), "c"]
+    assert fields.parse_throttle("") is None
+    assert fields.parse_throttle("50M") == 50_000_000
+    assert fields.parse_throttle("1.5 kB/s") == 1500
+    assert fields.parse_rf(" ") is None and fields.parse_rf("2") == 2
+    assert fields.parse_replicas("3, 1 2") == (3, 1, 2)
+    for bad, fn in (("a/b", fields.parse_targets), ("fast", fields.parse_throttle),
+                    ("0", fields.parse_rf), ("", fields.parse_replicas)):  # fmt: skip
         with pytest.raises(Exception, match=r"."):
             fn(bad)

@@ -16,6 +16,7 @@ from kconsole.ui.screens.main import FilterInput
 from kconsole.ui.widgets.table import KeyedTable
 from tests.ui.conftest import (
     FakeControl,
+    coordinator_moving,
     feed,
     feeding,
     keys_then,
@@ -131,6 +132,19 @@ class TestConsumerGroups:
         lagging = load("group_lag")
         run = open_group(*lag_series(lagging), lagging)
         assert snap_compare(new_app(), terminal_size=SMALL, run_before=run)
+
+    def test_coordinator_moving(self, snap_compare: SnapCompare) -> None:
+        """During an outage: carried figures with their age, unknown ones as "?", never 0, and
+        the groups source "degraded" rather than stale."""
+        lagging = load("group_lag")
+        snaps = load("healthy"), lagging, coordinator_moving(lagging)
+        assert snap_compare(new_app(), terminal_size=WIDE, run_before=feeding(*snaps))
+
+    def test_group_screen_coordinator_moving(self, snap_compare: SnapCompare) -> None:
+        """The group screen during that outage: per partition, which figure is how old."""
+        lagging = load("group_lag")
+        run = open_group(*lag_series(lagging), lagging, coordinator_moving(lagging))
+        assert snap_compare(new_app(), terminal_size=WIDE, run_before=run)
 
 
 class TestHelp:

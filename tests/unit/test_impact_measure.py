@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from kconsole.cluster.control import BrokerAction
-from kconsole.drills.measure import BrokerConfig, measure
+from kconsole.drills.measure import measure
 from kconsole.impact import blast_radius
-from kconsole.models import Broker, ClusterSnapshot, Controller, Partition, Topic
+from kconsole.models import Broker, BrokerConfig, ClusterSnapshot, Controller, Partition, Topic
 from kconsole.timeline import Event, EventKind
 from tests.unit.snapshots import load
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from kconsole.cluster.admin import AdminPartition, AdminState
 from kconsole.cluster.procs import ProcState
 from kconsole.cluster.zk import ZkState
@@ -147,3 +149,61 @@ def test_kafka_python_config_translates_security_settings() -> None:
         "ssl_cafile": "/etc/kafka/ca.pem",
         "client_id": "kconsole-groups",
     }
+
+
+def test_snapshots_reach_on_update_in_the_order_they_were_built() -> None:
+    """Four source threads publishing at once: every snapshot arrives, in `seq` order, even
+    when handing one on is slow (the bug: a slow poll's older snapshot landing last)."""
+    import threading
+    import time
+
+    obs = ClusterObserver(Settings())
+    obs.builder.admin = admin_state(controller=1)
+    obs.builder.health[SourceName.ADMIN].success(1.0)
+    seen: list[int] = []
+
+    def on_update(snap: Any, events: Any) -> None:
+        if snap.seq % 3 == 0:
+            time.sleep(0.002)  # a slow hand-off: the next builder must wait its turn
+        seen.append(snap.seq)
+
+    obs._on_update = on_update
+    threads = [
+        threading.Thread(target=lambda: [obs._publish() for _ in range(50)]) for _ in range(4)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(seen) == 200 and seen == sorted(seen) and len(set(seen)) == 200
+
+
+def test_event_log_is_copied_under_its_lock() -> None:
+    obs = ClusterObserver(Settings())
+    obs._zk_changed(zk_state(controller=1), "")
+    obs._zk_changed(zk_state(controller=2), "")
+    events = obs.events_since(0.0)
+    assert events and all(e.ts >= 0.0 for e in events)
+    assert obs.events_since(float("inf")) == []
+
+
+def test_broker_config_is_read_from_the_cluster_and_says_so() -> None:
+    from kconsole.models import BrokerConfig
+
+    zk_mode = BrokerConfig.from_configs(
+        {
+            "zookeeper.session.timeout.ms": "6000",
+            "replica.lag.time.max.ms": "10000",
+            "leader.imbalance.check.interval.seconds": "30",
+        },
+        2,
+    )
+    assert (zk_mode.session_timeout_ms, zk_mode.leader_imbalance_check_s, zk_mode.read_from) == (
+        6000,
+        30,
+        2,
+    )
+    kraft = BrokerConfig.from_configs(
+        {"process.roles": "broker", "broker.session.timeout.ms": "4500"}, 1
+    )
+    assert kraft.session_timeout_ms == 4500 and kraft.replica_lag_time_max_ms == 30000

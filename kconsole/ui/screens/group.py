@@ -15,6 +15,7 @@ from textual.widgets import Footer, Sparkline, Static
 from kconsole.models import Group
 from kconsole.ui import format as fmt
 from kconsole.ui.context import state, subscribe
+from kconsole.ui.rows import group_lag
 from kconsole.ui.widgets.panes import GROUP_SOURCES, Pane
 from kconsole.ui.widgets.tables import GroupPartitionsTable
 
@@ -59,9 +60,10 @@ class GroupScreen(ModalScreen[None]):
         )
         if group is not None:
             self._seen = True
-            self.query_one(GroupPartitionsTable).show(group)
+            self.query_one(GroupPartitionsTable).show(group, snap.taken_at if snap else None)
         # A group that vanished keeps its last rows, marked as gone, rather than going blank.
-        self.query_one("#group-summary", Static).update(group_summary(group, self._seen))
+        now = snap.taken_at if snap else None
+        self.query_one("#group-summary", Static).update(group_summary(group, self._seen, now))
         history = list(view.lag_history.get(self.group_id, ()))
         trend = self.query_one(Sparkline)
         trend.data = [float(v) for v in history]
@@ -70,7 +72,7 @@ class GroupScreen(ModalScreen[None]):
         span = (
             Text.assemble(
                 (f" now {fmt.count(history[-1])}", "bold"),
-                (f"  max {fmt.count(max(history))}  last {len(history)} snapshots", fmt.DIM),
+                (f"  max {fmt.count(max(history))}  last {len(history)} polls", fmt.DIM),
             )
             if history
             else Text(" no lag data yet", fmt.DIM)
@@ -78,7 +80,7 @@ class GroupScreen(ModalScreen[None]):
         self.query_one("#group-trend-range", Static).update(span)
 
 
-def group_summary(group: Group | None, seen: bool) -> Text:
+def group_summary(group: Group | None, seen: bool, now: float | None = None) -> Text:
     """'Stable · 2 members · range · coordinator 2 · lag 1,204'."""
     if group is None:
         why = "no longer reported by the cluster" if seen else "not reported (yet)"
@@ -96,5 +98,6 @@ def group_summary(group: Group | None, seen: bool) -> Text:
         fmt.NONE if group.coordinator is None else str(group.coordinator),
         (" · ", fmt.DIM),
         ("lag ", fmt.DIM),
-        (fmt.count(lag), fmt.DIM if lag is None else (fmt.WARN if lag else fmt.GOOD)),
+        group_lag(group, now) if now is not None else fmt.cell(fmt.count(lag)),
+        *((("  ", ""), (group.error, fmt.WARN)) if group.error else ()),
     )

@@ -31,7 +31,7 @@ from kconsole.commands import Commands
 from kconsole.commands.reassign import ClientFactory, confirmation_word
 from kconsole.errors import ClusterError
 from kconsole.models import ClusterSnapshot
-from kconsole.reassign import placement
+from kconsole.reassign import fields, placement
 from kconsole.reassign import plan as rp
 from kconsole.reassign.plan import Move, Plan, PlanError
 from kconsole.reassign.progress import Progress
@@ -204,7 +204,7 @@ class ReassignScreen(Screen[None]):
         d = rp.diff(shown, snap, rr.sizes_by_partition(self.sizes))
         self.table.sync(rr.partition_rows(d, snap, self.progress, self.plan is not None))
         try:
-            throttle = rr.parse_throttle(self._text("throttle"))
+            throttle = fields.parse_throttle(self._text("throttle"))
         except PlanError:
             throttle = None
         status.update(
@@ -215,7 +215,7 @@ class ReassignScreen(Screen[None]):
 
     def _current(self, snap: ClusterSnapshot) -> Plan:
         try:
-            targets = rr.parse_targets(self._text("topics"))
+            targets = fields.parse_targets(self._text("topics"))
         except PlanError:
             targets = []
         return Plan.current(snap, rr.targeted(snap, targets, self.drain))
@@ -257,15 +257,15 @@ class ReassignScreen(Screen[None]):
             self.say("no snapshot of the cluster yet: nothing to propose against", fmt.WARN)
             return
         try:
-            brokers = rr.parse_ids(self._text("brokers")) or rr.up_brokers(snap, self.drain)
+            brokers = fields.parse_ids(self._text("brokers")) or rr.up_brokers(snap, self.drain)
             if self.drain is not None:
                 plan = placement.drain(snap, self.drain, brokers=list(brokers))
                 what = f"drain of broker {self.drain}"
             else:
-                targets = rr.parse_targets(self._text("topics"))
+                targets = fields.parse_targets(self._text("topics"))
                 if not targets:
                     raise PlanError("type the topics to reassign (topic, or topic/partition)")
-                rf = rr.parse_rf(self._text("rf"))
+                rf = fields.parse_rf(self._text("rf"))
                 plan = placement.generate(snap, targets, list(brokers), replication_factor=rf)
                 what = f"proposal over brokers {fmt.ids(brokers)}"
         except ClusterError as exc:
@@ -287,12 +287,12 @@ class ReassignScreen(Screen[None]):
 
         def edited(typed: str | None) -> None:
             if typed is not None:
-                new = rr.parse_replicas(typed)
+                new = fields.parse_replicas(typed)
                 plan = rr.with_move(base, Move(topic, int(part), new))
                 self._set_plan(plan, f"{key}: proposed {fmt.ids(replicas)} → {fmt.ids(new)}")
 
         lines = ["Broker ids, the preferred leader first:"]
-        ask = AskText(f"Replicas of {key}", lines, rr.parse_replicas, value=fmt.ids(replicas))
+        ask = AskText(f"Replicas of {key}", lines, fields.parse_replicas, value=fmt.ids(replicas))
         self.app.push_screen(ask, edited)
 
     def action_export(self) -> None:
@@ -371,7 +371,7 @@ class ReassignScreen(Screen[None]):
             self.say("nothing would move: every proposed replica list is the current one")
             return
         try:
-            throttle = rr.parse_throttle(self._text("throttle"))
+            throttle = fields.parse_throttle(self._text("throttle"))
         except PlanError as exc:
             self.say(exc.message, fmt.BAD)
             return

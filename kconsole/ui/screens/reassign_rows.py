@@ -4,7 +4,6 @@ a widget or the cluster."""
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -15,7 +14,7 @@ from rich.console import Group
 from rich.text import Text
 
 from kconsole.models import ClusterSnapshot
-from kconsole.reassign.plan import Move, Plan, PlanDiff, PlanError, Problem, validate
+from kconsole.reassign.plan import Move, Plan, PlanDiff, Problem, validate
 from kconsole.reassign.progress import PartitionProgress, Progress, human_bytes, progress
 from kconsole.ui import format as fmt
 from kconsole.ui.rows import Columns, KeyCell
@@ -32,66 +31,6 @@ COLUMNS: Columns = (
     ("copies", "copies"),
     ("state", "state"),
 )
-
-_UNITS = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3}
-
-
-# -- the bar ------------------------------------------------------------------------------------
-def parse_targets(text: str) -> list[str | Key]:
-    """'orders, test-topic/2' -> ['orders', ('test-topic', 2)] (topic names hold no '/')."""
-    out: list[str | Key] = []
-    for item in re.split(r"[,\s]+", text.strip()):
-        if not item:
-            continue
-        topic, slash, part = item.rpartition("/")
-        if not slash:
-            out.append(item)
-        elif topic and part.isdigit():
-            out.append((topic, int(part)))
-        else:
-            raise PlanError(f"{item!r}: write a topic, or topic/partition (e.g. orders/3)")
-    return out
-
-
-def parse_ids(text: str, what: str = "broker ids") -> tuple[int, ...]:
-    """'1, 2 3' -> (1, 2, 3); anything but whole numbers is an error naming it."""
-    items = [x for x in re.split(r"[,\s]+", text.strip()) if x]
-    bad = [x for x in items if not x.isdigit()]
-    if bad:
-        raise PlanError(f"{what} must be whole numbers separated by commas, not {bad[0]!r}")
-    return tuple(int(x) for x in items)
-
-
-def parse_replicas(text: str) -> tuple[int, ...]:
-    """A replica list typed by hand: at least one broker, none twice (the first leads)."""
-    replicas = parse_ids(text, "replicas")
-    if not replicas:
-        raise PlanError("type at least one broker id (the first is the preferred leader)")
-    twice = sorted({b for b in replicas if replicas.count(b) > 1})
-    if twice:
-        raise PlanError(f"broker {twice[0]} is listed twice in {text.strip()!r}")
-    return replicas
-
-
-def parse_throttle(text: str) -> int | None:
-    """Bytes/s: '' -> None, '50M' -> 50,000,000 (k, M, G: powers of 1000)."""
-    t = text.strip().replace("_", "").replace(",", "")
-    if not t:
-        return None
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmg]?)(?:i?b)?(?:/s)?", t, re.IGNORECASE)
-    if m is None:
-        raise PlanError(f"throttle must be bytes/s (e.g. 50000000 or 50M), not {text.strip()!r}")
-    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
-
-
-def parse_rf(text: str) -> int | None:
-    """'' -> None (keep each topic's), else a replication factor of at least 1."""
-    t = text.strip()
-    if not t:
-        return None
-    if not t.isdigit() or int(t) < 1:
-        raise PlanError(f"replication factor must be a whole number of at least 1, not {t!r}")
-    return int(t)
 
 
 def up_brokers(snap: ClusterSnapshot, exclude: int | None = None) -> tuple[int, ...]:

@@ -73,6 +73,8 @@ class Pane(Vertical):
             self.border_subtitle = escape(f"via {label} · {down} down: {health.error}")
         elif stale and health is not None:
             self.border_subtitle = escape(stale_text(health, view.now))
+        elif health is not None and health.degraded:
+            self.border_subtitle = escape(f"degraded: {health.error}")
         else:
             self.border_subtitle = None
 
@@ -156,6 +158,8 @@ def _health(health: SourceHealth | None, now: float, every: float | None) -> Tex
         return Text(f" STALE {since} ", "bold #1a1a1a on #f0b429")
     # Still "ok" but late by a few polls: worth an amber age, not an alarm.
     late = every is not None and age is not None and age > 3 * max(every, 1.0)
+    if health.degraded:  # answering, but part of it unread: the pane's subtitle says which
+        return Text.assemble(("degraded", fmt.WARN), " ", (fmt.age(age), fmt.DIM))
     return Text.assemble(("ok", fmt.GOOD), " ", (fmt.age(age), fmt.WARN if late else fmt.DIM))
 
 

@@ -292,6 +292,6 @@ class GroupPartitionsTable(KeyedTable):
 
     COLUMNS = rows.GROUP_PARTITION_COLUMNS
 
-    def show(self, group: Group | None) -> None:
-        """Show `group`'s partitions."""
-        self.sync(rows.group_partition_rows(group))
+    def show(self, group: Group | None, now: float | None = None) -> None:
+        """Show `group`'s partitions (carried figures aged at `now`)."""
+        self.sync(rows.group_partition_rows(group, now))

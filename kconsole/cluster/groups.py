@@ -1,0 +1,336 @@
+"""Consumer groups with lag, read so that one failing broker costs only what it serves.
+
+Measured on the local cluster with the coordinator of a consuming group killed: librdkafka's
+admin ListConsumerGroups and ListOffsets keep waiting on the dead broker for the whole outage
+(every poll timed out after 5 s, long after the coordinator had moved), and ListOffsets answered
+-1001 for a partition whose leader had moved, which a lag sum turned into "0". So listing,
+committed offsets and log-end offsets are read with kafka-python, one request per broker, per
+group or per partition leader, each failure confined to what that request covers; librdkafka
+describes the groups (members and their assignments), one future per group.
+
+Nothing here invents a figure: what could not be read is marked unknown (`committed_known`,
+`log_end=None`) with the reason in `Group.error`; `carry_forward` then keeps the last known
+value from an earlier poll, stamped with when it was read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
+from kconsole.models import Group, GroupPartition
+
+log = logging.getLogger(__name__)
+TP = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class GroupsRead:
+    """One poll of the consumer groups."""
+
+    groups: tuple[Group, ...]
+    listed_by_all: bool  # every broker asked answered ListGroups
+    notes: tuple[str, ...] = ()  # what could not be read, for the source's health line
+
+
+class GroupsUnreadable(Exception):
+    """Not one group could be listed or is known: the source fails this round."""
+
+
+class GroupReader:
+    """Blocking reads of every consumer group (one instance per poller thread)."""
+
+    def __init__(self, admin: AdminClient, config: dict[str, Any], timeout_s: float):
+        self.admin = admin
+        self.config = dict(config)
+        self.timeout_s = timeout_s
+        self._kp: Any = None
+
+    # -- the kafka-python client ----------------------------------------------------------
+    def client(self) -> Any:
+        if self._kp is None:
+            from kafka.admin import KafkaAdminClient
+
+            from kconsole.cluster.admin import kafka_python_config
+
+            self._kp = KafkaAdminClient(**kafka_python_config(self.config, self.timeout_s))
+        return self._kp
+
+    def close(self) -> None:
+        client, self._kp = self._kp, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()
+
+    # -- one poll ---------------------------------------------------------------------------
+    def read(
+        self,
+        known: Iterable[str] = (),
+        brokers: Iterable[int] | None = None,
+        leaders: Mapping[TP, int] | None = None,
+    ) -> GroupsRead:
+        """Every group: listed by each broker in `brokers` (default: the client's metadata),
+        plus the `known` ones when a broker did not answer; log-end offsets asked of the
+        partition leaders in `leaders` (default: the client's metadata)."""
+        try:
+            kp = self.client()
+        except Exception as exc:
+            self.close()
+            raise GroupsUnreadable(f"no broker answered: {_text(exc)}") from exc
+        failed = False
+        try:
+            ids, listed_by_all, notes = self._list(kp, brokers)
+            if not listed_by_all:
+                ids |= set(known)
+            if not ids:
+                if listed_by_all:
+                    return GroupsRead((), True, tuple(notes))
+                raise GroupsUnreadable("; ".join(notes) or "no broker listed its groups")
+            order = sorted(ids)
+            descs, errors = self._describe(order)
+            committed, cerrors = self._committed(kp, order, descs)
+            owners = {gid: _owners(descs.get(gid)) for gid in order}
+            tps = {tp for gid in order for tp in (*committed.get(gid, {}), *owners[gid])}
+            ends, end_errors = self._log_ends(kp, tps, leaders or {})
+            failed = bool(cerrors or end_errors or not listed_by_all)
+            groups = tuple(
+                _group(
+                    gid,
+                    descs.get(gid),
+                    committed.get(gid),
+                    owners[gid],
+                    ends,
+                    [e for e in (errors.get(gid), cerrors.get(gid)) if e],
+                    end_errors,
+                )
+                for gid in order
+            )
+            return GroupsRead(groups, listed_by_all, tuple(notes))
+        finally:
+            if failed:
+                # A client that met a dead broker refreshes its metadata from scratch next time.
+                self.close()
+
+    def _list(self, kp: Any, brokers: Iterable[int] | None) -> tuple[set[str], bool, list[str]]:
+        if brokers is None:
+            try:
+                brokers = sorted(int(b["broker_id"]) for b in kp.describe_cluster()["brokers"])
+            except Exception as exc:
+                raise GroupsUnreadable(f"no broker described the cluster: {_text(exc)}") from exc
+        ids: set[str] = set()
+        notes: list[str] = []
+        asked = list(brokers)
+        for bid in asked:
+            try:
+                for entry in kp.list_groups(broker_ids=[bid]):
+                    gid = entry.get("group_id") if isinstance(entry, dict) else entry[0]
+                    if gid:
+                        ids.add(str(gid))
+            except Exception as exc:
+                notes.append(f"broker {bid} did not list its groups ({_text(exc)})")
+        return ids, bool(asked) and not notes, notes
+
+    def _describe(self, ids: list[str]) -> tuple[dict[str, Any], dict[str, str]]:
+        descs: dict[str, Any] = {}
+        errors: dict[str, str] = {}
+        try:
+            futures = self.admin.describe_consumer_groups(ids, request_timeout=self.timeout_s)
+        except (KafkaException, ValueError) as exc:
+            return {}, {gid: f"not described: {_text(exc)}" for gid in ids}
+        for gid in ids:
+            try:
+                descs[gid] = futures[gid].result(timeout=self.timeout_s + 1)
+            except Exception as exc:
+                errors[gid] = f"not described: {_text(exc)}"
+        return descs, errors
+
+    def _committed(
+        self, kp: Any, ids: list[str], descs: Mapping[str, Any]
+    ) -> tuple[dict[str, dict[TP, int | None]], dict[str, str]]:
+        """Committed offsets per group; a group whose coordinator failed this round is left out
+        (and so are the other groups of that coordinator: one timeout per dead broker)."""
+        out: dict[str, dict[TP, int | None]] = {}
+        errors: dict[str, str] = {}
+        dead: dict[int, str] = {}
+        for gid in ids:
+            coordinator = _coordinator(descs.get(gid))
+            if coordinator is not None and coordinator in dead:
+                errors[gid] = dead[coordinator]
+                continue
+            try:
+                res = kp.list_group_offsets([gid]).get(gid, {})
+            except Exception as exc:
+                errors[gid] = _coordinator_text(exc, coordinator)
+                if coordinator is not None:
+                    dead[coordinator] = errors[gid]
+                continue
+            out[gid] = {
+                (tp.topic, tp.partition): None if om.offset < 0 else om.offset
+                for tp, om in res.items()
+            }
+        return out, errors
+
+    def _log_ends(
+        self, kp: Any, tps: set[TP], leaders: Mapping[TP, int]
+    ) -> tuple[dict[TP, int], dict[TP, str]]:
+        """Log-end offsets, asked of each leader separately: a dead leader costs only its own."""
+        from kafka import TopicPartition
+        from kafka.admin import OffsetSpec
+
+        by_leader: dict[int | None, list[TP]] = {}
+        errors: dict[TP, str] = {}
+        for tp in sorted(tps):
+            leader = leaders.get(tp)
+            if leader is not None and leader < 0:
+                errors[tp] = "partition offline"
+                continue
+            by_leader.setdefault(leader, []).append(tp)
+        ends: dict[TP, int] = {}
+        for leader, batch in by_leader.items():
+            spec = {TopicPartition(t, p): OffsetSpec.LATEST for t, p in batch}
+            try:
+                res = kp.list_partition_offsets(spec, timeout_ms=int(self.timeout_s * 1000))
+            except Exception as exc:
+                who = f"leader {leader}" if leader is not None else "partition leaders"
+                for tp in batch:
+                    errors[tp] = f"{who}: {_text(exc)}"
+                continue
+            for tp_, ot in res.items():
+                if ot.offset >= 0:
+                    ends[(tp_.topic, tp_.partition)] = ot.offset
+        for tp in tps:
+            if tp not in ends and tp not in errors:
+                errors[tp] = "no log-end offset in the answer"
+        return ends, errors
+
+
+def _group(
+    gid: str,
+    desc: Any,
+    committed: dict[TP, int | None] | None,
+    owners: dict[TP, str],
+    ends: Mapping[TP, int],
+    errors: list[str],
+    end_errors: Mapping[TP, str],
+) -> Group:
+    tps = sorted(set(committed or {}) | set(owners))
+    unknown_ends = [tp for tp in tps if tp in end_errors]
+    if unknown_ends:
+        reasons = sorted({end_errors[tp] for tp in unknown_ends})
+        errors = [*errors, f"log end unknown for {len(unknown_ends)} partition(s): {reasons[0]}"]
+    return Group(
+        group_id=gid,
+        state=_state_name(desc.state) if desc is not None else "UNKNOWN",
+        members=len(desc.members) if desc is not None else 0,
+        assignor=(desc.partition_assignor or "") if desc is not None else "",
+        coordinator=_coordinator(desc),
+        partitions=tuple(
+            GroupPartition(
+                t,
+                p,
+                (committed or {}).get((t, p)),
+                ends.get((t, p)),
+                owners.get((t, p)),
+                committed_known=committed is not None,
+            )
+            for t, p in tps
+        ),
+        error="; ".join(errors),
+        as_of=None,
+    )
+
+
+def carry_forward(
+    previous: Sequence[Group], previous_at: float | None, fresh: Sequence[Group]
+) -> tuple[Group, ...]:
+    """`fresh` with every figure it could not read taken from `previous` (read at
+    `previous_at`, or earlier when it was carried itself), stamped with when it was read."""
+    if previous_at is None:
+        return tuple(fresh)
+    before = {g.group_id: g for g in previous}
+    return tuple(_carry(before.get(g.group_id), previous_at, g) for g in fresh)
+
+
+def _carry(prev: Group | None, prev_at: float, g: Group) -> Group:
+    if prev is None or not g.error:
+        return g
+    described = not (g.state == "UNKNOWN" and prev.state != "UNKNOWN")
+    if not described:
+        g = replace(
+            g,
+            state=prev.state,
+            members=prev.members,
+            assignor=prev.assignor,
+            coordinator=g.coordinator if g.coordinator is not None else prev.coordinator,
+            as_of=prev.as_of if prev.as_of is not None else prev_at,
+        )
+    old = {(p.topic, p.partition): p for p in prev.partitions}
+    now = {(p.topic, p.partition): p for p in g.partitions}
+    # Committed offsets not read this time: every partition known before stays on screen.
+    keep_old = not g.partitions or any(not p.committed_known for p in g.partitions)
+    keys = sorted(set(now) | set(old)) if keep_old else sorted(now)
+    parts = []
+    for key in keys:
+        cur = now.get(key) or GroupPartition(*key, None, None, committed_known=False)
+        was = old.get(key)
+        if was is not None:
+            cur = _carry_partition(was, was.as_of if was.as_of is not None else prev_at, cur)
+            if cur.owner is None and not described:
+                cur = replace(cur, owner=was.owner)
+        parts.append(cur)
+    return replace(g, partitions=tuple(parts))
+
+
+def _carry_partition(was: GroupPartition, stamp: float, cur: GroupPartition) -> GroupPartition:
+    carried = False
+    if not cur.committed_known and was.committed_known:
+        cur = replace(cur, committed=was.committed, committed_known=True)
+        carried = True
+    if cur.log_end is None and was.log_end is not None:
+        cur = replace(cur, log_end=was.log_end)
+        carried = True
+    return replace(cur, as_of=stamp) if carried else cur
+
+
+def _owners(desc: Any) -> dict[TP, str]:
+    out: dict[TP, str] = {}
+    for m in desc.members if desc is not None else []:
+        for tp in m.assignment.topic_partitions:
+            out[(tp.topic, tp.partition)] = f"{m.client_id}@{m.host.lstrip('/')}"
+    return out
+
+
+def _coordinator(desc: Any) -> int | None:
+    node = getattr(desc, "coordinator", None)
+    return node.id if node is not None else None
+
+
+def _state_name(state: Any) -> str:
+    name = getattr(state, "name", None) or str(state)
+    return name.replace("ConsumerGroupState.", "").upper()
+
+
+_MOVING = ("NotCoordinator", "CoordinatorNotAvailable", "CoordinatorLoadInProgress")
+
+
+def _coordinator_text(exc: BaseException, coordinator: int | None) -> str:
+    name = type(exc).__name__
+    where = f" (coordinator {coordinator})" if coordinator is not None else ""
+    if any(m in name for m in _MOVING):
+        return f"coordinator moving{where}: committed offsets not readable yet ({name})"
+    return f"committed offsets not readable{where}: {_text(exc)}"
+
+
+def _text(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    if "KafkaError" in text and "str=" in text:  # KafkaError{code=..,str="..."} -> the str
+        text = text.split('str="', 1)[-1].rstrip('"})')
+    if len(text) > 160:
+        text = text[:157] + "..."
+    return text
