@@ -52,7 +52,7 @@ class AdminReader:
         conf.update(config)
         self.admin = AdminClient(conf)
         self.config = dict(config)
-        self.groups = GroupReader(self.admin, self.config, timeout_s)
+        self.groups = GroupReader(self.config, timeout_s)
         """Consumer groups with lag (kafka-python for everything a dead broker would stall)."""
         self._min_isr: dict[str, int] = {}
         self._min_isr_at = 0.0

@@ -2,11 +2,13 @@
 
 Measured on the local cluster with the coordinator of a consuming group killed: librdkafka's
 admin ListConsumerGroups and ListOffsets keep waiting on the dead broker for the whole outage
-(every poll timed out after 5 s, long after the coordinator had moved), and ListOffsets answered
--1001 for a partition whose leader had moved, which a lag sum turned into "0". So listing,
-committed offsets and log-end offsets are read with kafka-python, one request per broker, per
-group or per partition leader, each failure confined to what that request covers; librdkafka
-describes the groups (members and their assignments), one future per group.
+(every poll timed out after 5 s, long after the coordinator had moved), ListOffsets answered
+-1001 for a partition whose leader had moved (which a lag sum turned into "0"), and its
+DescribeConsumerGroups aborted the whole process once (rd_kafka_enq_once_del_source_return:
+assertion `eonce->refcnt > 0`, found by tests/integration/test_chaos.py); its OffsetFetch had
+already been seen to crash it. So every group read here is kafka-python's: groups listed broker
+by broker, each group described and its offsets fetched at its own coordinator, log-end offsets
+asked of each partition leader, each failure confined to what that request covers.
 
 Nothing here invents a figure: what could not be read is marked unknown (`committed_known`,
 `log_end=None`) with the reason in `Group.error`; `carry_forward` then keeps the last known
@@ -17,12 +19,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
-
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
 
 from kconsole.models import Group, GroupPartition
 
@@ -46,8 +46,7 @@ class GroupsUnreadable(Exception):
 class GroupReader:
     """Blocking reads of every consumer group (one instance per poller thread)."""
 
-    def __init__(self, admin: AdminClient, config: dict[str, Any], timeout_s: float):
-        self.admin = admin
+    def __init__(self, config: dict[str, Any], timeout_s: float):
         self.config = dict(config)
         self.timeout_s = timeout_s
         self._kp: Any = None
@@ -86,6 +85,7 @@ class GroupReader:
         failed = False
         try:
             ids, listed_by_all, notes = self._list(kp, brokers)
+            failed = not listed_by_all  # also when GroupsUnreadable is raised just below
             if not listed_by_all:
                 ids |= set(known)
             if not ids:
@@ -93,7 +93,7 @@ class GroupReader:
                     return GroupsRead((), True, tuple(notes))
                 raise GroupsUnreadable("; ".join(notes) or "no broker listed its groups")
             order = sorted(ids)
-            descs, errors = self._describe(order)
+            descs, errors = self._describe(kp, order)
             committed, cerrors = self._committed(kp, order, descs)
             owners = {gid: _owners(descs.get(gid)) for gid in order}
             tps = {tp for gid in order for tp in (*committed.get(gid, {}), *owners[gid])}
@@ -136,22 +136,35 @@ class GroupReader:
                 notes.append(f"broker {bid} did not list its groups ({_text(exc)})")
         return ids, bool(asked) and not notes, notes
 
-    def _describe(self, ids: list[str]) -> tuple[dict[str, Any], dict[str, str]]:
-        descs: dict[str, Any] = {}
+    def _describe(self, kp: Any, ids: list[str]) -> tuple[dict[str, _Desc], dict[str, str]]:
+        """Each group's coordinator, state and members, group by group (a group whose
+        coordinator is gone fails alone)."""
+        descs: dict[str, _Desc] = {}
         errors: dict[str, str] = {}
-        try:
-            futures = self.admin.describe_consumer_groups(ids, request_timeout=self.timeout_s)
-        except (KafkaException, ValueError) as exc:
-            return {}, {gid: f"not described: {_text(exc)}" for gid in ids}
+        dead: dict[int, str] = {}  # one timeout per dead coordinator, not one per group
         for gid in ids:
+            coordinator: int | None = None
             try:
-                descs[gid] = futures[gid].result(timeout=self.timeout_s + 1)
+                # kafka-python finds coordinators inside describe_groups but does not say
+                # which; asked first so the pane can show it and dead ones are skipped.
+                coordinator = int(kp._manager.run(kp._find_coordinator_id, gid))
+                if coordinator in dead:
+                    errors[gid] = dead[coordinator]
+                    descs[gid] = _Desc("UNKNOWN", (), "", coordinator, described=False)
+                    continue
+                raw = kp.describe_groups([gid], group_coordinator_id=coordinator)[gid]
+                if raw.get("error"):
+                    raise RuntimeError(str(raw["error"]))
+                descs[gid] = _Desc.parse(raw, coordinator)
             except Exception as exc:
-                errors[gid] = f"not described: {_text(exc)}"
+                errors[gid] = _coordinator_text(exc, coordinator, "not described")
+                if coordinator is not None:
+                    dead[coordinator] = errors[gid]
+                    descs[gid] = _Desc("UNKNOWN", (), "", coordinator, described=False)
         return descs, errors
 
     def _committed(
-        self, kp: Any, ids: list[str], descs: Mapping[str, Any]
+        self, kp: Any, ids: list[str], descs: Mapping[str, _Desc]
     ) -> tuple[dict[str, dict[TP, int | None]], dict[str, str]]:
         """Committed offsets per group; a group whose coordinator failed this round is left out
         (and so are the other groups of that coordinator: one timeout per dead broker)."""
@@ -159,14 +172,17 @@ class GroupReader:
         errors: dict[str, str] = {}
         dead: dict[int, str] = {}
         for gid in ids:
-            coordinator = _coordinator(descs.get(gid))
+            desc = descs.get(gid)
+            coordinator = desc.coordinator if desc is not None else None
+            if desc is not None and not desc.described and coordinator is not None:
+                dead.setdefault(coordinator, f"coordinator {coordinator} did not answer")
             if coordinator is not None and coordinator in dead:
                 errors[gid] = dead[coordinator]
                 continue
             try:
                 res = kp.list_group_offsets([gid]).get(gid, {})
             except Exception as exc:
-                errors[gid] = _coordinator_text(exc, coordinator)
+                errors[gid] = _coordinator_text(exc, coordinator, "committed offsets not readable")
                 if coordinator is not None:
                     dead[coordinator] = errors[gid]
                 continue
@@ -212,7 +228,7 @@ class GroupReader:
 
 def _group(
     gid: str,
-    desc: Any,
+    desc: _Desc | None,
     committed: dict[TP, int | None] | None,
     owners: dict[TP, str],
     ends: Mapping[TP, int],
@@ -226,10 +242,10 @@ def _group(
         errors = [*errors, f"log end unknown for {len(unknown_ends)} partition(s): {reasons[0]}"]
     return Group(
         group_id=gid,
-        state=_state_name(desc.state) if desc is not None else "UNKNOWN",
+        state=desc.state if desc is not None else "UNKNOWN",
         members=len(desc.members) if desc is not None else 0,
-        assignor=(desc.partition_assignor or "") if desc is not None else "",
-        coordinator=_coordinator(desc),
+        assignor=desc.assignor if desc is not None else "",
+        coordinator=desc.coordinator if desc is not None else None,
         partitions=tuple(
             GroupPartition(
                 t,
@@ -298,33 +314,57 @@ def _carry_partition(was: GroupPartition, stamp: float, cur: GroupPartition) -> 
     return replace(cur, as_of=stamp) if carried else cur
 
 
-def _owners(desc: Any) -> dict[TP, str]:
+@dataclass(frozen=True)
+class _Desc:
+    """A group's DescribeGroups answer, as far as the panes use it."""
+
+    state: str
+    members: tuple[tuple[str, tuple[TP, ...]], ...]  # (client@host, assigned partitions)
+    assignor: str
+    coordinator: int | None
+    described: bool = True
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any], coordinator: int | None) -> _Desc:
+        members = []
+        for m in raw.get("members") or ():
+            owner = f"{m.get('client_id', '')}@{str(m.get('client_host', '')).lstrip('/')}"
+            assignment = m.get("member_assignment")
+            tps: list[TP] = []
+            if isinstance(assignment, Mapping):  # a consumer's (other protocols: opaque bytes)
+                for entry in assignment.get("assigned_partitions") or ():
+                    tps.extend((str(entry["topic"]), int(p)) for p in entry["partitions"])
+            members.append((owner, tuple(tps)))
+        return cls(
+            _state_name(str(raw.get("group_state", ""))),
+            tuple(members),
+            str(raw.get("protocol_data") or ""),
+            coordinator,
+        )
+
+
+def _owners(desc: _Desc | None) -> dict[TP, str]:
     out: dict[TP, str] = {}
-    for m in desc.members if desc is not None else []:
-        for tp in m.assignment.topic_partitions:
-            out[(tp.topic, tp.partition)] = f"{m.client_id}@{m.host.lstrip('/')}"
+    for owner, tps in desc.members if desc is not None else ():
+        for tp in tps:
+            out[tp] = owner
     return out
 
 
-def _coordinator(desc: Any) -> int | None:
-    node = getattr(desc, "coordinator", None)
-    return node.id if node is not None else None
-
-
-def _state_name(state: Any) -> str:
-    name = getattr(state, "name", None) or str(state)
-    return name.replace("ConsumerGroupState.", "").upper()
+def _state_name(state: str) -> str:
+    """'PreparingRebalance' -> 'PREPARING_REBALANCE' (the names Kafka's tools print)."""
+    return re.sub(r"(?<=[a-z])(?=[A-Z])", "_", state).upper() or "UNKNOWN"
 
 
 _MOVING = ("NotCoordinator", "CoordinatorNotAvailable", "CoordinatorLoadInProgress")
 
 
-def _coordinator_text(exc: BaseException, coordinator: int | None) -> str:
+def _coordinator_text(exc: BaseException, coordinator: int | None, what: str) -> str:
     name = type(exc).__name__
     where = f" (coordinator {coordinator})" if coordinator is not None else ""
-    if any(m in name for m in _MOVING):
-        return f"coordinator moving{where}: committed offsets not readable yet ({name})"
-    return f"committed offsets not readable{where}: {_text(exc)}"
+    if any(m in name or m in str(exc) for m in _MOVING):
+        return f"coordinator moving{where}: {what} yet ({name})"
+    return f"{what}{where}: {_text(exc)}"
 
 
 def _text(exc: BaseException) -> str:

@@ -4,9 +4,13 @@ down. Ports are chosen away from the default ones so a developer's own cluster i
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
@@ -51,17 +55,54 @@ def pick_ports(brokers: int) -> tuple[int, int]:
     raise RuntimeError("no free block of ports for the test cluster")
 
 
+ATTACH_ENV = "KCONSOLE_TEST_ATTACH_CLUSTER"
+
+# Stops the cluster if this process dies without its fixtures' teardown (a native crash, a
+# SIGKILL): it watches our pid and then stops every process by the pids the cluster recorded.
+_REAPER = """
+import sys, time
+from pathlib import Path
+import psutil
+from kconsole.cluster.local import LocalCluster
+try:
+    parent = psutil.Process(int(sys.argv[1]))
+    while parent.is_running() and parent.status() != psutil.STATUS_ZOMBIE:
+        time.sleep(0.5)
+except psutil.Error:
+    pass
+LocalCluster(Path(sys.argv[2])).down(timeout=20)
+"""
+
+
+def start_reaper(local: LocalCluster) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-c", _REAPER, str(os.getpid()), str(local.state_dir)],
+        cwd=Path(__file__).resolve().parents[2],
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,  # outlives a signal sent to our process group
+    )
+
+
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    """A running 3-broker cluster with test-topic, for the whole run."""
+    """A running 3-broker cluster with test-topic, for the whole run.
+
+    With ATTACH_ENV set (a test running part of itself in a pytest process of its own), the
+    cluster already running in that state dir, which its owner stops."""
+    if attach := os.environ.get(ATTACH_ENV):
+        yield LocalCluster(Path(attach))
+        return
     zk_port, base_port = pick_ports(3)
     spec = LocalClusterSpec(brokers=3, zk_port=zk_port, base_port=base_port)
     local = LocalCluster(tmp_path_factory.mktemp("cluster"), spec)
+    reaper = start_reaper(local)
     try:
         local.up(timeout=240)
         yield local
     finally:
         local.down(timeout=20)
+        reaper.terminate()
+        reaper.wait(10)
         leftovers = [p.name for p in local.status().processes if p.state is not ProcState.STOPPED]
         assert not leftovers, f"processes left running after down: {leftovers}"
 
@@ -78,12 +119,25 @@ def zk(cluster: LocalCluster) -> Iterator[KazooClient]:
 
 
 def restore(cluster: LocalCluster, zk: KazooClient, timeout: float = 150.0) -> None:
-    """Bring every broker back (resume paused, start stopped) and wait for full ISR."""
+    """Bring ZooKeeper and every broker back (resume paused, start stopped) and wait for full
+    ISR."""
+    if cluster.zookeeper.state() is ProcState.STOPPED:
+        cluster.start_zookeeper(timeout=timeout)
     for bid in cluster.spec.broker_ids:
         proc = cluster.broker(bid)
         if proc.state() is ProcState.PAUSED:
             cluster.resume_broker(bid)
         elif proc.state() is ProcState.STOPPED:
+            # A killed broker stays registered until its ZooKeeper session expires; started
+            # before that, it finds its own id taken and exits at once.
+            def expired(b: int = bid) -> bool:
+                return b not in registered(zk)
+
+            wait_until(
+                expired,
+                timeout,
+                f"broker {bid}'s registration from before it was killed to expire",
+            )
             cluster.start_broker(bid, wait=False)
     wait_until(
         lambda: registered(zk) == set(cluster.spec.broker_ids),
