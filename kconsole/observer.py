@@ -358,11 +358,11 @@ class ClusterObserver:
             known = [g.group_id for g in self.builder.groups]
             snap = self.snapshot
             admin = self.builder.admin
-        brokers, leaders = _hints(snap)
+        brokers, leaders, unasked = _hints(snap)
         if brokers is None and admin is not None:  # before the first snapshot (read_once)
             brokers = sorted(admin.nodes) or None
         try:
-            read = reader.groups.read(known, brokers, leaders)
+            read = reader.groups.read(known, brokers, leaders, unasked)
             with self._lock:
                 b = self.builder
                 b.groups = carry_forward(b.groups, b.groups_at, read.groups)
@@ -459,16 +459,21 @@ class ClusterObserver:
         return snap
 
 
-def _hints(snap: ClusterSnapshot | None) -> tuple[list[int] | None, dict[tuple[str, int], int]]:
-    """Which brokers to ask for their groups and which leader serves each partition, from the
-    latest snapshot (ZooKeeper's view is fresher than any client's metadata)."""
+def _hints(
+    snap: ClusterSnapshot | None,
+) -> tuple[list[int] | None, dict[tuple[str, int], int], list[int]]:
+    """Which brokers to ask for their groups, which leader serves each partition, and which
+    registered brokers are not asked (paused, unreachable: the groups they coordinate must be
+    kept, not dropped), from the latest snapshot (ZooKeeper's view is fresher than any
+    client's metadata)."""
     if snap is None:
-        return None, {}
+        return None, {}, []
     brokers = [b.id for b in snap.brokers if b.in_cluster and b.state is BrokerState.UP]
+    unasked = [b.id for b in snap.brokers if b.registered and b.state is not BrokerState.UP]
     leaders = {
         (p.topic, p.partition): -1 if snap.is_offline(p) else p.leader for p in snap.partitions
     }
-    return (brokers or None), leaders
+    return (brokers or None), leaders, unasked
 
 
 def _has_metadata(snap: ClusterSnapshot) -> bool:

@@ -73,6 +73,7 @@ class GroupReader:
         known: Iterable[str] = (),
         brokers: Iterable[int] | None = None,
         leaders: Mapping[TP, int] | None = None,
+        unasked: Sequence[int] = (),
     ) -> GroupsRead:
         """Every group: listed by each broker in `brokers` (default: the client's metadata),
         plus the `known` ones when a broker did not answer; log-end offsets asked of the
@@ -85,6 +86,9 @@ class GroupReader:
         failed = False
         try:
             ids, listed_by_all, notes = self._list(kp, brokers)
+            if unasked:  # registered but not answering: its groups may be missing
+                notes += [f"broker {b} not asked for its groups (not up)" for b in unasked]
+                listed_by_all = False
             failed = not listed_by_all  # also when GroupsUnreadable is raised just below
             if not listed_by_all:
                 ids |= set(known)

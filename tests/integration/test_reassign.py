@@ -273,8 +273,15 @@ def test_preferred_election_after_a_restart(four: LocalCluster) -> None:
     assert res.exit_code == 0, res.output
     outcomes = {r["outcome"] for r in json.loads(res.output)}
     assert outcomes <= {"elected", "not needed"}, res.output
-    md = AdminClient({"bootstrap.servers": four.spec.bootstrap}).list_topics(timeout=10)
-    assert all(p.leader == p.replicas[0] for tm in md.topics.values()
-               for p in tm.partitions.values())  # fmt: skip
+    admin = AdminClient({"bootstrap.servers": four.spec.bootstrap})
+
+    def on_preferred() -> bool:
+        # Every broker learns the new leaders asynchronously (UpdateMetadata from the
+        # controller): the broker answering may still have the old ones for a moment.
+        md = admin.list_topics(timeout=10)
+        return all(p.leader == p.replicas[0] for tm in md.topics.values()
+                   for p in tm.partitions.values())  # fmt: skip
+
+    wait_until(on_preferred, 30, "the metadata to show every partition on its preferred leader")
     res = kc(four, "elect", "--unclean", "--topic", "test-topic", "--partition", "0")
     assert res.exit_code == 1 and "not confirmed" in res.output
