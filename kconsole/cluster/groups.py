@@ -85,11 +85,12 @@ class GroupReader:
             raise GroupsUnreadable(f"no broker answered: {_text(exc)}") from exc
         failed = False
         try:
-            ids, listed_by_all, notes = self._list(kp, brokers)
-            if unasked:  # registered but not answering: its groups may be missing
-                notes += [f"broker {b} not asked for its groups (not up)" for b in unasked]
-                listed_by_all = False
-            failed = not listed_by_all  # also when GroupsUnreadable is raised just below
+            ids, listed, notes = self._list(kp, brokers)
+            # A broker that failed to answer: this client's metadata may be stale (also when
+            # GroupsUnreadable is raised just below). One not asked needs no new client.
+            failed = not listed
+            notes += [f"broker {b} not asked for its groups (not up)" for b in unasked]
+            listed_by_all = listed and not unasked  # else its groups may be missing
             if not listed_by_all:
                 ids |= set(known)
             if not ids:
@@ -102,7 +103,7 @@ class GroupReader:
             owners = {gid: _owners(descs.get(gid)) for gid in order}
             tps = {tp for gid in order for tp in (*committed.get(gid, {}), *owners[gid])}
             ends, end_errors = self._log_ends(kp, tps, leaders or {})
-            failed = bool(cerrors or end_errors or not listed_by_all)
+            failed = bool(cerrors or end_errors or not listed)
             groups = tuple(
                 _group(
                     gid,

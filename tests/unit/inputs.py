@@ -4,6 +4,7 @@ is a clear error (the project's own type, a sentence, no Python internals)."""
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -62,6 +63,16 @@ NASTY = (
     '{"a":' * 3000,
     "~nosuchuser/x",
 )
+TOPIC_CHARS = string.ascii_letters + string.digits + "._-"  # what Kafka allows in a topic name
+
+
+def topic_names(max_size: int) -> st.SearchStrategy[str]:
+    """Valid topic names up to `max_size` characters."""
+    return st.text(TOPIC_CHARS, min_size=1, max_size=max_size).filter(
+        lambda t: t not in (".", "..")
+    )
+
+
 fragments = st.one_of(st.text(chars, max_size=12), st.sampled_from(NASTY))
 junk = st.lists(fragments, max_size=4).map("".join)
 

@@ -64,6 +64,7 @@ from kconsole.cluster.produce import (
 from kconsole.cluster.tail import MAX_INT64, START_KINDS, StartAt, TailError, parse_start
 from kconsole.config import BACKENDS, ConfigError, Settings, load_settings, parse_client_props
 from tests.unit.inputs import (
+    TOPIC_CHARS,
     assert_clear,
     chars,
     junk,
@@ -72,11 +73,11 @@ from tests.unit.inputs import (
     outcome,
     passes,
     props,
+    topic_names,
 )
 
 # -- topic names --------------------------------------------------------------------------------
-TOPIC_CHARS = string.ascii_letters + string.digits + "._-"
-topics = st.text(TOPIC_CHARS, min_size=1, max_size=249).filter(lambda t: t not in (".", ".."))
+topics = topic_names(249)
 
 
 def kafka_accepts(topic: str) -> bool:

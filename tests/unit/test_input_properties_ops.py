@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import string
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +47,18 @@ from kconsole.reassign.fields import (
     parse_throttle,
 )
 from tests.ui.builders import healthy
-from tests.unit.inputs import chars, junk, junk_after, mixed, outcome, props
+from tests.unit.inputs import (
+    TOPIC_CHARS,
+    chars,
+    junk,
+    junk_after,
+    mixed,
+    outcome,
+    props,
+    topic_names,
+)
 
-TOPIC_CHARS = string.ascii_letters + string.digits + "._-"
-topics = st.text(TOPIC_CHARS, min_size=1, max_size=30).filter(lambda t: t not in (".", ".."))
+topics = topic_names(30)
 any_float = st.one_of(st.floats(), st.sampled_from([0.0, -0.0, 1e-9, 100_000.0, 100_000.5]))
 no_nul_text = st.text(
     st.characters(exclude_characters="\x00", exclude_categories=["Cs"]), max_size=15
