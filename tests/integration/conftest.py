@@ -146,6 +146,29 @@ def restore(cluster: LocalCluster, zk: KazooClient, timeout: float = 150.0) -> N
     )
     wait_until(lambda: partitions_fully_in_sync(zk, TEST_TOPIC), timeout, "full ISR on test-topic")
     cluster.wait_metadata_everywhere(TEST_TOPIC, time.monotonic() + timeout)
+    on_preferred_leaders(cluster)
+
+
+def on_preferred_leaders(cluster: LocalCluster, timeout: float = 60.0) -> None:
+    """Every partition led by its preferred replica, so that the cluster's own leader
+    rebalancing (every 30 s here) cannot move a leader in the middle of the next test."""
+    from confluent_kafka.admin import AdminClient
+
+    from kconsole.cluster.reassign import ReassignClient
+    from kconsole.config import Settings
+
+    admin = AdminClient({"bootstrap.servers": cluster.spec.bootstrap})
+
+    def preferred() -> bool:
+        md = admin.list_topics(timeout=10)
+        off = [p for tm in md.topics.values() for p in tm.partitions.values()
+               if p.leader != p.replicas[0]]  # fmt: skip
+        if off:
+            with ReassignClient(Settings(bootstrap=cluster.spec.bootstrap)) as c:  # set-up
+                c.elect("preferred", None)
+        return not off
+
+    wait_until(preferred, timeout, "every partition on its preferred leader")
 
 
 @pytest.fixture

@@ -32,6 +32,7 @@ from kconsole.drills.verify import end_offsets
 from kconsole.jobs import JobManager, JobRun
 from kconsole.observer import ClusterObserver
 from kconsole.reassign.plan import Move, Plan
+from tests.integration.conftest import on_preferred_leaders
 from tests.unit.test_door import CLI_ARGS, MUTATING_CLI
 from tests.unit.test_jobs import write_fake
 from tests.waiting import wait_until
@@ -115,19 +116,8 @@ def throttles(admin: AdminClient, brokers: list[int]) -> dict[str, dict[str, str
 
 
 def settled(w: World) -> None:
-    """Every partition led by its preferred replica, so that the cluster's own leader
-    rebalancing (every 30 s here) cannot change a leader between the two observations."""
-
-    def preferred() -> bool:
-        md = AdminClient({"bootstrap.servers": w.cluster.spec.bootstrap}).list_topics(timeout=10)
-        off = [p for tm in md.topics.values() for p in tm.partitions.values()
-               if p.leader != p.replicas[0]]  # fmt: skip
-        if off:
-            with ReassignClient(w.settings) as c:  # set-up, not the code under test
-                c.elect("preferred", None)
-        return not off
-
-    wait_until(preferred, 60, "every partition on its preferred leader")
+    """Every partition led by its preferred replica (see on_preferred_leaders)."""
+    on_preferred_leaders(w.cluster)
 
 
 def observe(w: World) -> dict[str, Any]:
