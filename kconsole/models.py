@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from enum import StrEnum
+from functools import cached_property
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -68,7 +69,7 @@ class Partition:
     adding: tuple[int, ...] = ()
     removing: tuple[int, ...] = ()
 
-    @property
+    @cached_property
     def key(self) -> str:
         return f"{self.topic}/{self.partition}"
 
@@ -237,19 +238,48 @@ class ClusterSnapshot:
     seq: int = 0  # publication order: a consumer never replaces a snapshot with an older one
 
     # -- lookups ------------------------------------------------------------------------
+    # Indexes are built on first use and kept with the (immutable) snapshot: a flag per
+    # partition looks up its topic and leader, and on 10,000 partitions linear scans made
+    # every refresh cost seconds (bench/results/scale.md).
+    @cached_property
+    def _brokers_by_id(self) -> dict[int, Broker]:
+        return {b.id: b for b in self.brokers}
+
+    @cached_property
+    def _topics_by_name(self) -> dict[str, Topic]:
+        return {t.name: t for t in self.topics}
+
+    @cached_property
+    def _partitions_by_key(self) -> dict[tuple[str, int], Partition]:
+        return {(p.topic, p.partition): p for p in self.partitions}
+
+    @cached_property
+    def _broker_counts(self) -> dict[int, tuple[int, int, int]]:
+        """Per broker: partitions led (online), replicas hosted, under-replicated hosted."""
+        led: dict[int, int] = {}
+        hosted: dict[int, int] = {}
+        urp: dict[int, int] = {}
+        for p in self.partitions:
+            if not self.is_offline(p):
+                led[p.leader] = led.get(p.leader, 0) + 1
+            under = p.under_replicated
+            for bid in p.replicas:
+                hosted[bid] = hosted.get(bid, 0) + 1
+                if under:
+                    urp[bid] = urp.get(bid, 0) + 1
+        return {b: (led.get(b, 0), hosted.get(b, 0), urp.get(b, 0)) for b in {*led, *hosted}}
+
     def broker(self, broker_id: int) -> Broker | None:
-        return next((b for b in self.brokers if b.id == broker_id), None)
+        return self._brokers_by_id.get(broker_id)
 
     def topic(self, name: str) -> Topic | None:
-        return next((t for t in self.topics if t.name == name), None)
+        return self._topics_by_name.get(name)
 
     def source(self, name: SourceName) -> SourceHealth | None:
         return next((s for s in self.sources if s.name == name), None)
 
     def partition(self, topic: str, partition: int) -> Partition | None:
-        return next(
-            (p for p in self.partitions if p.topic == topic and p.partition == partition), None
-        )
+        return self._partitions_by_key.get((topic, partition))
 
     # -- derived flags ------------------------------------------------------------------
     def min_isr(self, topic: str) -> int | None:
@@ -294,13 +324,13 @@ class ClusterSnapshot:
         return bool(self.flags(p))
 
     def led_by(self, broker_id: int) -> int:
-        return sum(1 for p in self.partitions if p.leader == broker_id and not self.is_offline(p))
+        return self._broker_counts.get(broker_id, (0, 0, 0))[0]
 
     def hosted_by(self, broker_id: int) -> int:
-        return sum(1 for p in self.partitions if broker_id in p.replicas)
+        return self._broker_counts.get(broker_id, (0, 0, 0))[1]
 
     def under_replicated_on(self, broker_id: int) -> int:
-        return sum(1 for p in self.partitions if broker_id in p.replicas and p.under_replicated)
+        return self._broker_counts.get(broker_id, (0, 0, 0))[2]
 
     # -- serialisation (recorded fixtures, `kconsole describe --json`) ---------------------
     def to_dict(self) -> dict[str, Any]:

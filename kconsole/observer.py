@@ -85,6 +85,12 @@ class SnapshotBuilder:
         self._known: dict[int, Broker] = {}  # every broker ever seen, for "down" rows
         self._controller_seen: tuple[int | None, float | None] = (None, None)
         self._previous_controller: int | None = None
+        # The last partitions built, and what they were built from: most builds (an Admin
+        # poll, a group poll) change no partition, and handing on the very same tuple lets
+        # every consumer see that in O(1) (bench/results/scale.md).
+        self._parts_from: tuple[object, ...] = ()
+        self._parts: tuple[Partition, ...] = ()
+        self._part_objs: dict[tuple[str, int], Partition] = {}
 
     def build(self, now: float) -> ClusterSnapshot:
         zk_ok = self.use_zookeeper and self.zk is not None
@@ -108,12 +114,34 @@ class SnapshotBuilder:
         )
 
     def _partitions(self, zk_ok: bool) -> tuple[Partition, ...]:
-        out: list[Partition] = []
-        if (
+        from_zk = (
             zk_ok
             and self.zk is not None
             and (self.health[SourceName.ZOOKEEPER].ok or self.admin is None)
+        )
+        source: tuple[object, ...] = (
+            ("zk", self.zk) if from_zk else ("admin", self.admin and self.admin.topics)
+        )
+        if len(source) == len(self._parts_from) and all(
+            a is b for a, b in zip(source, self._parts_from, strict=True)
         ):
+            return self._parts
+        built = self._build_partitions(from_zk)
+        # An unchanged partition stays the same object: comparing two snapshots' partitions
+        # is then mostly identity checks.
+        known = self._part_objs
+        parts = tuple(
+            same if (same := known.get((p.topic, p.partition))) == p else p for p in built
+        )
+        self._part_objs = {(p.topic, p.partition): p for p in parts}
+        if parts == self._parts:
+            parts = self._parts
+        self._parts_from, self._parts = source, parts
+        return parts
+
+    def _build_partitions(self, from_zk: bool) -> tuple[Partition, ...]:
+        out: list[Partition] = []
+        if from_zk and self.zk is not None:
             for topic, tdata in self.zk.topics.items():
                 assign = tdata.get("partitions", {})
                 adding = tdata.get("adding_replicas", {}) or {}

@@ -127,10 +127,12 @@ def diff(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[Event]:
                 )
             )
 
+    if new.partitions is old.partitions:  # the observer hands on unchanged partitions as is
+        return events
     old_p = {(p.topic, p.partition): p for p in old.partitions}
     for p in new.partitions:
         before = old_p.get((p.topic, p.partition))
-        if before is not None:
+        if before is not None and before is not p:
             events.extend(_partition_events(ts, before, p))
     return events
 

@@ -80,13 +80,16 @@ class KConsoleApp(BrokerActions, JobActions, ElectionActions):
         Binding("question_mark", "help", "Help", key_display="?", id="help"),
     ]
 
-    snapshot: reactive[ClusterSnapshot | None] = reactive(None, always_update=True)
+    # The app's reactives repaint nothing themselves (repaint=False): the widgets that watch
+    # them refresh what changed. With the default every poll repainted the whole screen, most
+    # of the console's idle cost (bench/results/idle.md).
+    snapshot: reactive[ClusterSnapshot | None] = reactive(None, always_update=True, repaint=False)
     """The latest snapshot (None until the first one arrives)."""
-    events: reactive[tuple[LoggedEvent, ...]] = reactive((), always_update=True)
+    events: reactive[tuple[LoggedEvent, ...]] = reactive((), always_update=True, repaint=False)
     """Events seen so far, newest first, at most MAX_EVENTS."""
-    job_runs: reactive[tuple[JobRun, ...]] = reactive((), always_update=True)
+    job_runs: reactive[tuple[JobRun, ...]] = reactive((), always_update=True, repaint=False)
     """Every job run the manager knows, oldest first (polled every second)."""
-    now: reactive[float] = reactive(0.0)
+    now: reactive[float] = reactive(0.0, repaint=False)
     """clock() at the last tick or snapshot: every age on screen is measured against it."""
 
     def __init__(

@@ -139,14 +139,68 @@ def visible_partitions(snap: ClusterSnapshot | None, view: PartitionView) -> lis
     return sorted(shown, key=lambda p: sort_key(snap, p), reverse=view.reverse)
 
 
+@dataclass(frozen=True)
+class PartitionCounts:
+    """What the partitions pane's title counts: every partition, the ones shown, and of all of
+    them the offline and the unhealthy ones."""
+
+    total: int = 0
+    shown: int = 0
+    offline: int = 0
+    unhealthy: int = 0
+
+
+def partition_health(snap: ClusterSnapshot, p: Partition) -> tuple[int, int]:
+    """(offline, unhealthy) of one partition, as 0/1 for counting."""
+    flags = snap.flags(p)
+    return int("offline" in flags), int(bool(flags))
+
+
+def count_partitions(snap: ClusterSnapshot | None, view: PartitionView) -> PartitionCounts:
+    """The title's counts, from scratch (one pass over every partition)."""
+    if snap is None:
+        return PartitionCounts()
+    offline = unhealthy = shown = 0
+    for p in snap.partitions:
+        o, u = partition_health(snap, p)
+        offline, unhealthy = offline + o, unhealthy + u
+        shown += view.shows(snap, p)
+    return PartitionCounts(len(snap.partitions), shown, offline, unhealthy)
+
+
+Pair = tuple[Partition | None, Partition | None]
+
+
+def changed_partitions(old: Sequence[Partition], new: Sequence[Partition]) -> list[Pair]:
+    """(before, after) for every partition that differs between two snapshots (None: absent
+    on that side). Snapshots list partitions sorted, and the observer keeps an unchanged
+    partition the same object, so this is mostly identity checks."""
+    if len(old) == len(new):
+        out: list[Pair] = []
+        for a, b in zip(old, new, strict=True):
+            if a is b:
+                continue
+            if a.topic != b.topic or a.partition != b.partition:
+                break  # not aligned: a topic came and another went
+            if a != b:
+                out.append((a, b))
+        else:
+            return out
+    before = {(p.topic, p.partition): p for p in old}
+    after = {(p.topic, p.partition): p for p in new}
+    pairs: list[Pair] = [(before.get(k), p) for k, p in after.items() if before.get(k) != p]
+    pairs.extend((p, None) for k, p in before.items() if k not in after)
+    return pairs
+
+
 def partition_rows(snap: ClusterSnapshot | None, view: PartitionView) -> Rows:
     """One row per visible partition, keyed topic/partition."""
     if snap is None:
         return {}
-    return {p.key: _partition_cells(snap, p) for p in visible_partitions(snap, view)}
+    return {p.key: partition_cells(snap, p) for p in visible_partitions(snap, view)}
 
 
-def _partition_cells(snap: ClusterSnapshot, p: Partition) -> list[Text]:
+def partition_cells(snap: ClusterSnapshot, p: Partition) -> list[Text]:
     flags = snap.flags(p)
     # A leader that is gone still has its id written down; "offline" says it serves nothing.
     if p.leader < 0:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from kconsole.cluster.admin import AdminPartition, AdminState
@@ -207,3 +208,37 @@ def test_broker_config_is_read_from_the_cluster_and_says_so() -> None:
         {"process.roles": "broker", "broker.session.timeout.ms": "4500"}, 1
     )
     assert kraft.session_timeout_ms == 4500 and kraft.replica_lag_time_max_ms == 30000
+
+
+def two_partitions(leader0: int = 1, leader1: int = 2) -> ZkState:
+    return dataclasses.replace(
+        zk_state(),
+        topics={"t": {"partitions": {"0": [1, 2, 3], "1": [2, 3, 1]}}},
+        states={
+            ("t", 0): {"leader": leader0, "isr": [1, 2, 3]},
+            ("t", 1): {"leader": leader1, "isr": [1, 2, 3]},
+        },
+    )
+
+
+def test_unchanged_partitions_are_handed_on_as_they_were() -> None:
+    """Most builds (an Admin or group poll) change no partition: the snapshot carries the same
+    tuple, and a changed one keeps every unchanged partition the same object, so consumers
+    (diff, the tables) find the change with identity checks."""
+    b = SnapshotBuilder(use_zookeeper=True)
+    b.zk, b.admin = two_partitions(), admin_state()
+    b.health[SourceName.ZOOKEEPER].success(1.0)
+    first = b.build(1.0)
+    b.admin = admin_state(controller=3)  # an Admin poll: ZooKeeper's data did not change
+    again = b.build(2.0)
+    assert again.partitions is first.partitions
+    b.zk = two_partitions(leader1=3)  # a watch fired: partition 1 has a new leader
+    moved = b.build(3.0)
+    assert moved.partitions is not first.partitions
+    assert moved.partitions[0] is first.partitions[0]
+    assert moved.partitions[1].leader == 3 and first.partitions[1].leader == 2
+    b.zk = two_partitions(leader1=3)  # a new read with the same content
+    assert b.build(4.0).partitions is moved.partitions
+    b.health[SourceName.ZOOKEEPER].failure("gone")  # now the Admin API's view
+    from_admin = b.build(5.0)
+    assert [(p.partition, p.leader) for p in from_admin.partitions] == [(0, 2)]

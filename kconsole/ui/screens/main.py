@@ -184,6 +184,7 @@ class MainScreen(Screen[None]):
         subscribe(self, "snapshot", self._retitle, init=True)
         subscribe(self, "events", self._retitle, init=False)
         self.watch(self.partitions, "view", self._retitle, init=False)
+        self.watch(self.partitions, "counts", self._retitle, init=False)
         self.partitions.focus()
 
     @property
@@ -197,12 +198,25 @@ class MainScreen(Screen[None]):
         return self.query_one(FilterInput)
 
     # -- pane titles --------------------------------------------------------------------------
+    _titled: object = None
+
     def _retitle(self) -> None:
         st = state(self)
         snap = st.snapshot
         view = self.partitions.view
+        counts = self.partitions.counts
+        inputs = (
+            None if snap is None else snap.brokers,
+            counts,
+            len(snap.groups) if snap else 0,
+            len(st.events),
+            view,
+        )
+        if inputs == self._titled:
+            return
+        self._titled = inputs
         self.query_one("#brokers-pane").border_title = _brokers_title(snap)
-        self.query_one("#partitions-pane").border_title = _partitions_title(snap, view)
+        self.query_one("#partitions-pane").border_title = _partitions_title(snap, view, counts)
         groups = len(snap.groups) if snap else 0
         self.query_one("#groups-pane").border_title = f"Consumer groups [dim]{groups}[/]"
         self.query_one("#events-pane").border_title = f"Events [dim]{len(st.events)}[/]"
@@ -331,15 +345,14 @@ def _brokers_title(snap: ClusterSnapshot | None) -> str:
     return "Brokers " + " · ".join(parts) if parts else "Brokers [dim]none[/]"
 
 
-def _partitions_title(snap: ClusterSnapshot | None, view: rows.PartitionView) -> str:
+def _partitions_title(
+    snap: ClusterSnapshot | None, view: rows.PartitionView, counts: rows.PartitionCounts
+) -> str:
     title = "Partitions"
     if snap is None:
         return title
-    shown = len(rows.visible_partitions(snap, view))
-    title += f" [dim]{shown}/{len(snap.partitions)}[/]"
-    flags = [snap.flags(p) for p in snap.partitions]
-    offline = sum(1 for f in flags if "offline" in f)
-    unhealthy = sum(1 for f in flags if f)
+    title += f" [dim]{counts.shown}/{counts.total}[/]"
+    offline, unhealthy = counts.offline, counts.unhealthy
     if offline:
         title += f" · [$error]{offline} offline[/]"
     if unhealthy:

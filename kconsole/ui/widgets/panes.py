@@ -79,7 +79,22 @@ class Pane(Vertical):
             self.border_subtitle = None
 
 
-class HeaderLine(Static):
+class Line(Static):
+    """Text in a box whose size the stylesheet fixes: re-rendered only when the text changes,
+    and never with a layout pass (the console idles at a poll per second; a layout of the
+    whole screen per poll was most of its idle cost, bench/results/idle.md)."""
+
+    _shown: Text | None = None
+
+    def show(self, text: Text) -> None:
+        """Show `text` unless it is what is shown already."""
+        if self._shown is not None and fmt.same(self._shown, text):
+            return
+        self._shown = text
+        self.update(text, layout=False)
+
+
+class HeaderLine(Line):
     """One line: cluster id, each source's health and data age, the refresh interval."""
 
     def on_mount(self) -> None:
@@ -98,7 +113,7 @@ class HeaderLine(Static):
         text = header_text(*args, compact=False, read_only=read_only)
         if self.size.width and cell_len(text.plain) > self.size.width:
             text = header_text(*args, compact=True, read_only=read_only)
-        self.update(text)
+        self.show(text)
 
 
 SOURCE_LABELS = {
@@ -163,7 +178,7 @@ def _health(health: SourceHealth | None, now: float, every: float | None) -> Tex
     return Text.assemble(("ok", fmt.GOOD), " ", (fmt.age(age), fmt.WARN if late else fmt.DIM))
 
 
-class ControllerView(Static):
+class ControllerView(Line):
     """The active controller; a loud alert when there is none."""
 
     def on_mount(self) -> None:
@@ -176,7 +191,7 @@ class ControllerView(Static):
         snap = view.snapshot
         lost = snap is not None and snap.controller.id is None
         self.set_class(lost, "-alert")
-        self.update(controller_text(snap, view.now))
+        self.show(controller_text(snap, view.now))
 
 
 def controller_text(snap: ClusterSnapshot | None, now: float) -> Text:

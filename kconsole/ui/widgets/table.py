@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import ClassVar
 
 from rich.text import Text
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
 
 from kconsole.ui import format as fmt
 from kconsole.ui.rows import Columns, KeyCell
@@ -48,10 +49,30 @@ class KeyedTable(DataTable[Text]):
         """Make the table show exactly `rows`, in their order, touching only what changed."""
         if not self.columns:  # not mounted yet; on_mount's watchers sync again
             return
+        existing = set(self.row_keys)
+        self.patch(rows, existing - rows.keys(), list(rows), existing=existing)
+
+    def patch(
+        self,
+        rows: Mapping[str, Sequence[Text]],
+        removed: Iterable[str] = (),
+        order: list[str] | None = None,
+        *,
+        existing: set[str] | None = None,
+        grow_only: bool = False,
+    ) -> None:
+        """Apply a change: `rows` are new or changed rows, `removed` are gone, and `order`
+        (when given) is the whole display order. The cost grows with the change, not with
+        the table (sync() is patch() with every row). With `grow_only` columns widen for
+        wider cells but do not narrow until the next sync(): narrowing re-measures every
+        cell of the column (DataTable), 0.7 s on 10,000 rows."""
+        if not self.columns:
+            return
         column_keys = [key for key, _ in self.COLUMNS]
         at = None if self.follow_top and self.cursor_row == 0 else self.cursor_key
-        existing = set(self.row_keys)
-        for key in existing - rows.keys():
+        if existing is None:
+            existing = {k for k in rows if k in self.rows}
+        for key in removed:
             self.remove_row(key)
         # Widths are settled once per column, not per cell: DataTable re-measures the whole
         # column for every narrower cell, which made a failover on 2,000 partitions cost tens
@@ -66,13 +87,14 @@ class KeyedTable(DataTable[Text]):
                     self.update_cell(key, column, new)
                     if new.cell_len >= widest.get(column, (-1, "", new))[0]:
                         widest[column] = (new.cell_len, key, new)
-        for column, (_width, key, new) in widest.items():
+        for column, (width, key, new) in widest.items():
+            if grow_only and width <= self.columns[ColumnKey(column)].content_width:
+                continue
             self.update_cell(key, column, new, update_width=True)
-        wanted = list(rows)
-        if self.row_keys != wanted:
-            rank = {key: i for i, key in enumerate(wanted)}
+        if order is not None and self.row_keys != order:
+            rank = {key: i for i, key in enumerate(order)}
             self.sort(column_keys[0], key=lambda first: rank[_row_key(first)])
-        if at is not None and at in rows and self.cursor_key != at:
+        if at is not None and at in self.rows and self.cursor_key != at:
             self.move_cursor(row=self.get_row_index(at))
 
 
