@@ -1,7 +1,8 @@
 # The two commands a newcomer needs (see README.md):
 #   make console   set everything up, start the local cluster, open the console
 #   make test      set everything up, run the whole test suite (what CI runs)
-.PHONY: setup console test lint
+#   make bench     every benchmark against real local clusters -> bench/RESULTS.md
+.PHONY: setup console test lint bench
 
 setup:
 	@bash scripts/setup.sh
@@ -21,3 +22,6 @@ lint: setup
 	@.venv/bin/ruff format --check kconsole tests jobs
 	@.venv/bin/mypy
 	@.venv/bin/lint-imports
+
+bench: setup
+	@.venv/bin/python bench/suite.py $(BENCH_ARGS)

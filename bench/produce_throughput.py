@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import shlex
 import statistics
 import sys
@@ -92,6 +93,7 @@ def main() -> None:
     ap.add_argument("--count", type=int, default=200_000)
     ap.add_argument("--size", type=int, default=100)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--json", type=Path, help="also write every run here (bench/suite.py)")
     args = ap.parse_args()
     value = b"x" * args.size
     rows: list[tuple[str, int, int, float]] = []
@@ -111,6 +113,10 @@ def main() -> None:
                 print(f"console run {run}: {acked} acked in {took:.2f} s", file=sys.stderr)
         finally:
             local.down(timeout=30)
+    if args.json is not None:
+        args.json.write_text(
+            json.dumps([{"side": s, "run": r, "acked": a, "seconds": t} for s, r, a, t in rows])
+        )
     cmd = "python bench/produce_throughput.py " + shlex.join(sys.argv[1:])
     print(f"`{cmd.strip()}` · code: {code_revision()} · load {load()} · "
           f"{args.count:,} records of {args.size} B, acks=all, one key")  # fmt: skip

@@ -1,0 +1,373 @@
+"""Every benchmark in one command, writing bench/RESULTS.md (and charts beside it).
+
+    make bench                                  # = .venv/bin/python bench/suite.py
+    .venv/bin/python bench/suite.py --smoke --out /tmp/r.md   # small sizes, no cluster
+
+Sections (each is also a script of its own in bench/):
+  scale      synthetic 1k / 10k / 50k partitions: build, diff, apply, longest frame, RSS
+  idle       the UI's idle cost, headless, observer at the real cadence
+  terminal   real terminal (tmux) on a real cluster: start-up, idle CPU, controller -> screen
+  failover   graceful stop of a partition leader: ZooKeeper's time and the screen's
+  produce    bulk produce, the console's path vs a plain confluent-kafka loop
+  start      `kconsole cluster up` warm (and cold with --cold)
+  spark      the keyed-counts job (only with --with-spark: about 6 minutes)
+
+Every figure is the median of several runs with its spread; comparisons are ratios of runs
+made side by side in the same minute. --smoke runs scale and idle at small sizes and checks the
+harness end to end (the test suite does this); its numbers mean nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import psutil
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT))
+
+from _common import code_revision, load  # noqa: E402
+
+
+@dataclass
+class Figure:
+    """One measured figure: its runs, and the target it is held to (if any)."""
+
+    name: str
+    unit: str
+    values: list[float]
+    target: float | None = None
+    higher_is_better: bool = False
+    stat: str = "median"  # or "max" (a p99 of a handful of runs is their max)
+    note: str = ""
+
+    @property
+    def value(self) -> float:
+        return max(self.values) if self.stat == "max" else statistics.median(self.values)
+
+    def verdict(self) -> str:
+        if self.target is None:
+            return ""
+        ok = self.value >= self.target if self.higher_is_better else self.value <= self.target
+        if ok:
+            return "met"
+        off = self.value / self.target if self.target else float("inf")
+        return (
+            f"**missed** ({off:.1f}x)" if not self.higher_is_better else f"**missed** ({off:.2f})"
+        )
+
+
+@dataclass
+class Section:
+    title: str
+    figures: list[Figure] = field(default_factory=list)
+    text: str = ""  # Markdown: a script's own report, tables, chart links
+    error: str = ""
+
+
+def fmt(v: float) -> str:
+    if v != v:  # nan
+        return "?"
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.2f}" if abs(v) < 10 else f"{v:.1f}"
+
+
+# -- sections ------------------------------------------------------------------------------------
+def section_scale(smoke: bool, charts: Path) -> Section:
+    import scale
+
+    sizes = [200, 400] if smoke else [1000, 10000, 50000]
+    runs = 1 if smoke else 3
+    results = scale.run(sizes, runs)
+    s = Section("Scale: synthetic snapshots (no cluster)")
+    keys = list(results[sizes[0]][0])
+    lines = ["| figure | " + " | ".join(f"{n:,} partitions" for n in sizes) + " |"]
+    lines.append("|---|" + "---:|" * len(sizes))
+    for key in keys:
+        cells = []
+        for n in sizes:
+            vals = [r[key] for r in results[n]]
+            cells.append(f"{fmt(statistics.median(vals))} ({fmt(min(vals))}-{fmt(max(vals))})")
+        lines.append(f"| {key} | " + " | ".join(cells) + " |")
+    s.text = (
+        f"Median (min-max) of {runs} runs per size; each run a fresh app, headless 160x48.\n\n"
+        + "\n".join(lines)
+    )
+    at = 10000 if 10000 in results else sizes[-1]
+    r = results[at]
+    label = f"{at:,} partitions"
+    for key, target in (
+        ("apply: unchanged poll (ms CPU)", 100.0),
+        ("apply: one leader moved (ms CPU)", 100.0),
+        ("apply: 1/3 of leaders moved (ms CPU)", 100.0),
+        ("longest frame: one leader moved (ms)", 100.0),
+        ("longest frame: 1/3 of leaders moved (ms)", 100.0),
+        ("apply: first snapshot (ms CPU)", None),
+        ("RSS after (MiB)", 250.0),
+    ):
+        s.figures.append(Figure(f"{label}: {key}", "", [x[key] for x in r], target))
+    chart = plot_scale(results, charts / "scale.png")
+    if chart:
+        s.text += f"\n\n![scale curve]({chart})"
+    return s
+
+
+def plot_scale(results: dict[int, list[dict[str, float]]], path: Path) -> str:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return ""
+    sizes = sorted(results)
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
+    for key in results[sizes[0]][0]:
+        if not key.startswith("apply:"):
+            continue
+        ys = [statistics.median(r[key] for r in results[n]) for n in sizes]
+        ax.plot(sizes, ys, marker="o", label=key.removeprefix("apply: ").removesuffix(" (ms CPU)"))
+    ax.axhline(100, color="grey", linestyle="--", linewidth=0.8, label="target 100 ms")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("partitions")
+    ax.set_ylabel("main-thread CPU until idle (ms)")
+    ax.set_title("Applying a snapshot: cost by size and by what changed")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return os.path.relpath(path, ARGS_OUT_DIR[0])
+
+
+def section_idle(smoke: bool, charts: Path) -> Section:
+    import idle
+
+    vals = idle.run(2.0 if smoke else 20.0, 1 if smoke else 3)
+    s = Section("Idle, headless (observer at the real cadence, nothing changing)")
+    s.figures.append(Figure("idle: UI main thread, headless", "% of a core", vals, 2.0))
+    s.text = "Runs: " + ", ".join(f"{v:.2f} %" for v in vals)
+    return s
+
+
+def script(name: str, *args: str, timeout: float = 3600) -> tuple[str, Path]:
+    """Run bench/<name> with --json into a temp file; its stdout (a Markdown report) and the
+    JSON path."""
+    out = Path(tempfile.mkdtemp(prefix="kc-bench-")) / f"{name}.json"
+    cmd = [sys.executable, str(HERE / name), *args]
+    if "--json" not in args and name not in ("cluster_start.py", "jobs_keyed_counts.py"):
+        cmd += ["--json", str(out)]
+    print(f"[bench] {shlex.join(cmd[1:])}", file=sys.stderr, flush=True)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    if done.returncode != 0:
+        raise RuntimeError(f"{name} exited {done.returncode}: {done.stderr.strip()[-800:]}")
+    return done.stdout, out
+
+
+def section_terminal(smoke: bool, charts: Path) -> Section:
+    _out, path = script("terminal.py", "--runs", "5", "--idle", "30")
+    data = json.loads(path.read_text())
+    s = Section("Real terminal (tmux, 160x48) on a real 3-broker cluster")
+    ctl = data["controller_ms"]
+    s.figures += [
+        Figure("start-up: launch -> first complete frame", "s", data["startup_s"], 1.5),
+        Figure("idle: console process, real terminal", "% of a core", data["idle_cpu_pct"], 2.0),
+        Figure("controller change -> screen (znode ctime -> pane)", "ms", ctl, 100.0),
+        Figure("controller change -> screen, p99 (max of runs)", "ms", ctl, 300.0, stat="max"),
+    ]
+    s.text = "Runs: " + json.dumps({k: [round(x, 3) for x in v] for k, v in data.items()})
+    plot_latency(data["controller_ms"], charts / "controller_latency.png", s)
+    return s
+
+
+def plot_latency(values: list[float], path: Path, s: Section) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    if not values:
+        return
+    fig, ax = plt.subplots(figsize=(6, 2.6), dpi=110)
+    ax.boxplot(values, vert=False, widths=0.5)
+    ax.scatter(values, [1] * len(values), color="C1", zorder=3)
+    ax.axvline(100, color="grey", linestyle="--", linewidth=0.8)
+    ax.set_xlabel("ms from the new /controller znode to the screen")
+    ax.set_yticks([])
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    s.text += f"\n\n![controller change -> screen]({os.path.relpath(path, ARGS_OUT_DIR[0])})"
+
+
+def section_failover(smoke: bool, charts: Path) -> Section:
+    out, path = script("console_failover.py", "--runs", "5", "--kill-runs", "0")
+    runs = json.loads(path.read_text())
+    s = Section("Failover observed: graceful stop of a partition leader (headless console)")
+    zk = [r["zk_s"] * 1000 for r in runs]
+    screen = [r["screen_s"] * 1000 for r in runs]
+    own = [b - a for a, b in zip(zk, screen, strict=True)]
+    s.figures += [
+        Figure("leader stop: Kafka's own time (stop -> ZooKeeper names new leaders)", "ms", zk),
+        Figure("leader stop: stop -> new leaders on screen", "ms", screen),
+        Figure("leader stop: kconsole's share (screen - ZooKeeper)", "ms", own, 100.0),
+    ]
+    s.text = out
+    return s
+
+
+def section_produce(smoke: bool, charts: Path) -> Section:
+    out, path = script("produce_throughput.py", "--count", "200000", "--runs", "3")
+    rows = json.loads(path.read_text())
+    s = Section("Bulk produce: the console's dialog vs a plain confluent-kafka loop")
+    plain = {r["run"]: r["acked"] / r["seconds"] for r in rows if r["side"] == "plain"}
+    console = {r["run"]: r["acked"] / r["seconds"] for r in rows if r["side"] == "console"}
+    ratios = [console[k] / plain[k] for k in sorted(plain) if k in console]
+    s.figures.append(
+        Figure("produce: console / plain loop, 200k x 100 B, acks=all", "ratio", ratios, 0.9,
+               higher_is_better=True)
+    )  # fmt: skip
+    s.text = out
+    return s
+
+
+def section_start(smoke: bool, charts: Path) -> Section:
+    out, _ = script("cluster_start.py", "--runs", "3", *(["--cold"] if ARGS_COLD[0] else []))
+    return Section("`kconsole cluster up` / `down`", text=out)
+
+
+def section_spark(smoke: bool, charts: Path) -> Section:
+    out, _ = script(
+        "jobs_keyed_counts.py", "--duration", "60", "--triggers", "1", "--backlog", "200000",
+        "--out", str(Path(tempfile.mkdtemp()) / "jobs.md"),
+    )  # fmt: skip
+    return Section("Spark keyed-counts job (local[2])", text=out)
+
+
+SECTIONS: dict[str, Callable[[bool, Path], Section]] = {
+    "scale": section_scale,
+    "idle": section_idle,
+    "terminal": section_terminal,
+    "failover": section_failover,
+    "produce": section_produce,
+    "start": section_start,
+    "spark": section_spark,
+}
+SMOKE = ("scale", "idle")
+ARGS_OUT_DIR: list[Path] = [ROOT / "bench"]
+ARGS_COLD: list[bool] = [False]
+
+
+# -- the report -----------------------------------------------------------------------------------
+def machine() -> str:
+    model = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        java = subprocess.run(
+            ["java", "-version"], capture_output=True, text=True, timeout=20
+        ).stderr.splitlines()[0]
+    except (OSError, IndexError, subprocess.SubprocessError):
+        java = "?"
+    mem = psutil.virtual_memory().total / 2**30
+    return (
+        f"{os.cpu_count()} cores ({model}), {mem:.0f} GiB; {platform.system()} "
+        f"{platform.release()}; Python {platform.python_version()}; {java}"
+    )
+
+
+def report(sections: list[Section], argv: list[str], started: str, load0: str) -> str:
+    out = [
+        "# kconsole benchmarks",
+        "",
+        f"- command: `{shlex.join(['python', 'bench/suite.py', *argv])}` (`make bench` runs it)",
+        f"- date: {started} UTC; code: {code_revision()}",
+        f"- machine: {machine()}",
+        f"- load average (1 min): {load0} at start, {load()} at end; the Kafka brokers and "
+        "ZooKeeper of the cluster sections run on the same machine",
+        "",
+        "## Targets",
+        "",
+        "| figure | median (min-max) | runs | target | |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for s in sections:
+        for f in s.figures:
+            stat = "max " if f.stat == "max" else ""
+            shown = f"{stat}{fmt(f.value)} ({fmt(min(f.values))}-{fmt(max(f.values))}) {f.unit}"
+            target = ""
+            if f.target is not None:
+                target = f"{'≥' if f.higher_is_better else '≤'} {fmt(f.target)}"
+            out.append(f"| {f.name} | {shown} | {len(f.values)} | {target} | {f.verdict()} |")
+        if s.error:
+            out.append(f"| {s.title} | not measured: {s.error} | | | |")
+    for s in sections:
+        out += ["", f"## {s.title}", ""]
+        out.append(s.text.strip() if not s.error else f"Not measured: {s.error}")
+    return "\n".join(out) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--smoke", action="store_true", help="small sizes, no cluster: the harness")
+    ap.add_argument("--only", help=f"comma-separated sections of {','.join(SECTIONS)}")
+    ap.add_argument("--with-spark", action="store_true")
+    ap.add_argument("--cold", action="store_true", help="also a cold `cluster up`")
+    ap.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
+    args = ap.parse_args()
+    out = args.out.resolve()
+    ARGS_OUT_DIR[0] = out.parent
+    ARGS_COLD[0] = args.cold
+    charts = out.parent / ("charts" if out.parent != HERE else "results/charts")
+    names = (
+        args.only.split(",")
+        if args.only
+        else list(SMOKE)
+        if args.smoke
+        else [n for n in SECTIONS if n != "spark" or args.with_spark]
+    )
+    unknown = [n for n in names if n not in SECTIONS]
+    if unknown:
+        raise SystemExit(f"unknown section(s): {', '.join(unknown)}")
+    started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M")
+    load0 = load()
+    sections = []
+    for name in names:
+        t0 = time.monotonic()
+        print(f"[bench] {name} …", file=sys.stderr, flush=True)
+        try:
+            sections.append(SECTIONS[name](args.smoke, charts))
+        except Exception as exc:  # one broken section must not lose the others' results
+            sections.append(Section(name, error=f"{type(exc).__name__}: {exc}"))
+        print(f"[bench] {name}: {time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
+    out.write_text(report(sections, sys.argv[1:], started, load0))
+    print(f"[bench] wrote {out}", file=sys.stderr)
+    if any(s.error for s in sections):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
