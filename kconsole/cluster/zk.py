@@ -189,6 +189,17 @@ class ZkReader:
         self.states.clear()
         self.read_topics()
 
+    def read_paths(self, paths: list[str]) -> None:
+        """Re-read what watches on `paths` said has changed; partition states all at once
+        (a leader moving off a broker changes hundreds: one round trip, not hundreds)."""
+        states = []
+        for path in paths:
+            if m := _STATE_RE.match(path):
+                states.append((m.group(1), int(m.group(2))))
+            else:
+                self.read_path(path)
+        self._read_states_parallel(states)
+
     def read_path(self, path: str) -> None:
         """Re-read what a watch on `path` said has changed."""
         if path == "/controller":
@@ -318,8 +329,14 @@ class ZkWatcher:
                 if batch - {p for p in batch if p.startswith("/")}:
                     self._reader.read_all()
                 else:
-                    for path in sorted(batch):
-                        self._reader.read_path(path)
+                    # The controller and the brokers first, published at once: a burst of
+                    # partition states must not hold back "who is the controller now".
+                    states = sorted(p for p in batch if _STATE_RE.match(p))
+                    others = sorted(batch - set(states))
+                    self._reader.read_paths(others)
+                    if others and states:
+                        self.on_change(self._reader.snapshot(), "")
+                    self._reader.read_paths(states)
                 self.on_change(self._reader.snapshot(), "")
             except (KazooException, KazooTimeoutError, OSError) as exc:
                 self.on_change(None, f"ZooKeeper {self.hosts}: {_why(exc)}")

@@ -273,3 +273,29 @@ def test_zookeeper_down_marks_stale_and_recovers(healthy: LocalCluster) -> None:
             60,
             "zookeeper healthy again",
         )
+
+
+def test_watched_paths_reread_together_equal_a_full_read(healthy: LocalCluster) -> None:
+    """The watcher re-reads a burst of watched paths with pipelined requests (partition states
+    all at once, the controller and brokers first): the result is what a full read gives."""
+    from kconsole.cluster.zk import ZkReader
+
+    client = KazooClient(hosts=healthy.spec.zk_connect)
+    client.start(timeout=30)
+    try:
+        full = ZkReader(client)
+        full.read_all()
+        again = ZkReader(client)
+        again.read_topics()  # topics known, as the watcher's reader has them
+        again.states.clear()
+        paths = [f"/brokers/topics/{t}/partitions/{p}/state" for t, p in sorted(full.states)]
+        again.read_paths(["/controller", "/brokers/ids", *paths, "/controller_epoch"])
+        assert again.states == full.states
+        assert (again.controller, again.controller_epoch) == (
+            full.controller,
+            full.controller_epoch,
+        )
+        assert again.brokers == full.brokers
+    finally:
+        client.stop()
+        client.close()

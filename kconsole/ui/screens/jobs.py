@@ -21,6 +21,7 @@ from kconsole.jobs import JobRun, JobSpec, JobState
 from kconsole.models import ClusterSnapshot
 from kconsole.ui import format as fmt
 from kconsole.ui.context import actions, state, subscribe
+from kconsole.ui.widgets.panes import set_border
 
 STATE_STYLE = {
     JobState.STARTING: fmt.NOTE,
@@ -158,8 +159,10 @@ class JobsScreen(Screen[None]):
                 for (_, col), value in zip(RUN_COLUMNS, run_cells(run, view.snapshot), strict=True):
                     table.update_cell(run.run_id, col, value)
         active = sum(1 for r in runs if r.active)
-        self.query_one("#job-runs-pane").border_title = f"Runs [dim]{len(runs)}[/]" + (
-            f" · [$success]{active} active[/]" if active else ""
+        set_border(
+            self.query_one("#job-runs-pane"),
+            title=f"Runs [dim]{len(runs)}[/]"
+            + (f" · [$success]{active} active[/]" if active else ""),
         )
         self._detail()
 
@@ -172,7 +175,7 @@ class JobsScreen(Screen[None]):
         run = self.selected_run
         pane = self.query_one("#job-detail")
         if run is None:
-            pane.border_title = "Run"
+            set_border(pane, title="Run")
             self.query_one("#job-summary", Static).update(
                 Text("no runs yet: pick a job on the left and press enter", fmt.DIM)
             )
@@ -182,7 +185,7 @@ class JobsScreen(Screen[None]):
                 row.display = False
             self.query_one("#job-log", Static).update("")
             return
-        pane.border_title = f"Run [b]{run.run_id}[/] · {run.job}"
+        set_border(pane, title=f"Run [b]{run.run_id}[/] · {run.job}")
         self.query_one("#job-summary", Static).update(run_summary(run, view.snapshot, view.clock()))
         for row in self.query(".job-chart"):
             row.display = True

@@ -27,6 +27,7 @@ from kconsole.ui.widgets.panes import (
     ControllerView,
     HeaderLine,
     Pane,
+    set_border,
 )
 from kconsole.ui.widgets.tables import (
     BrokersTable,
@@ -215,11 +216,11 @@ class MainScreen(Screen[None]):
         if inputs == self._titled:
             return
         self._titled = inputs
-        self.query_one("#brokers-pane").border_title = _brokers_title(snap)
-        self.query_one("#partitions-pane").border_title = _partitions_title(snap, view, counts)
+        set_border(self.query_one("#brokers-pane"), title=_brokers_title(snap))
+        set_border(self.query_one("#partitions-pane"), title=_partitions_title(snap, view, counts))
         groups = len(snap.groups) if snap else 0
-        self.query_one("#groups-pane").border_title = f"Consumer groups [dim]{groups}[/]"
-        self.query_one("#events-pane").border_title = f"Events [dim]{len(st.events)}[/]"
+        set_border(self.query_one("#groups-pane"), title=f"Consumer groups [dim]{groups}[/]")
+        set_border(self.query_one("#events-pane"), title=f"Events [dim]{len(st.events)}[/]")
         # The top row is as tall as the broker list (within reason); the controller matches it.
         brokers = len(snap.brokers) if snap else 0
         self.query_one("#top").styles.height = min(max(brokers, 3), 9) + 3

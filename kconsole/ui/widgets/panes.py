@@ -33,6 +33,19 @@ def stale_text(health: SourceHealth, now: float) -> str:
     return f"STALE{since}: {health.error}" if health.error else f"STALE{since}"
 
 
+def set_border(widget: Widget, *, title: str | None = "", subtitle: str | None = "") -> None:
+    """Set a border title or subtitle ("" leaves it alone) only when it changes: Textual
+    repaints the whole widget, table and all, on every assignment, even of the same text (the
+    subtitle was set once a second: most of the idle console's painting)."""
+    last: dict[str, str | None] = widget.__dict__.setdefault("_kconsole_border", {})
+    if title != "" and last.get("title", "") != title:
+        last["title"] = title
+        widget.border_title = title
+    if subtitle != "" and last.get("subtitle", "") != subtitle:
+        last["subtitle"] = subtitle
+        widget.border_subtitle = subtitle
+
+
 class Pane(Vertical):
     """A bordered pane that marks itself stale (class `-stale`, subtitle) while its source fails."""
 
@@ -67,16 +80,16 @@ class Pane(Vertical):
                 (h for n in self.sources[1:] if (h := view.snapshot.source(n)) and h.ok), None
             )
         self.set_class(stale and fallback is None, "-stale")
+        subtitle = None
         if stale and fallback is not None and health is not None:
             label = SOURCE_LABELS.get(fallback.name, (fallback.name.value,))[0]
             down = SOURCE_LABELS.get(health.name, (health.name.value,))[0]
-            self.border_subtitle = escape(f"via {label} · {down} down: {health.error}")
+            subtitle = escape(f"via {label} · {down} down: {health.error}")
         elif stale and health is not None:
-            self.border_subtitle = escape(stale_text(health, view.now))
+            subtitle = escape(stale_text(health, view.now))
         elif health is not None and health.degraded:
-            self.border_subtitle = escape(f"degraded: {health.error}")
-        else:
-            self.border_subtitle = None
+            subtitle = escape(f"degraded: {health.error}")
+        set_border(self, subtitle=subtitle)
 
 
 class Line(Static):
