@@ -153,7 +153,7 @@ def produce(
             rate=rate,
             compression=None if compression == "none" else compression,
             partition=partition,
-            on_progress=progress,
+            on_progress=progress if small else None,  # no Python call per record in bulk
             max_message_bytes=limits.max_message_bytes,
         )
     except ClusterError as exc:

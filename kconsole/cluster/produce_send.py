@@ -125,6 +125,9 @@ def produce_records(
     compression: str | None = None,
     partition: int | None = None,
     on_progress: OnProgress | None = None,
+    tally: Tally | None = None,
+    on_tick: Callable[[], None] | None = None,
+    tick_s: float = 0.1,
     message_timeout_ms: int = 30000,
     flush_timeout_s: float | None = None,
     max_message_bytes: int | None = None,
@@ -135,7 +138,10 @@ def produce_records(
 
     `rate` paces sends (messages/s, absolute schedule); `partition` overrides the partitioner.
     The flush is bounded (`flush_timeout_s`, by default the message timeout + 5 s): what is
-    still in flight then is purged and reported as unknown. `on_progress` gets each outcome.
+    still in flight then is purged and reported as unknown. `on_progress` gets each outcome;
+    for big sends pass a `tally` instead (counted as reports arrive) and `on_tick`, called at
+    most every `tick_s` while sending and flushing: no Python call per record beyond the
+    client's own.
     """
     conf = producer_config(
         settings,
@@ -149,34 +155,45 @@ def produce_records(
         producer = Producer(conf)
     except KafkaException as exc:
         raise ProduceError(f"cannot create the producer: {exc}") from exc
-    # Lists indexed by send order: the delivery callback runs once per record, so keep it lean.
+    # Lists indexed by send order: the delivery callback runs once per record, so keep it lean
+    # (bench/results: every Python call per record costs throughput against a plain loop).
     outcomes: list[Delivery | None] = []
-    sent_at: list[float] = []
     keys: list[bytes | None] = []
+    count = tally.add if tally is not None else None
 
     def report(d: Delivery) -> None:
         outcomes[d.index] = d
+        if count is not None:
+            count(d)
         if on_progress is not None:
             on_progress(d)
 
     def on_delivery(i: int, err: KafkaError | None, msg: Message) -> None:
         if outcomes[i] is not None:
             return
-        part, off = msg.partition(), msg.offset()
+        part = msg.partition()
         part = part if part is not None and part >= 0 else None
+        # librdkafka's own produce() -> report time: no Python scheduling in it (None only
+        # when it has no timestamp: then since the send began).
+        lat = msg.latency()
+        if lat is None:
+            lat = clock() - start
         if err is None:
-            # librdkafka's own produce() -> ack time: no Python scheduling in it.
-            lat = msg.latency()
-            if lat is None:
-                lat = clock() - sent_at[i]
+            off = msg.offset()
             off = off if off is not None and off >= 0 else None  # acks=0: no offset
-            report(Delivery(i, keys[i], part, off, lat))
+            d = Delivery(i, keys[i], part, off, lat)
+            outcomes[i] = d
+            if count is not None:
+                count(d)
+            if on_progress is not None:
+                on_progress(d)
         elif err.code() in clients.PURGED:
             report(Delivery(i, keys[i], part, None, None, "UNKNOWN", err.str()))
         else:
-            report(Delivery(i, keys[i], part, None, clock() - sent_at[i], err.name(), err.str()))
+            report(Delivery(i, keys[i], part, None, lat, err.name(), err.str()))
 
     start = clock()
+    next_tick = start + tick_s
     n = 0
     period = 1.0 / rate if rate else 0.0
     produce, poll = producer.produce, producer.poll
@@ -187,17 +204,16 @@ def produce_records(
                 poll(min(wait, 0.1))
         keys.append(key)
         outcomes.append(None)
-        kwargs: dict[str, Any] = {"key": key, "value": value, **fixed}
-        if headers:
-            kwargs["headers"] = list(headers)
-        kwargs["on_delivery"] = partial(on_delivery, n)
-        sent_at.append(clock())
+        cb = partial(on_delivery, n)
         while True:
             try:
-                produce(topic, **kwargs)
+                if headers:
+                    produce(topic, key=key, value=value, headers=list(headers), on_delivery=cb,
+                            **fixed)  # fmt: skip
+                else:
+                    produce(topic, key=key, value=value, on_delivery=cb, **fixed)
             except BufferError:
                 poll(0.05)  # local queue full: serve reports, then send it again
-                sent_at[n] = clock()
                 continue
             except KafkaException as exc:
                 err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
@@ -205,12 +221,23 @@ def produce_records(
                 report(Delivery(n, key, None, None, None, name, err.str() if err else str(exc)))
             break
         n += 1
-        poll(0)
+        # Reports are served in bulk: one poll per 64 records (the queue-full path above polls
+        # whenever librdkafka's buffer is full) and always while pacing.
+        if period or not n & 63:
+            poll(0)
+            if on_tick is not None and (now := clock()) >= next_tick:
+                next_tick = now + tick_s
+                on_tick()
     sent_done = clock()
     notes = []
-    producer.flush(
+    deadline = sent_done + (
         flush_timeout_s if flush_timeout_s is not None else message_timeout_ms / 1000 + 5
     )
+    while producer.flush(tick_s if on_tick is not None else max(0.0, deadline - clock())) > 0:
+        if on_tick is not None:
+            on_tick()
+        if clock() >= deadline:
+            break
     if len(producer) > 0:
         producer.purge(in_queue=True, in_flight=True, blocking=True)
         producer.flush(1.0)

@@ -65,8 +65,9 @@ RECORDED_LIMITS = recorded_topic_limits()
 
 
 class ReplayCommands(Commands):
-    """A command layer whose produce() replays recorded deliveries through on_progress, in
-    the order the real run reported them, and returns the result the real run returned.
+    """A command layer whose produce() replays recorded deliveries as produce_records reports
+    them (on_progress per record, the tally, on_tick every tick_s), in the order the real run
+    reported them, and returns the result the real run returned.
 
     With `delay_s`, it takes each record from the iterator slowly (as a rate limit does), so a
     test can stop a send half-way; records beyond the recording repeat its last outcome.
@@ -92,6 +93,8 @@ class ReplayCommands(Commands):
         self.calls.append((topic, options))
         self.started.set()
         on_progress = options.get("on_progress")
+        tally, on_tick = options.get("tally"), options.get("on_tick")
+        tick_s, next_tick = options.get("tick_s", 0.1), time.monotonic()
         out = []
         for i, _record in enumerate(records):
             self.taken += 1
@@ -101,8 +104,13 @@ class ReplayCommands(Commands):
             d = pr.Delivery(i, src.key, src.partition, src.offset, src.latency_s, src.error,
                             src.reason)  # fmt: skip
             out.append(d)
+            if tally is not None:  # as produce_records does: counted as reports arrive
+                tally.add(d)
             if on_progress is not None:
                 on_progress(d)
+            if on_tick is not None and time.monotonic() >= next_tick:
+                next_tick = time.monotonic() + tick_s
+                on_tick()
         return pr.ProduceResult(topic, options.get("acks", "all"), len(out), tuple(out),
                                 self.elapsed_s)  # fmt: skip
 

@@ -10,8 +10,7 @@ the command layer (read-only refuses it): first the request is checked against t
 from __future__ import annotations
 
 import threading
-import time
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.console import Group
 from rich.table import Table
@@ -294,19 +293,19 @@ class ProduceScreen(Screen[None]):
             self.post_message(self.Refused(exc.message))
             return
         tally = pr.Tally(request.count)
-        small = request.count <= pr.SMALL_SEND
-        last = 0.0
+        progress: dict[str, Any]
+        if request.count <= pr.SMALL_SEND:  # each delivery on screen as it comes
 
-        def on_progress(d: pr.Delivery) -> None:
-            nonlocal last
-            tally.add(d)
-            if small:
+            def on_progress(d: pr.Delivery) -> None:
                 self.post_message(self.Delivered(d, tally.view()))
-                return
-            now = time.monotonic()
-            if now - last >= PROGRESS_EVERY_S:
-                last = now
+
+            progress = {"on_progress": on_progress}
+        else:  # counted as reports arrive; the screen hears about it every PROGRESS_EVERY_S
+
+            def on_tick() -> None:
                 self.post_message(self.Progressed(tally.view()))
+
+            progress = {"on_tick": on_tick, "tick_s": PROGRESS_EVERY_S}
 
         try:
             result = commands.produce(
@@ -317,8 +316,9 @@ class ProduceScreen(Screen[None]):
                 rate=request.rate,
                 compression=request.compression,
                 partition=request.partition,
-                on_progress=on_progress,
+                tally=tally,
                 max_message_bytes=limits.max_message_bytes,
+                **progress,
             )
         except ClusterError as exc:
             self.post_message(self.Refused(exc.message))
