@@ -9,6 +9,7 @@ Sections (each is also a script of its own in bench/):
   terminal   real terminal (tmux) on a real cluster: start-up, idle CPU, controller -> screen
   failover   graceful stop of a partition leader: ZooKeeper's time and the screen's
   produce    bulk produce, the console's path vs a plain confluent-kafka loop
+  describe   `kconsole describe --json` vs kafka-topics / kafka-consumer-groups (and kcat)
   start      `kconsole cluster up` warm (and cold with --cold)
   spark      the keyed-counts job (only with --with-spark: about 6 minutes)
 
@@ -249,6 +250,31 @@ def section_produce(smoke: bool, charts: Path) -> Section:
     return s
 
 
+def section_describe(smoke: bool, charts: Path) -> Section:
+    out, path = script("describe_tools.py", "--runs", "5")
+    data = json.loads(path.read_text())
+    s = Section("One-shot describe: kconsole vs Kafka's own tools (same jars, same cluster)")
+    ours = data["kconsole describe --json"]
+    for name, vals in data.items():
+        s.figures.append(Figure(f"describe: {name}", "s", vals))
+    topics = data["kafka-topics --describe"]
+    groups = data["kafka-consumer-groups --describe --all-groups"]
+    both = [a + b for a, b in zip(topics, groups, strict=True)]
+    s.figures.append(
+        Figure("describe: kconsole / (kafka-topics + kafka-consumer-groups)", "ratio",
+               [a / b for a, b in zip(ours, both, strict=True)])
+    )  # fmt: skip
+    if "kcat -L" in data:
+        s.figures.append(
+            Figure("describe: kconsole / kcat -L", "ratio",
+                   [a / b for a, b in zip(ours, data["kcat -L"], strict=True)])
+        )  # fmt: skip
+    s.text = out + (
+        "" if "kcat -L" in data else "\nkcat is not installed on this machine: not compared."
+    )
+    return s
+
+
 def section_start(smoke: bool, charts: Path) -> Section:
     out, _ = script("cluster_start.py", "--runs", "3", *(["--cold"] if ARGS_COLD[0] else []))
     return Section("`kconsole cluster up` / `down`", text=out)
@@ -268,6 +294,7 @@ SECTIONS: dict[str, Callable[[bool, Path], Section]] = {
     "terminal": section_terminal,
     "failover": section_failover,
     "produce": section_produce,
+    "describe": section_describe,
     "start": section_start,
     "spark": section_spark,
 }
@@ -361,7 +388,8 @@ def main() -> None:
         try:
             sections.append(SECTIONS[name](args.smoke, charts))
         except Exception as exc:  # one broken section must not lose the others' results
-            sections.append(Section(name, error=f"{type(exc).__name__}: {exc}"))
+            why = " ".join(f"{type(exc).__name__}: {exc}".split())[-600:]
+            sections.append(Section(name, error=why))
         print(f"[bench] {name}: {time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
     out.write_text(report(sections, sys.argv[1:], started, load0))
     print(f"[bench] wrote {out}", file=sys.stderr)

@@ -111,6 +111,8 @@ def run(runs: int, idle_s: float) -> dict[str, list[float]]:
                     env=env, check=True, capture_output=True, text=True,
                 ).stdout.strip()
             )  # fmt: skip
+            # Keep the pane when the console exits, to show why (a crash must not be silent).
+            tmux("set-option", "-t", SESSION, "remain-on-exit", "on")
             proc = psutil.Process(pid)
             if wait_screen(complete, 30) is None:
                 raise RuntimeError("the console never showed a complete frame")
@@ -122,9 +124,11 @@ def run(runs: int, idle_s: float) -> dict[str, list[float]]:
                 used = (c1.user - c0.user) + (c1.system - c0.system)
                 out["idle_cpu_pct"].append(100 * used / (w1 - w0))
             for _ in range(runs):
+                if not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE:
+                    raise RuntimeError("the console exited:\n" + screen())
                 was = controller_on_screen(screen())
                 if was is None:
-                    raise RuntimeError("no controller on screen")
+                    raise RuntimeError("no controller on screen:\n" + screen())
                 # On a thread: the controller moves during the controlled shutdown, before the
                 # process exits, and the screen is read meanwhile.
                 stopping = threading.Thread(target=cluster.stop_broker, args=(was,))

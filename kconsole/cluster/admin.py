@@ -7,20 +7,21 @@ logging, never to the terminal the console draws on.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient, ConfigResource
+from confluent_kafka.admin import AdminClient
 
 from kconsole.cluster.groups import GroupReader
 from kconsole.errors import ClusterError
 from kconsole.models import BrokerConfig
 
 RDKAFKA_LOG = logging.getLogger("kconsole.rdkafka")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -55,22 +56,24 @@ class AdminReader:
         self.groups = GroupReader(self.config, timeout_s)
         """Consumer groups with lag (kafka-python for everything a dead broker would stall)."""
         self._min_isr: dict[str, int] = {}
-        self._min_isr_at = 0.0
+        self._racks: dict[int, str | None] = {}
+        self._configs_at = 0.0
+        self._kp: Any = None
 
     def read_cluster(self, config_refresh_s: float = 30.0) -> AdminState:
-        """Brokers, controller and every topic's partitions; min.insync.replicas per topic."""
+        """Brokers, controller and every topic's partitions; min.insync.replicas per topic.
+
+        The metadata comes from librdkafka (one Metadata request). Everything else (racks,
+        topic and broker configs) is asked with kafka-python: librdkafka's admin requests
+        (DescribeCluster, DescribeConfigs) aborted the whole process when a broker went away
+        mid-request (`rd_kafka_admin_response_parse: Assertion rko_result failed`, seen when
+        a drill stopped the controller; see README, Libraries and why)."""
         md = self.admin.list_topics(timeout=self.timeout_s)
-        try:
-            desc = self.admin.describe_cluster(request_timeout=self.timeout_s).result(
-                timeout=self.timeout_s + 1
-            )
-            nodes = {n.id: (n.host, n.port, n.rack) for n in desc.nodes}
-            controller = desc.controller.id if desc.controller is not None else None
-            cluster_id = desc.cluster_id
-        except KafkaException:
-            nodes = {b.id: (b.host, b.port, None) for b in md.brokers.values()}
-            controller = md.controller_id if md.controller_id >= 0 else None
-            cluster_id = md.cluster_id
+        stale = time.monotonic() - self._configs_at > config_refresh_s
+        if stale or set(md.brokers) - set(self._racks):
+            self._read_racks()
+        nodes = {b.id: (b.host or "?", b.port, self._racks.get(b.id)) for b in md.brokers.values()}
+        controller = md.controller_id if md.controller_id >= 0 else None
         topics = {}
         for name, t in md.topics.items():
             if t.error is not None and not t.partitions:
@@ -79,34 +82,70 @@ class AdminReader:
                 AdminPartition(p.id, p.leader, tuple(p.replicas), tuple(p.isrs))
                 for p in sorted(t.partitions.values(), key=lambda p: p.id)
             )
-        if (
-            set(topics) - set(self._min_isr)
-            or time.monotonic() - self._min_isr_at > config_refresh_s
-        ):
+        if set(topics) - set(self._min_isr) or stale:
             self._read_min_isr(sorted(topics))
+            self._configs_at = time.monotonic()
         min_isr = {t: v for t, v in self._min_isr.items() if t in topics}
-        return AdminState(time.time(), cluster_id, controller, nodes, topics, min_isr)
+        return AdminState(time.time(), md.cluster_id, controller, nodes, topics, min_isr)
+
+    def _kafka_python(self) -> Any:
+        """The kafka-python admin client for configs and racks (created on first use)."""
+        if self._kp is None:
+            from kafka.admin import KafkaAdminClient
+
+            self._kp = KafkaAdminClient(**kafka_python_config(self.config, self.timeout_s))
+        return self._kp
+
+    def _kp_call(self, fn: str, *args: Any, **kwargs: Any) -> Any:
+        """Call kafka-python; on any failure drop the client (the next call makes a new one)
+        and raise ClusterError."""
+        try:
+            return getattr(self._kafka_python(), fn)(*args, **kwargs)
+        except Exception as exc:
+            self._close_kp()
+            raise ClusterError(f"{fn}: {exc}") from exc
+
+    def _close_kp(self) -> None:
+        kp, self._kp = self._kp, None
+        if kp is not None:
+            with contextlib.suppress(Exception):
+                kp.close()
+
+    def _read_racks(self) -> None:
+        try:
+            desc = self._kp_call("describe_cluster")
+        except ClusterError as exc:
+            log.debug("racks: %s", exc)
+            return  # keep what we had: racks are a label, not a health figure
+        self._racks = {int(b["broker_id"]): b.get("rack") for b in desc.get("brokers", ())}
 
     def _read_min_isr(self, topics: list[str]) -> None:
         if not topics:
             return
-        resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics]
-        futures = self.admin.describe_configs(resources, request_timeout=self.timeout_s)
-        for res, fut in futures.items():
+        from kafka.admin import ConfigResource, ConfigResourceType
+
+        resources = [
+            ConfigResource(ConfigResourceType.TOPIC, t, ["min.insync.replicas"]) for t in topics
+        ]
+        try:
+            answer = self._kp_call("describe_configs", resources, config_filter="all")
+        except ClusterError as exc:
+            log.debug("min.insync.replicas: %s", exc)
+            return  # keep what we had; the partitions pane then shows no min-ISR flag
+        for topic, configs in answer.get("topic", {}).items():
             try:
-                entries = fut.result(timeout=self.timeout_s + 1)
-                self._min_isr[res.name] = int(entries["min.insync.replicas"].value)
-            except (KafkaException, KeyError, ValueError, TypeError):
-                continue  # keep what we had; the partitions pane then shows no min-ISR flag
-        self._min_isr_at = time.monotonic()
+                self._min_isr[topic] = int(configs["min.insync.replicas"]["value"])
+            except (KeyError, ValueError, TypeError):
+                continue
 
     def read_broker_config(self, broker_id: int) -> dict[str, str]:
-        """The effective configuration of one broker (DescribeConfigs)."""
-        res = ConfigResource(ConfigResource.Type.BROKER, str(broker_id))
-        entries = self.admin.describe_configs([res], request_timeout=self.timeout_s)[res].result(
-            timeout=self.timeout_s + 1
-        )
-        return {name: e.value for name, e in entries.items() if e.value is not None}
+        """The effective configuration of one broker (DescribeConfigs, asked of that broker)."""
+        from kafka.admin import ConfigResource, ConfigResourceType
+
+        res = ConfigResource(ConfigResourceType.BROKER, str(broker_id), None)
+        answer = self._kp_call("describe_configs", [res], config_filter="all")
+        entries = answer.get("broker", {}).get(str(broker_id), {})
+        return {name: str(e["value"]) for name, e in entries.items() if e.get("value") is not None}
 
     def read_broker_settings(self, broker_ids: list[int]) -> BrokerConfig:
         """The prediction settings from the first of `broker_ids` that answers."""
@@ -119,8 +158,9 @@ class AdminReader:
         raise ClusterError(f"no broker described its configuration: {last}")
 
     def close(self) -> None:
-        """Release the kafka-python client (the librdkafka one goes with the object)."""
+        """Release the kafka-python clients (the librdkafka one goes with the object)."""
         self.groups.close()
+        self._close_kp()
 
 
 # librdkafka property -> kafka-python argument (the security settings users pass with -X).

@@ -1,0 +1,89 @@
+"""The Admin poll asks librdkafka for metadata only: its admin requests (DescribeCluster,
+DescribeConfigs) aborted the process when a broker went away mid-request (seen stopping the
+controller under the console: `rd_kafka_admin_response_parse: Assertion rko_result failed`).
+Racks and configs come from kafka-python, and a failure there keeps the last values."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from kconsole.cluster import admin as admin_mod
+from kconsole.cluster.admin import AdminReader
+from kconsole.errors import ClusterError
+
+
+class MetadataOnly:
+    """librdkafka's AdminClient, allowing only list_topics (a Metadata request)."""
+
+    def __init__(self, conf: dict[str, Any]) -> None:
+        self.calls: list[str] = []
+
+    def list_topics(self, timeout: float) -> Any:
+        self.calls.append("list_topics")
+        part = SimpleNamespace(id=0, leader=1, replicas=[1, 2, 3], isrs=[1, 2, 3])
+        return SimpleNamespace(
+            cluster_id="cid",
+            controller_id=2,
+            brokers={i: SimpleNamespace(id=i, host="127.0.0.1", port=19091 + i) for i in (1, 2, 3)},
+            topics={"t": SimpleNamespace(error=None, partitions={0: part})},
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"librdkafka admin request {name} must not be used")
+
+
+class KafkaPython:
+    def __init__(self, fail: bool = False) -> None:
+        self.fail = fail
+
+    def describe_cluster(self) -> dict[str, Any]:
+        if self.fail:
+            raise OSError("broker gone")
+        return {"brokers": [{"broker_id": i, "rack": f"r{i}"} for i in (1, 2, 3)]}
+
+    def describe_configs(self, resources: list[Any], config_filter: str) -> dict[str, Any]:
+        if self.fail:
+            raise OSError("broker gone")
+        out: dict[str, Any] = {}
+        for r in resources:
+            kind = "topic" if r.resource_type.name == "TOPIC" else "broker"
+            value = {"min.insync.replicas": {"value": "2"}} if kind == "topic" else {
+                "zookeeper.session.timeout.ms": {"value": "6000"},
+                "replica.lag.time.max.ms": {"value": "10000"},
+            }  # fmt: skip
+            out.setdefault(kind, {})[r.name] = value
+        return out
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def reader(monkeypatch: pytest.MonkeyPatch) -> AdminReader:
+    monkeypatch.setattr(admin_mod, "AdminClient", MetadataOnly)
+    r = AdminReader({"bootstrap.servers": "127.0.0.1:1"})
+    r._kp = KafkaPython()
+    return r
+
+
+def test_metadata_from_librdkafka_the_rest_from_kafka_python(reader: AdminReader) -> None:
+    state = reader.read_cluster()
+    assert reader.admin.calls == ["list_topics"]
+    assert (state.cluster_id, state.controller) == ("cid", 2)
+    assert state.nodes[3] == ("127.0.0.1", 19094, "r3")
+    assert state.min_isr == {"t": 2}
+    assert reader.read_broker_config(1)["zookeeper.session.timeout.ms"] == "6000"
+
+
+def test_a_failing_config_read_keeps_the_last_values(reader: AdminReader) -> None:
+    reader.read_cluster()
+    reader._kp = KafkaPython(fail=True)
+    state = reader.read_cluster(config_refresh_s=0.0)  # due again, and the broker is gone
+    assert state.min_isr == {"t": 2} and state.nodes[1][2] == "r1"
+    assert reader._kp is None  # dropped: the next read makes a new client
+    reader._kp = KafkaPython(fail=True)
+    with pytest.raises(ClusterError, match="broker gone"):
+        reader.read_broker_config(1)
