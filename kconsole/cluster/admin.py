@@ -22,6 +22,7 @@ from kconsole.models import BrokerConfig
 
 RDKAFKA_LOG = logging.getLogger("kconsole.rdkafka")
 log = logging.getLogger(__name__)
+KP_BACKOFF_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,10 @@ class AdminReader:
         self._racks: dict[int, str | None] = {}
         self._configs_at = 0.0
         self._kp: Any = None
+        self._kp_failures = 0
+        self._kp_backoff_until = 0.0
+        self._kp_error = ""
+        self._known_servers: list[str] = []
 
     def read_cluster(self, config_refresh_s: float = 30.0) -> AdminState:
         """Brokers, controller and every topic's partitions; min.insync.replicas per topic.
@@ -69,6 +74,7 @@ class AdminReader:
         mid-request (`rd_kafka_admin_response_parse: Assertion rko_result failed`, seen when
         a drill stopped the controller; see README, Libraries and why)."""
         md = self.admin.list_topics(timeout=self.timeout_s)
+        self._known_servers = [f"{b.host}:{b.port}" for b in md.brokers.values() if b.host]
         stale = time.monotonic() - self._configs_at > config_refresh_s
         if stale or set(md.brokers) - set(self._racks):
             self._read_racks()
@@ -89,21 +95,38 @@ class AdminReader:
         return AdminState(time.time(), md.cluster_id, controller, nodes, topics, min_isr)
 
     def _kafka_python(self) -> Any:
-        """The kafka-python admin client for configs and racks (created on first use)."""
+        """The kafka-python admin client for configs and racks (created on first use). It
+        bootstraps from every broker the metadata named, not only the configured ones: in a
+        drill the one bootstrap server may be the broker that is down."""
         if self._kp is None:
             from kafka.admin import KafkaAdminClient
 
-            self._kp = KafkaAdminClient(**kafka_python_config(self.config, self.timeout_s))
+            conf = kafka_python_config(self.config, self.timeout_s)
+            servers = [s.strip() for s in str(conf.get("bootstrap_servers", "")).split(",")]
+            conf["bootstrap_servers"] = ",".join(
+                dict.fromkeys([*self._known_servers, *(s for s in servers if s)])
+            )
+            self._kp = KafkaAdminClient(**conf)
         return self._kp
 
     def _kp_call(self, fn: str, *args: Any, **kwargs: Any) -> Any:
-        """Call kafka-python; on any failure drop the client (the next call makes a new one)
-        and raise ClusterError."""
+        """Call kafka-python. After a failure it is not asked again for KP_BACKOFF_S (a broker
+        that went away costs the poll one timeout, not one per call), and after three in a row
+        the client is replaced. Failures raise ClusterError."""
+        now = time.monotonic()
+        if now < self._kp_backoff_until:
+            raise ClusterError(f"{fn}: not asked ({self._kp_error}; retrying shortly)")
         try:
-            return getattr(self._kafka_python(), fn)(*args, **kwargs)
+            result = getattr(self._kafka_python(), fn)(*args, **kwargs)
         except Exception as exc:
-            self._close_kp()
-            raise ClusterError(f"{fn}: {exc}") from exc
+            self._kp_failures += 1
+            self._kp_error = str(exc) or type(exc).__name__
+            self._kp_backoff_until = time.monotonic() + KP_BACKOFF_S
+            if self._kp_failures >= 3:
+                self._close_kp()
+            raise ClusterError(f"{fn}: {self._kp_error}") from exc
+        self._kp_failures = 0
+        return result
 
     def _close_kp(self) -> None:
         kp, self._kp = self._kp, None

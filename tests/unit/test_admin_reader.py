@@ -38,13 +38,16 @@ class MetadataOnly:
 class KafkaPython:
     def __init__(self, fail: bool = False) -> None:
         self.fail = fail
+        self.calls = 0
 
     def describe_cluster(self) -> dict[str, Any]:
+        self.calls += 1
         if self.fail:
             raise OSError("broker gone")
         return {"brokers": [{"broker_id": i, "rack": f"r{i}"} for i in (1, 2, 3)]}
 
     def describe_configs(self, resources: list[Any], config_filter: str) -> dict[str, Any]:
+        self.calls += 1
         if self.fail:
             raise OSError("broker gone")
         out: dict[str, Any] = {}
@@ -80,10 +83,35 @@ def test_metadata_from_librdkafka_the_rest_from_kafka_python(reader: AdminReader
 
 def test_a_failing_config_read_keeps_the_last_values(reader: AdminReader) -> None:
     reader.read_cluster()
-    reader._kp = KafkaPython(fail=True)
+    failing = KafkaPython(fail=True)
+    reader._kp = failing
     state = reader.read_cluster(config_refresh_s=0.0)  # due again, and the broker is gone
     assert state.min_isr == {"t": 2} and state.nodes[1][2] == "r1"
-    assert reader._kp is None  # dropped: the next read makes a new client
-    reader._kp = KafkaPython(fail=True)
+    # One failure, then not asked again for a while: a gone broker costs one timeout.
+    with pytest.raises(ClusterError, match=r"not asked .*broker gone"):
+        reader.read_broker_config(1)
+    assert failing.calls == 1
+    reader._kp_backoff_until = 0.0
     with pytest.raises(ClusterError, match="broker gone"):
         reader.read_broker_config(1)
+    reader._kp_backoff_until = 0.0
+    with pytest.raises(ClusterError, match="broker gone"):
+        reader.read_broker_config(1)
+    assert reader._kp is None  # three in a row: replaced by the next call
+
+
+def test_a_new_client_bootstraps_from_every_broker_the_metadata_named(
+    reader: AdminReader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[dict[str, Any]] = []
+    import kafka.admin
+
+    monkeypatch.setattr(
+        kafka.admin, "KafkaAdminClient", lambda **kw: made.append(kw) or KafkaPython()
+    )
+    reader.read_cluster()
+    reader._kp = None
+    reader.read_broker_config(2)
+    servers = made[0]["bootstrap_servers"].split(",")
+    assert servers[:3] == ["127.0.0.1:19092", "127.0.0.1:19093", "127.0.0.1:19094"]
+    assert "127.0.0.1:1" in servers
