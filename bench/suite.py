@@ -91,7 +91,7 @@ def fmt(v: float) -> str:
 def section_scale(smoke: bool, charts: Path) -> Section:
     import scale
 
-    sizes = [200, 400] if smoke else [1000, 10000, 50000]
+    sizes = [100, 200] if smoke else [1000, 10000, 50000]
     runs = 1 if smoke else 3
     results = scale.run(sizes, runs)
     s = Section("Scale: synthetic snapshots (no cluster)")

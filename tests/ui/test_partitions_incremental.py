@@ -81,7 +81,7 @@ async def test_incremental_refresh_shows_what_a_rebuild_would() -> None:
         snap = dataclasses.replace(healthy(T0), seq=1)
         feed(app, snap)
         await pilot.pause()
-        for i in range(120):
+        for i in range(75):  # five views, each for 15 random changes
             if i % 15 == 14:
                 table.view = VIEWS[(i // 15) % len(VIEWS)]
             snap = step(rng, snap, i)

@@ -26,10 +26,10 @@ def test_smoke_run_writes_the_report(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     text = out.read_text()
     assert "## Targets" in text and "- machine: " in text and "- command: " in text
-    rows = [line for line in text.splitlines() if line.startswith("| 400 partitions: ")]
+    rows = [line for line in text.splitlines() if line.startswith("| 200 partitions: ")]
     names = {line.split("|")[1].strip() for line in rows}
-    assert "400 partitions: apply: one leader moved (ms CPU)" in names
-    assert "400 partitions: RSS after (MiB)" in names
+    assert "200 partitions: apply: one leader moved (ms CPU)" in names
+    assert "200 partitions: RSS after (MiB)" in names
     for line in rows:  # every figure has a number and, when it has a target, a verdict
         cells = [c.strip() for c in line.split("|")]
         assert re.match(r"[\d.,]+ \(", cells[2]), line
