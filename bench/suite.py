@@ -177,7 +177,9 @@ def script(name: str, *args: str, timeout: float = 3600) -> tuple[str, Path]:
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
     if done.returncode != 0:
         raise RuntimeError(f"{name} exited {done.returncode}: {done.stderr.strip()[-800:]}")
-    return done.stdout, out
+    # The report names no path of this machine: the repo root and the temp dir are elided.
+    text = done.stdout.replace(str(out.parent), "<tmp>").replace(f"{ROOT}/", "")
+    return text, out
 
 
 def section_terminal(smoke: bool, charts: Path) -> Section:
