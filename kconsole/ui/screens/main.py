@@ -199,23 +199,13 @@ class MainScreen(Screen[None]):
         return self.query_one(FilterInput)
 
     # -- pane titles --------------------------------------------------------------------------
-    _titled: object = None
-
     def _retitle(self) -> None:
+        # Cheap: the partition counts are kept by the table, and set_border repaints a pane
+        # only when its title changed.
         st = state(self)
         snap = st.snapshot
         view = self.partitions.view
         counts = self.partitions.counts
-        inputs = (
-            None if snap is None else snap.brokers,
-            counts,
-            len(snap.groups) if snap else 0,
-            len(st.events),
-            view,
-        )
-        if inputs == self._titled:
-            return
-        self._titled = inputs
         set_border(self.query_one("#brokers-pane"), title=_brokers_title(snap))
         set_border(self.query_one("#partitions-pane"), title=_partitions_title(snap, view, counts))
         groups = len(snap.groups) if snap else 0

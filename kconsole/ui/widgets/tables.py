@@ -249,10 +249,10 @@ class PartitionsTable(KeyedTable):
             self.view,
         )
         if context != self._built_context or self._built_parts is None:
-            visible = rows.visible_partitions(snap, self.view)
-            self.sync({p.key: rows.partition_cells(snap, p) for p in visible})
+            built = rows.partition_rows(snap, self.view)
+            self.sync(built)
             self._built_context, self._built_parts = context, snap.partitions
-            self._built_shown = {p.key for p in visible}
+            self._built_shown = set(built)
             self.counts = rows.count_partitions(snap, self.view)
             return
         if snap.partitions is self._built_parts:
