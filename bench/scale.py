@@ -10,7 +10,7 @@ For each size, measured `runs` times on a fresh app (headless, 160x48, internal 
   - apply: app.apply_snapshot() until the app is idle (main-thread CPU time), for the first
     snapshot, an unchanged poll, one leader moved, and 1/3 of the leaders moved;
   - longest frame: the longest the app's loop was busy while applying (a 5 ms ticker's
-    lateness), for the same steps;
+    lateness), for the same steps (garbage from earlier steps is collected before each);
   - RSS of the process after the 1/3 step.
 """
 
@@ -129,6 +129,10 @@ async def one_run(n: int) -> dict[str, float]:
         ):
             events = diff(prev, snap)  # the observer's thread does this in the console
             await pilot.pause()
+            # Each step pays for its own garbage, not for the four snapshots this script
+            # built back to back before it (a full collection of those is ~45 ms at 10k).
+            gc.collect()
+            await pilot.pause()  # the ticker sees the collection before it is reset
             stalls.reset()
             t0 = time.thread_time()
             app.apply_snapshot(snap, events)

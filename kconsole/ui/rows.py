@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 
@@ -150,9 +151,13 @@ class PartitionCounts:
     unhealthy: int = 0
 
 
-def partition_health(snap: ClusterSnapshot, p: Partition) -> tuple[int, int]:
-    """(offline, unhealthy) of one partition, as 0/1 for counting."""
-    flags = snap.flags(p)
+def partition_health(
+    snap: ClusterSnapshot, p: Partition, flags: Sequence[str] | None = None
+) -> tuple[int, int]:
+    """(offline, unhealthy) of one partition, as 0/1 for counting (`flags`: its flags, when
+    already known)."""
+    if flags is None:
+        flags = snap.flags(p)
     return int("offline" in flags), int(bool(flags))
 
 
@@ -220,6 +225,23 @@ def partition_cells(snap: ClusterSnapshot, p: Partition) -> list[Text]:
         fmt.cell(fmt.ids(p.isr) or fmt.NONE, isr_style),
         _flags(flags),
     ]
+
+
+def partition_widths(
+    snap: ClusterSnapshot, p: Partition, flags: Sequence[str] | None = None
+) -> tuple[int, ...]:
+    """The cell widths of partition_cells(snap, p), without building the cells: what every
+    row of a big table is measured by (tests hold the two to the same widths). `flags`: the
+    partition's flags, when already known."""
+    none = cell_len(fmt.NONE)
+    return (
+        cell_len(p.topic),
+        len(str(p.partition)),
+        4 if p.leader < 0 else len(str(p.leader)),  # "none"
+        len(fmt.ids(p.replicas)) if p.replicas else none,
+        len(fmt.ids(p.isr)) if p.isr else none,
+        len(" ".join(snap.flags(p) if flags is None else flags)),
+    )
 
 
 def _replicas(p: Partition) -> Text:
@@ -355,14 +377,23 @@ EVENT_COLUMNS: Columns = (
 
 def event_rows(events: Iterable[LoggedEvent]) -> Rows:
     """One row per event, in the order given (the app keeps them newest first)."""
-    rows: Rows = {}
-    for le in events:
-        action = le.event.kind is EventKind.ACTION
-        style = fmt.ACTION if action else fmt.SEVERITY_STYLE.get(le.event.severity, fmt.PLAIN)
-        key = str(le.seq)
-        rows[key] = [
-            KeyCell(fmt.clock_time(le.event.ts), fmt.DIM, row_key=key),
-            fmt.cell(le.event.kind.value, style),
-            fmt.cell(le.event.text, fmt.ACTION if action else ""),
-        ]
-    return rows
+    return {str(le.seq): event_cells(le) for le in events}
+
+
+def event_cells(le: LoggedEvent) -> list[Text]:
+    action = le.event.kind is EventKind.ACTION
+    style = fmt.ACTION if action else fmt.SEVERITY_STYLE.get(le.event.severity, fmt.PLAIN)
+    key = str(le.seq)
+    return [
+        KeyCell(fmt.clock_time(le.event.ts), fmt.DIM, row_key=key),
+        fmt.cell(le.event.kind.value, style),
+        fmt.cell(le.event.text, fmt.ACTION if action else ""),
+    ]
+
+
+def event_widths(le: LoggedEvent) -> tuple[int, ...]:
+    """The cell widths of event_cells(le), without building the cells."""
+    return (CLOCK_WIDTH, cell_len(le.event.kind.value), cell_len(le.event.text))
+
+
+CLOCK_WIDTH = len("14:03:07.250")  # fmt.clock_time

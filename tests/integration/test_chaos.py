@@ -54,6 +54,7 @@ from kconsole.cluster.settings import TEST_TOPIC, TEST_TOPIC_PARTITIONS
 from kconsole.ui.app import KConsoleApp
 from kconsole.ui.widgets.panes import ControllerView, HeaderLine, Pane
 from kconsole.ui.widgets.table import KeyedTable
+from tests import tables
 from tests.integration.conftest import (
     ATTACH_ENV,
     controller,
@@ -108,7 +109,7 @@ def subtitle(app: KConsoleApp, pane: str) -> str:
 
 
 def cell(app: KConsoleApp, table: str, row: str, column: str) -> str | None:
-    t = main_screen(app).query_one(f"#{table}", KeyedTable)
+    t = tables.table(main_screen(app), table)
     if row not in t.row_keys:
         return None
     return t.get_cell(row, column).plain

@@ -20,6 +20,7 @@ from kconsole.ui.app import KConsoleApp, make_app
 from kconsole.ui.screens.actions import ConfirmBrokerAction
 from kconsole.ui.screens.timeline import TimelineScreen
 from kconsole.ui.widgets.table import KeyedTable
+from tests import tables
 from tests.integration.conftest import controller, restore
 from tests.integration.test_observer import settings_for
 
@@ -36,11 +37,11 @@ async def until(cond: Callable[[], bool], timeout: float, what: str) -> None:
 
 
 def cell(app: KConsoleApp, table: str, row: str, column: str) -> str:
-    return app.screen.query_one(f"#{table}", KeyedTable).get_cell(row, column).plain
+    return tables.table(app.screen, table).get_cell(row, column).plain
 
 
 def event_texts(app: KConsoleApp) -> list[str]:
-    events = app.screen.query_one("#events", KeyedTable)
+    events = tables.table(app.screen, "events")
     return [events.get_cell(k, "text").plain for k in events.row_keys]
 
 

@@ -15,6 +15,7 @@ from kconsole.observer import ClusterObserver
 from kconsole.ui.app import KConsoleApp, make_app
 from kconsole.ui.widgets.panes import controller_text
 from kconsole.ui.widgets.table import KeyedTable
+from tests import tables
 from tests.integration.conftest import controller, partition_state, restore
 from tests.integration.test_observer import settings_for
 
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.integration
 
 
 def cell(app: KConsoleApp, table: str, row: str, column: str) -> str:
-    t = app.screen.query_one(f"#{table}", KeyedTable)
+    t = tables.table(app.screen, table)
     return t.get_cell(row, column).plain
 
 
@@ -50,7 +51,7 @@ async def test_screen_matches_zookeeper(healthy: LocalCluster, zk: KazooClient) 
     app = live_app(healthy)
     async with app.run_test(size=(160, 48)):
         await until(
-            lambda: app.screen.query_one("#partitions", KeyedTable).row_count >= 4,
+            lambda: tables.table(app.screen, "partitions").row_count >= 4,
             30,
             "the partitions",
         )
@@ -77,7 +78,7 @@ async def test_stop_is_shown_down_with_new_leaders_and_events(
     try:
         async with app.run_test(size=(160, 48)):
             await until(
-                lambda: app.screen.query_one("#partitions", KeyedTable).row_count >= 4,
+                lambda: tables.table(app.screen, "partitions").row_count >= 4,
                 30,
                 "the partitions",
             )
@@ -111,7 +112,7 @@ async def test_stop_is_shown_down_with_new_leaders_and_events(
                 "shrunk ISRs",
             )
             assert "under-replicated" in cell(app, "partitions", "test-topic/0", "flags")
-            events = app.screen.query_one("#events", KeyedTable)
+            events = tables.table(app.screen, "events")
             texts = [events.get_cell(k, "text").plain for k in events.row_keys]
             assert f"broker {victim} left the cluster" in texts
             for p in led:

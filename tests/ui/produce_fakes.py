@@ -23,6 +23,7 @@ from kconsole.config import Settings
 from kconsole.ui.app import KConsoleApp
 from kconsole.ui.screens.produce import ProduceScreen
 from kconsole.ui.screens.tail import TailScreen
+from kconsole.ui.widgets.tables import PartitionsTable
 from tests.ui.conftest import feed, load, new_app, recorded_topic_limits, settle, table_settled
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "produce_tail.json"
@@ -214,7 +215,7 @@ async def select_row(pilot: Pilot[None], snapshot: str, row: str = "test-topic/0
     assert isinstance(app, KConsoleApp)
     feed(app, load(snapshot))
     await pilot.pause()
-    table = app.screen.query_one("#partitions", DataTable)
+    table = app.screen.query_one("#partitions", PartitionsTable)
     table.move_cursor(row=table.get_row_index(row))
     await pilot.pause()
 

@@ -21,6 +21,7 @@ from kconsole.ui.screens.actions import BrokerChooser, ConfirmBrokerAction
 from kconsole.ui.screens.main import MainScreen
 from kconsole.ui.screens.timeline import TimelineScreen
 from kconsole.ui.widgets.table import KeyedTable
+from kconsole.ui.widgets.tables import PartitionsTable
 from tests.ui import builders as B
 from tests.ui.conftest import (
     Clock,
@@ -239,7 +240,7 @@ class TestTargets:
         async with app.run_test(size=SIZE) as pilot:
             feed(app, B.healthy())
             await pilot.pause()
-            partitions = app.screen.query_one("#partitions", KeyedTable)
+            partitions = app.screen.query_one("#partitions", PartitionsTable)
             partitions.focus()
             partitions.move_cursor(row=partitions.get_row_index("test-topic/1"))
             leader = B.replicas(1)[0]

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Sequence
+
+import pytest
+from rich.text import Text
 
 from kconsole.models import BrokerState, ClusterSnapshot, Partition, Topic
 from kconsole.ui import rows
@@ -20,6 +24,15 @@ def shown(table: PartitionsTable) -> list[tuple[str, ...]]:
 
 def expected(snap: ClusterSnapshot, view: rows.PartitionView) -> list[tuple[str, ...]]:
     return [tuple(c.plain for c in cells) for cells in rows.partition_rows(snap, view).values()]
+
+
+def expected_widths(snap: ClusterSnapshot, view: rows.PartitionView) -> list[int]:
+    """Each column as wide as its widest cell or its label, measured on the drawn cells."""
+    built = list(rows.partition_rows(snap, view).values())
+    return [
+        max([len(label), *(cells[i].cell_len for cells in built)])
+        for i, (_, label) in enumerate(rows.PARTITION_COLUMNS)
+    ]
 
 
 def step(rng: random.Random, snap: ClusterSnapshot, i: int) -> ClusterSnapshot:
@@ -89,26 +102,30 @@ async def test_incremental_refresh_shows_what_a_rebuild_would() -> None:
             await pilot.pause()
             assert shown(table) == expected(snap, table.view), f"step {i}"
             assert table.counts == rows.count_partitions(snap, table.view), f"step {i}"
+            assert table.column_widths == expected_widths(snap, table.view), f"step {i}"
 
 
-async def test_an_unchanged_poll_touches_no_row() -> None:
+async def test_an_unchanged_poll_touches_no_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only a changed partition's row is measured again (and drawn again, if on screen)."""
     app = new_app()
     async with app.run_test(size=(160, 48)) as pilot:
         table = app.query_one(PartitionsTable)
         snap = dataclasses.replace(healthy(T0), seq=1)
         feed(app, snap)
         await pilot.pause()
-        writes: list[str] = []
-        original = table.update_cell
+        measured: list[str] = []
+        original = rows.partition_widths
 
-        def counting(row_key: object, column_key: object, *a: object, **kw: object) -> None:
-            writes.append(f"{row_key}")
-            original(row_key, column_key, *a, **kw)  # type: ignore[arg-type]
+        def counting(
+            snap: ClusterSnapshot, p: Partition, flags: Sequence[str] | None = None
+        ) -> tuple[int, ...]:
+            measured.append(p.key)
+            return original(snap, p, flags)
 
-        table.update_cell = counting  # type: ignore[method-assign]
+        monkeypatch.setattr(rows, "partition_widths", counting)
         feed(app, dataclasses.replace(snap, taken_at=T0 + 1, seq=2))
         await pilot.pause()
-        assert writes == []
+        assert measured == []
         moved = dataclasses.replace(snap.partitions[0], leader=snap.partitions[0].replicas[1])
         feed(
             app,
@@ -117,4 +134,84 @@ async def test_an_unchanged_poll_touches_no_row() -> None:
             ),
         )
         await pilot.pause()
-        assert set(writes) == {moved.key}
+        assert measured == [moved.key]
+        assert table.get_cell(moved.key, "leader").plain == str(moved.leader)
+
+
+def big(n: int) -> ClusterSnapshot:
+    """`n` partitions of topics of 100, RF 3 on the three brokers."""
+    parts = tuple(
+        Partition(f"t{t:03d}", p, r[0], r, r)
+        for t in range(n // 100)
+        for p in range(100)
+        for r in [tuple((p + i + t) % 3 + 1 for i in range(3))]
+    )
+    topics = tuple(Topic(name) for name in sorted({p.topic for p in parts}))
+    return dataclasses.replace(healthy(T0), partitions=parts, topics=topics, seq=1)
+
+
+async def test_only_rows_on_screen_are_drawn() -> None:
+    """10,000 partitions: the first snapshot and a third of the leaders moving draw only the
+    rows on screen; scrolling draws the rows it brings into view."""
+    app = new_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        table = app.query_one(PartitionsTable)
+        drawn: list[str] = []
+        original = table.render_cells
+
+        def counting(key: str, item: Partition) -> list[Text]:
+            drawn.append(key)
+            return original(key, item)
+
+        table.render_cells = counting  # type: ignore[method-assign]
+        snap = big(10_000)
+        feed(app, snap)
+        await pilot.pause()
+        assert table.row_count == 10_000
+        on_screen = table.scrollable_content_region.height - 1  # below the header
+        assert 0 < len(drawn) <= on_screen
+        assert drawn == table.row_keys[: len(drawn)]
+        drawn.clear()
+        third = tuple(
+            dataclasses.replace(p, leader=p.replicas[1]) if i % 3 == 0 else p
+            for i, p in enumerate(snap.partitions)
+        )
+        feed(app, dataclasses.replace(snap, partitions=third, taken_at=T0 + 1, seq=2))
+        await pilot.pause()
+        assert set(drawn) == {p.key for p in third[:on_screen:3]}
+        assert table.get_cell(third[0].key, "leader").plain == str(third[0].replicas[1])
+        drawn.clear()
+        table.focus()
+        await pilot.press("end")
+        await pilot.pause()
+        assert table.cursor_key == third[-1].key
+        assert third[-1].key in drawn and len(drawn) <= on_screen
+
+
+async def test_keys_move_the_cursor_and_the_view() -> None:
+    app = new_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        table = app.query_one(PartitionsTable)
+        feed(app, big(300))
+        await pilot.pause()
+        table.focus()
+        height = table.scrollable_content_region.height
+
+        def screen_rows() -> list[str]:
+            """The rows as drawn: topic and partition of every line below the header."""
+            lines = [table.render_line(y).text.split() for y in range(1, height)]
+            return [f"{words[0]}/{words[1]}" for words in lines if words]
+
+        assert screen_rows() == table.row_keys[: height - 1]
+        await pilot.press("down", "down")
+        assert table.cursor_key == table.row_keys[2]
+        await pilot.press("pagedown")
+        await pilot.pause()
+        assert table.cursor_key in screen_rows()
+        assert screen_rows()[0] != table.row_keys[0]
+        await pilot.press("end")
+        await pilot.pause()
+        assert screen_rows()[-1] == table.row_keys[-1] == table.cursor_key
+        await pilot.press("home")
+        await pilot.pause()
+        assert screen_rows()[0] == table.row_keys[0] == table.cursor_key

@@ -20,14 +20,15 @@ from kconsole.ui.screens.timeline import TimelineScreen
 from kconsole.ui.widgets.panes import Pane
 from kconsole.ui.widgets.table import KeyedTable
 from kconsole.ui.widgets.tables import BrokersTable, GroupsTable, PartitionsTable
+from tests import tables
 from tests.ui import builders as B
 from tests.ui.conftest import Clock, FakeControl, FakeObserver, feed, new_app
 
 SIZE = (120, 40)
 
 
-def table(app: KConsoleApp, table_id: str) -> KeyedTable:
-    return app.screen.query_one(f"#{table_id}", KeyedTable)
+def table(app: KConsoleApp, table_id: str) -> tables.Table:
+    return tables.table(app.screen, table_id)
 
 
 def visible_topics(app: KConsoleApp) -> set[str]:
@@ -197,7 +198,7 @@ class TestInPlaceUpdates:
             await pilot.pause()
             events = table(app, "events")
             assert events.row_count == MAX_EVENTS
-            first = events.get_row_at(0)[2].plain
+            first = events.get_cell(events.row_keys[0], "text").plain
             assert first == f"action {MAX_EVENTS + 19}"
             assert events.cursor_row == 0
 
@@ -338,6 +339,7 @@ class TestOddData:
             await pilot.press("3", "enter", "question_mark")
             assert isinstance(app.screen, HelpScreen)
             assert all(t.row_count == 0 for t in app.query(KeyedTable))
+            assert app.query_one(PartitionsTable).row_count == 0
 
     async def test_broken_cluster(self, app: KConsoleApp) -> None:
         snap = ClusterSnapshot(

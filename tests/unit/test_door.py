@@ -90,6 +90,20 @@ MUTATING_BINDINGS = {
 # timeline file, or open a chooser whose choices are commands above (C, L, P, J's "new run").
 # Quitting stops the job runs started attached from this console, through job.stop.
 READING_BINDINGS = {
+    # The Line-API table's own movement keys (partitions, events).
+    *(
+        ("VirtualTable", a)
+        for a in (
+            "cursor_up",
+            "cursor_down",
+            "page_up",
+            "page_down",
+            "scroll_top",
+            "scroll_bottom",
+            "scroll_left",
+            "scroll_right",
+        )
+    ),
     ("AskText", "cancel"),
     ("ElectScope", "cancel"),
     ("BrokersTable", "drain"),  # opens the reassignment screen on a drain proposal

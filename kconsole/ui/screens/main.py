@@ -233,11 +233,8 @@ class MainScreen(Screen[None]):
         """The topic (and partition) under the partitions table's cursor."""
         table = self.partitions
         snap = state(self).snapshot
-        if snap is None or not table.row_count:
-            return "", None
-        try:
-            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        except Exception:
+        key = table.cursor_key
+        if snap is None or key is None:
             return "", None
         topic, _, part = (key or "").rpartition("/")
         return (topic, int(part)) if part.isdigit() else ("", None)

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from rich.text import Text
 from textual.binding import Binding
 from textual.dom import DOMNode
 from textual.reactive import reactive
-from textual.widgets import DataTable
 
 from kconsole.cluster.control import BrokerAction
-from kconsole.models import Group, Partition
+from kconsole.models import ClusterSnapshot, Group, Partition
 from kconsole.ui import rows
 from kconsole.ui.context import actions, state, subscribe
-from kconsole.ui.rows import PartitionView
+from kconsole.ui.rows import LoggedEvent, PartitionView
 from kconsole.ui.widgets.base import BROKER_ACTIONS, UNAVAILABLE
 from kconsole.ui.widgets.table import KeyedTable
+from kconsole.ui.widgets.virtual_table import VirtualTable
 
 
 def broker_check(node: DOMNode, action: str) -> bool | None:
@@ -122,7 +123,7 @@ class BrokersTable(KeyedTable):
         self.sync(rows.broker_rows(snap))
 
 
-class PartitionsTable(KeyedTable):
+class PartitionsTable(VirtualTable[Partition]):
     """Partitions keyed topic/partition, filtered and ordered by `view`; L acts on the leader
     of the one under the cursor."""
 
@@ -165,8 +166,18 @@ class PartitionsTable(KeyedTable):
 
     view: reactive[PartitionView] = reactive(PartitionView, init=False)
 
-    def connect(self) -> None:
+    _snap: ClusterSnapshot | None = None  # what the rows are drawn against
+
+    def on_mount(self) -> None:
         subscribe(self, "snapshot", self.redraw, init=True)
+
+    def render_cells(self, key: str, item: Partition) -> list[Text]:
+        assert self._snap is not None
+        return rows.partition_cells(self._snap, item)
+
+    def cell_widths(self, key: str, item: Partition) -> tuple[int, ...]:
+        assert self._snap is not None
+        return rows.partition_widths(self._snap, item)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return broker_check(self, action)
@@ -204,13 +215,8 @@ class PartitionsTable(KeyedTable):
 
     def action_leader_actions(self) -> None:
         """Choose an action for the selected partition's leader."""
-        view = state(self)
         key = self.cursor_key
-        partition = (
-            next((p for p in view.snapshot.partitions if p.key == key), None)
-            if view.snapshot and key
-            else None
-        )
+        partition = self.item(key) if key else None
         if partition is None:
             self.notify("no partition selected")
         elif partition.leader < 0:
@@ -228,19 +234,22 @@ class PartitionsTable(KeyedTable):
     _built_context: object = None  # what every row depends on besides its own partition
     _built_parts: tuple[Partition, ...] | None = None  # the partitions the rows were built from
     _built_shown: set[str] = set()
+    _health: dict[str, tuple[int, int]] = {}  # (offline, unhealthy) of every partition, by key
 
     def redraw(self) -> None:
-        """Re-sync from the latest snapshot and the current view, touching only what changed.
+        """Show the latest snapshot through the current view, touching only what changed.
 
         Every poll brings a new snapshot, usually with the very same partitions (the observer
         hands on the same tuple): nothing to do. When some partitions changed, only their rows
-        are rebuilt, and the order is recomputed only when the change can move a row. A
-        change to the brokers, topics or view rebuilds every row.
+        are measured again (and drawn again if on screen), and the order is recomputed only
+        when the change can move a row. A change to the brokers, topics or view rebuilds
+        every row (as data: rows are drawn only when on screen).
         """
         snap = state(self).snapshot
         if snap is None:
             self._built_context, self._built_parts, self._built_shown = None, None, set()
-            self.sync({})
+            self._health = {}
+            self.replace_rows({})
             self.counts = rows.PartitionCounts()
             return
         context = (
@@ -249,49 +258,66 @@ class PartitionsTable(KeyedTable):
             self.view,
         )
         if context != self._built_context or self._built_parts is None:
-            built = rows.partition_rows(snap, self.view)
-            self.sync(built)
+            self._snap = snap
+            all_flags = {p.key: snap.flags(p) for p in snap.partitions}  # one pass: what costs
+            shown = rows.visible_partitions(snap, self.view)
+            self.replace_rows(
+                {p.key: p for p in shown},
+                {p.key: rows.partition_widths(snap, p, all_flags[p.key]) for p in shown},
+            )
             self._built_context, self._built_parts = context, snap.partitions
-            self._built_shown = set(built)
-            self.counts = rows.count_partitions(snap, self.view)
+            self._built_shown = set(self._items)
+            self._health = {
+                p.key: rows.partition_health(snap, p, all_flags[p.key]) for p in snap.partitions
+            }
+            self.counts = rows.PartitionCounts(
+                len(snap.partitions),
+                len(self._built_shown),
+                sum(o for o, _ in self._health.values()),
+                sum(u for _, u in self._health.values()),
+            )
             return
         if snap.partitions is self._built_parts:
             return
+        self._snap = snap
         # Same brokers, topics and view: a row depends on its own partition only, and so do
         # its flags (what the counts add up).
-        shown = set(self._built_shown)
+        shown_keys = set(self._built_shown)
         c = self.counts
         offline, unhealthy = c.offline, c.unhealthy
         changed: dict[str, Partition] = {}
+        widths: dict[str, tuple[int, ...]] = {}
         removed: list[str] = []
         added = False
+        health = self._health
         for before, after in rows.changed_partitions(self._built_parts, snap.partitions):
             if before is not None:
-                o, u = rows.partition_health(snap, before)
+                o, u = health.pop(before.key, (0, 0))
                 offline, unhealthy = offline - o, unhealthy - u
-            key = (after or before).key  # type: ignore[union-attr]
-            if after is not None:
-                o, u = rows.partition_health(snap, after)
+            if after is None:
+                key = before.key  # type: ignore[union-attr]
+            else:
+                key = after.key
+                flags = snap.flags(after)
+                o, u = health[key] = rows.partition_health(snap, after, flags)
                 offline, unhealthy = offline + o, unhealthy + u
             if after is None or not self.view.shows(snap, after):
-                if key in shown:
-                    shown.discard(key)
+                if key in shown_keys:
+                    shown_keys.discard(key)
                     removed.append(key)
                 continue
-            added = added or key not in shown
-            shown.add(key)
+            added = added or key not in shown_keys
+            shown_keys.add(key)
             changed[key] = after
+            widths[key] = rows.partition_widths(snap, after, flags)
         # Topic and partition never change: under those sorts only a new row moves rows.
         moves = added or (bool(changed) and self.view.sort not in ("topic", "partition"))
         order = [p.key for p in rows.visible_partitions(snap, self.view)] if moves else None
-        self.patch(
-            {k: rows.partition_cells(snap, p) for k, p in changed.items()},
-            removed,
-            order,
-            grow_only=True,
+        self.patch(changed, removed, order, widths)
+        self._built_parts, self._built_shown = snap.partitions, shown_keys
+        self.counts = rows.PartitionCounts(
+            len(snap.partitions), len(shown_keys), offline, unhealthy
         )
-        self._built_parts, self._built_shown = snap.partitions, shown
-        self.counts = rows.PartitionCounts(len(snap.partitions), len(shown), offline, unhealthy)
 
     def sort_by(self, column: str) -> None:
         """Sort by `column`; choosing the current sort column again reverses it."""
@@ -308,9 +334,9 @@ class PartitionsTable(KeyedTable):
         nxt = order[(order.index(self.view.sort) + 1) % len(order)]
         self.view = replace(self.view, sort=nxt, reverse=False)
 
-    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+    def on_virtual_table_header_selected(self, event: VirtualTable.HeaderSelected) -> None:
         event.stop()
-        self.sort_by(str(event.column_key.value))
+        self.sort_by(event.column_key)
 
 
 class GroupsTable(KeyedTable):
@@ -329,18 +355,35 @@ class GroupsTable(KeyedTable):
         self.sync(rows.group_rows(state(self).snapshot))
 
 
-class EventsTable(KeyedTable):
-    """Events, newest first; with the cursor on the newest row it keeps following the newest."""
+class EventsTable(VirtualTable[LoggedEvent]):
+    """Events, newest first; with the cursor on the newest row it keeps following the newest.
+    A burst of events (a third of 10,000 leaders moving) costs only the rows on screen."""
 
     COLUMNS = rows.EVENT_COLUMNS
     follow_top = True
 
-    def connect(self) -> None:
+    _shown: tuple[LoggedEvent, ...] | None = None
+
+    def on_mount(self) -> None:
         subscribe(self, "events", self.redraw, init=True)
 
+    def render_cells(self, key: str, item: LoggedEvent) -> list[Text]:
+        return rows.event_cells(item)
+
+    def cell_widths(self, key: str, item: LoggedEvent) -> tuple[int, ...]:
+        return rows.event_widths(item)
+
     def redraw(self) -> None:
-        """Re-sync from the app's event log."""
-        self.sync(rows.event_rows(state(self).events))
+        """Follow the app's event log: new events come in, the oldest drop out (an event
+        itself never changes)."""
+        events = state(self).events
+        if events is self._shown:
+            return
+        self._shown = events
+        keys = [str(le.seq) for le in events]
+        new = {key: le for key, le in zip(keys, events, strict=True) if self.item(key) is None}
+        wanted = set(keys)
+        self.patch(new, [key for key in self.row_keys if key not in wanted], keys)
 
 
 class GroupPartitionsTable(KeyedTable):
