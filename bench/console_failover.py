@@ -413,7 +413,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5, help="stop (SIGTERM) runs")
     ap.add_argument("--kill-runs", type=int, default=3, help="kill (SIGKILL) runs")
     ap.add_argument("--timeout", type=float, default=90.0, help="per-run deadline, seconds")
-    ap.add_argument("--json", type=Path, help="also write every run's figures here (bench/suite.py)")
+    ap.add_argument(
+        "--json", type=Path, help="also write every run's figures here (bench/suite.py)"
+    )
     args = ap.parse_args()
     # librdkafka complains loudly while a broker is down; keep stderr to progress lines.
     logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
@@ -433,9 +435,7 @@ def main() -> None:
     if args.json is not None:
         keep = ("action", "n", "victim", "was_controller", "exited_s", "zk_s", "published_s")
         keep += ("snapshot_s", "screen_s", "stall_ms")
-        args.json.write_text(
-            json.dumps([{k: getattr(r, k) for k in keep} for r in runs], indent=1)
-        )
+        args.json.write_text(json.dumps([{k: getattr(r, k) for k in keep} for r in runs], indent=1))
     report(
         runs,
         restores,
