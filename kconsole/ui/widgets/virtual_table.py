@@ -195,12 +195,7 @@ class VirtualTable(ScrollView, Generic[Item], can_focus=True):
         self._row_widths = {}
         self._counts = [Counter() for _ in self.COLUMNS]
         for key, item in self._items.items():
-            row_widths = widths.get(key) if widths else None
-            if row_widths is None:
-                row_widths = self.cell_widths(key, item)
-            self._row_widths[key] = row_widths
-            for counts, w in zip(self._counts, row_widths, strict=True):
-                counts[w] += 1
+            self._measure(key, item, widths)
         self._settle(at, everything=True)
 
     def patch(
@@ -222,12 +217,7 @@ class VirtualTable(ScrollView, Generic[Item], can_focus=True):
         for key, item in changed.items():
             self._items[key] = item
             self._forget(key)
-            row_widths = widths.get(key) if widths else None
-            if row_widths is None:
-                row_widths = self.cell_widths(key, item)
-            self._row_widths[key] = row_widths
-            for counts, w in zip(self._counts, row_widths, strict=True):
-                counts[w] += 1
+            self._measure(key, item, widths)
         if order is not None and order != self._order:
             assert len(order) == len(self._items), "order must name every row"
             self._order = list(order)
@@ -243,6 +233,15 @@ class VirtualTable(ScrollView, Generic[Item], can_focus=True):
         if not self._settle(at, everything=False):
             for key in changed:
                 self.refresh_line(self._index[key] + 1)
+
+    def _measure(self, key: str, item: Item, widths: Mapping[str, tuple[int, ...]] | None) -> None:
+        """Count the row's cell widths in (given in `widths`, or measured now)."""
+        row_widths = widths.get(key) if widths else None
+        if row_widths is None:
+            row_widths = self.cell_widths(key, item)
+        self._row_widths[key] = row_widths
+        for counts, w in zip(self._counts, row_widths, strict=True):
+            counts[w] += 1
 
     def _cursor_anchor(self) -> str | None:
         """The row the cursor should stay on through a change (None: its place)."""
