@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
+
+from confluent_kafka import ElectionType, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
 
 def code_revision(paths: tuple[str, ...] = ("kconsole",)) -> str:
@@ -33,3 +38,51 @@ def load() -> str:
         return f"{os.getloadavg()[0]:.1f}"
     except OSError:
         return "?"
+
+
+# -- cluster set-up shared by the scripts that start their own cluster ----------------------------
+def create_topics(
+    bootstrap: str, names: list[str], partitions: int, rf: int, say: Callable[[str], None]
+) -> list[str]:
+    """Create `names` (an existing one is fine), a few at a time: the controller writes every
+    partition's znodes, and a big batch times out."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    for i in range(0, len(names), 5):
+        batch = names[i : i + 5]
+        futs = admin.create_topics(
+            [NewTopic(n, partitions, rf) for n in batch], request_timeout=120
+        )
+        for fut in futs.values():
+            try:
+                fut.result(timeout=150)
+            except KafkaException as exc:
+                if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                    raise
+        say(f"created {batch[0]}..{batch[-1]}")
+    return names
+
+
+def elect_preferred(
+    bootstrap: str, partitions: list[TopicPartition] | None = None, timeout: float = 60.0
+) -> None:
+    """Preferred-leader election for `partitions` (None: every partition), asked again until
+    it succeeds or `timeout`; ELECTION_NOT_NEEDED is success."""
+    # No keyword arguments: confluent-kafka 2.16.1's elect_leaders raises SystemError on them;
+    # socket.timeout.ms sets the request and operation timeouts instead.
+    admin = AdminClient(
+        {"bootstrap.servers": bootstrap, "log_level": 0, "socket.timeout.ms": 15000}
+    )
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            res = admin.elect_leaders(ElectionType.PREFERRED, partitions).result(timeout=30)
+            errors = [
+                e for e in res.values() if e is not None and "NOT_NEEDED" not in str(e).upper()
+            ]
+            if not errors:
+                return
+        except KafkaException as exc:
+            errors = [exc]
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"preferred leader election failed: {errors[:3]}")
+        time.sleep(0.5)

@@ -37,9 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
-from _common import code_revision, load
-from confluent_kafka import ElectionType, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
+from _common import code_revision, elect_preferred, load
+from confluent_kafka import TopicPartition
 from kazoo.client import KazooClient
 
 from kconsole.cluster.local import LocalCluster, LocalClusterSpec
@@ -178,32 +177,6 @@ async def wait_for(cond: Callable[[], bool], timeout: float, what: str) -> None:
 
 
 # -- the cluster ------------------------------------------------------------------------------
-def elect_preferred(bootstrap: str, topic: str, count: int, timeout: float = 60.0) -> None:
-    """Preferred-leader election for `topic` (ELECTION_NOT_NEEDED is success), with retries."""
-    # No request_timeout / operation_timeout kwargs: confluent-kafka 2.16.1's elect_leaders
-    # raises SystemError on any keyword argument; socket.timeout.ms sets both defaults instead.
-    admin = AdminClient(
-        {"bootstrap.servers": bootstrap, "log_level": 0, "socket.timeout.ms": 15000}
-    )
-    tps = [TopicPartition(topic, p) for p in range(count)]
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            res = admin.elect_leaders(ElectionType.PREFERRED, tps).result(timeout=20)
-            errors = [
-                e
-                for e in res.values()
-                if e is not None and "ELECTION_NOT_NEEDED" not in str(e).upper()
-            ]
-            if not errors:
-                return
-        except KafkaException as exc:
-            errors = [exc]
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"preferred leader election failed: {errors}")
-        time.sleep(0.5)
-
-
 def watch_leaders(zk: KazooClient, victim: int, parts: list[int], run: Run) -> None:
     """Record (monotonic) when ZooKeeper's state of each partition first names another leader."""
     lock = threading.Lock()
@@ -290,7 +263,11 @@ async def settle(app: KConsoleApp, cluster: LocalCluster) -> None:
     count = len(
         [p for p in (app.snapshot.partitions if app.snapshot else ()) if p.topic == TEST_TOPIC]
     )
-    await asyncio.to_thread(elect_preferred, cluster.spec.bootstrap, TEST_TOPIC, count or 4)
+    await asyncio.to_thread(
+        elect_preferred,
+        cluster.spec.bootstrap,
+        [TopicPartition(TEST_TOPIC, p) for p in range(count or 4)],
+    )
     await wait_for(
         lambda: settled(app, cluster.spec.broker_ids), 120.0, "the screen to show a healthy cluster"
     )

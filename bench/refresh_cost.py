@@ -47,10 +47,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import _common
 import psutil
 from _common import code_revision, load
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
 from kconsole.cluster.admin import AdminReader, AdminState
@@ -96,21 +96,8 @@ def row(step: str, xs: list[float], note: str = "") -> Row:
 
 # -- the cluster ------------------------------------------------------------------------------
 def create_topics(cluster: LocalCluster, topics: int, partitions: int, rf: int) -> list[str]:
-    admin = AdminClient({"bootstrap.servers": cluster.spec.bootstrap, "log_level": 0})
     names = [f"bench-{i:02d}" for i in range(topics)]
-    for i in range(0, len(names), 5):  # a few at a time: the controller writes every znode
-        batch = names[i : i + 5]
-        futs = admin.create_topics(
-            [NewTopic(n, partitions, rf) for n in batch], request_timeout=120
-        )
-        for fut in futs.values():
-            try:
-                fut.result(timeout=150)
-            except KafkaException as exc:
-                if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                    raise
-        say(f"created {batch[0]}..{batch[-1]}")
-    return names
+    return _common.create_topics(cluster.spec.bootstrap, names, partitions, rf, say)
 
 
 def zk_all_led(zk: KazooClient, expected: int) -> tuple[int, int]:

@@ -70,8 +70,10 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from confluent_kafka import Consumer, ElectionType, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+import _common
+from _common import elect_preferred
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import ZnodeStat
@@ -352,28 +354,6 @@ def wait_zk_settled(zk: KazooClient, count: int, timeout: float, elect: str = ""
         time.sleep(0.2)
 
 
-def elect_preferred(bootstrap: str, timeout: float = 60.0) -> None:
-    """Preferred-leader election for every partition (ELECTION_NOT_NEEDED is success)."""
-    # No keyword arguments: confluent-kafka 2.16.1's elect_leaders raises SystemError on them.
-    admin = AdminClient(
-        {"bootstrap.servers": bootstrap, "log_level": 0, "socket.timeout.ms": 15000}
-    )
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            res = admin.elect_leaders(ElectionType.PREFERRED, None).result(timeout=30)
-            errors = [
-                e for e in res.values() if e is not None and "NOT_NEEDED" not in str(e).upper()
-            ]
-            if not errors:
-                return
-        except KafkaException as exc:
-            errors = [exc]
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"preferred leader election failed: {errors[:3]}")
-        time.sleep(0.5)
-
-
 @dataclass
 class Version:
     version: int
@@ -462,19 +442,9 @@ def session_closed_at(cluster: LocalCluster, session: int) -> float | None:
 
 # -- setting up a big cluster ---------------------------------------------------------------------
 def create_topics(bootstrap: str, topics: int, partitions: int) -> list[str]:
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    # topic-NN sorts after test-topic, whose rows stay at the top of the partitions pane.
     names = [f"topic-{i:02d}" for i in range(topics)]
-    for i in range(0, len(names), 5):  # a few at a time: the controller writes every znode
-        batch = names[i : i + 5]
-        futs = admin.create_topics([NewTopic(n, partitions, 3) for n in batch], request_timeout=120)
-        for fut in futs.values():
-            try:
-                fut.result(timeout=150)
-            except KafkaException as exc:
-                if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                    raise
-        say(f"  created {batch[0]}..{batch[-1]}")
-    return names
+    return _common.create_topics(bootstrap, names, partitions, 3, say)
 
 
 def wait_metadata(bootstrap: str, count: int, timeout: float) -> None:

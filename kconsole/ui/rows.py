@@ -6,7 +6,7 @@ KeyCell so a table can re-order its rows by key with DataTable.sort.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -375,12 +375,8 @@ EVENT_COLUMNS: Columns = (
 )
 
 
-def event_rows(events: Iterable[LoggedEvent]) -> Rows:
-    """One row per event, in the order given (the app keeps them newest first)."""
-    return {str(le.seq): event_cells(le) for le in events}
-
-
 def event_cells(le: LoggedEvent) -> list[Text]:
+    """One event's row (the events pane keeps them newest first)."""
     action = le.event.kind is EventKind.ACTION
     style = fmt.ACTION if action else fmt.SEVERITY_STYLE.get(le.event.severity, fmt.PLAIN)
     key = str(le.seq)

@@ -285,7 +285,9 @@ class VirtualTable(ScrollView, Generic[Item], can_focus=True):
         return max(0, min(row, len(self._order) - 1))
 
     def watch_cursor_row(self, old: int, new: int) -> None:
-        self._hover = None if self._hover is not None and self._hover >= 0 else self._hover
+        if self._hover is not None and self._hover >= 0:  # the keys moved: no row hover
+            self.refresh_line(self._hover + 1)
+            self._hover = None
         if old != new:
             self.refresh_line(old + 1)
         self.refresh_line(new + 1)
