@@ -11,6 +11,7 @@ import contextlib
 import logging
 import socket
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +42,8 @@ class AdminState:
     cluster_id: str | None
     controller: int | None
     nodes: dict[int, tuple[str, int, str | None]]  # id -> host, port, rack
-    topics: dict[str, tuple[AdminPartition, ...]] = field(default_factory=dict)
+    # None: not read (ZooKeeper serves the partitions; read_cluster's `topic_names`).
+    topics: dict[str, tuple[AdminPartition, ...]] | None = field(default_factory=dict)
     min_isr: dict[str, int] = field(default_factory=dict)
 
 
@@ -65,14 +67,27 @@ class AdminReader:
         self._kp_error = ""
         self._known_servers: list[str] = []
 
-    def read_cluster(self, config_refresh_s: float = 30.0) -> AdminState:
+    def read_cluster(
+        self, config_refresh_s: float = 30.0, *, topic_names: Sequence[str] | None = None
+    ) -> AdminState:
         """Brokers, controller and every topic's partitions; min.insync.replicas per topic.
 
         The metadata comes from librdkafka (one Metadata request). Everything else (racks,
         topic and broker configs) is asked with kafka-python: librdkafka's admin requests
         (DescribeCluster, DescribeConfigs) aborted the whole process when a broker went away
         mid-request (`rd_kafka_admin_response_parse: Assertion rko_result failed`, seen when
-        a drill stopped the controller; see README, Libraries and why)."""
+        a drill stopped the controller; see README, Libraries and why).
+
+        With `topic_names` (ZooKeeper serves the partitions and names the topics), the
+        partitions are not read: the brokers, the controller and the cluster id come from one
+        DescribeCluster (kafka-python), whose cost does not grow with the partitions (the
+        whole metadata of 2,000 partitions, every second, was a third of the idle console's
+        CPU). `topics` is None then. If that request fails, the whole metadata is read."""
+        if topic_names is not None:
+            try:
+                return self._read_brokers(config_refresh_s, topic_names)
+            except ClusterError as exc:
+                log.debug("DescribeCluster: %s; reading the whole metadata", exc)
         md = self.admin.list_topics(timeout=self.timeout_s)
         self._known_servers = [f"{b.host}:{b.port}" for b in md.brokers.values() if b.host]
         stale = time.monotonic() - self._configs_at > config_refresh_s
@@ -88,11 +103,33 @@ class AdminReader:
                 AdminPartition(p.id, p.leader, tuple(p.replicas), tuple(p.isrs))
                 for p in sorted(t.partitions.values(), key=lambda p: p.id)
             )
-        if set(topics) - set(self._min_isr) or stale:
-            self._read_min_isr(sorted(topics))
-            self._configs_at = time.monotonic()
-        min_isr = {t: v for t, v in self._min_isr.items() if t in topics}
+        min_isr = self._min_isr_of(sorted(topics), stale)
         return AdminState(time.time(), md.cluster_id, controller, nodes, topics, min_isr)
+
+    def _read_brokers(self, config_refresh_s: float, topic_names: Sequence[str]) -> AdminState:
+        desc = self._kp_call("describe_cluster")
+        brokers = desc.get("brokers") or ()
+        if not brokers:
+            raise ClusterError("DescribeCluster named no broker")
+        nodes = {
+            int(b["broker_id"]): (str(b.get("host") or "?"), int(b.get("port") or 0), b.get("rack"))
+            for b in brokers
+        }
+        self._racks = {bid: rack for bid, (_h, _p, rack) in nodes.items()}
+        self._known_servers = [f"{h}:{p}" for h, p, _r in nodes.values() if h != "?"]
+        controller = desc.get("controller_id")
+        controller = int(controller) if controller is not None and int(controller) >= 0 else None
+        stale = time.monotonic() - self._configs_at > config_refresh_s
+        min_isr = self._min_isr_of(sorted(topic_names), stale)
+        return AdminState(time.time(), desc.get("cluster_id"), controller, nodes, None, min_isr)
+
+    def _min_isr_of(self, topics: list[str], stale: bool) -> dict[str, int]:
+        """min.insync.replicas of `topics`: read for new topics, and all again when stale."""
+        if set(topics) - set(self._min_isr) or stale:
+            self._read_min_isr(topics)
+            self._configs_at = time.monotonic()
+        wanted = set(topics)
+        return {t: v for t, v in self._min_isr.items() if t in wanted}
 
     def _kafka_python(self) -> Any:
         """The kafka-python admin client for configs and racks (created on first use). It

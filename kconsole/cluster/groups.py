@@ -141,94 +141,210 @@ class GroupReader:
                 notes.append(f"broker {bid} did not list its groups ({_text(exc)})")
         return ids, bool(asked) and not notes, notes
 
-    def _describe(self, kp: Any, ids: list[str]) -> tuple[dict[str, _Desc], dict[str, str]]:
-        """Each group's coordinator, state and members, group by group (a group whose
-        coordinator is gone fails alone)."""
-        descs: dict[str, _Desc] = {}
+    def _coordinators(self, kp: Any, ids: list[str]) -> tuple[dict[str, int], dict[str, str]]:
+        """Each group's coordinator: kafka-python keeps them once found, so a steady poll asks
+        no broker; the unknown ones are found in one batched FindCoordinator. That batch fails
+        as a whole on one group's error, so then they are asked one by one: a coordinator that
+        is moving fails only its own groups."""
+        try:
+            found = kp._manager.run(kp._find_coordinator_ids, ids)
+            return {gid: int(found[gid]) for gid in ids}, {}
+        except Exception:
+            log.debug("batched FindCoordinator failed; group by group", exc_info=True)
+        out: dict[str, int] = {}
         errors: dict[str, str] = {}
-        dead: dict[int, str] = {}  # one timeout per dead coordinator, not one per group
         for gid in ids:
-            coordinator: int | None = None
             try:
-                # kafka-python finds coordinators inside describe_groups but does not say
-                # which; asked first so the pane can show it and dead ones are skipped.
-                coordinator = int(kp._manager.run(kp._find_coordinator_id, gid))
-                if coordinator in dead:
-                    errors[gid] = dead[coordinator]
-                    descs[gid] = _Desc("UNKNOWN", (), "", coordinator, described=False)
-                    continue
-                raw = kp.describe_groups([gid], group_coordinator_id=coordinator)[gid]
-                if raw.get("error"):
-                    raise RuntimeError(str(raw["error"]))
-                descs[gid] = _Desc.parse(raw, coordinator)
+                out[gid] = int(kp._manager.run(kp._find_coordinator_id, gid))
             except Exception as exc:
-                errors[gid] = _coordinator_text(exc, coordinator, "not described")
-                if coordinator is not None:
-                    dead[coordinator] = errors[gid]
+                errors[gid] = _coordinator_text(exc, None, "not described")
+        return out, errors
+
+    def _describe(self, kp: Any, ids: list[str]) -> tuple[dict[str, _Desc], dict[str, str]]:
+        """Each group's coordinator, state and members: one DescribeGroups per coordinator (a
+        coordinator that does not answer fails only the groups it coordinates)."""
+        coordinators, errors = self._coordinators(kp, ids)
+        descs: dict[str, _Desc] = {}
+        for coordinator, batch in _by_coordinator(coordinators).items():
+            try:
+                answers = kp.describe_groups(batch, group_coordinator_id=coordinator)
+            except Exception as exc:
+                text = _coordinator_text(exc, coordinator, "not described")
+                for gid in batch:
+                    errors[gid] = text
                     descs[gid] = _Desc("UNKNOWN", (), "", coordinator, described=False)
+                continue
+            for gid in batch:
+                raw = answers.get(gid)
+                if raw is None or raw.get("error"):
+                    why = RuntimeError(str(raw["error"])) if raw else RuntimeError("no answer")
+                    errors[gid] = _coordinator_text(why, coordinator, "not described")
+                    descs[gid] = _Desc("UNKNOWN", (), "", coordinator, described=False)
+                else:
+                    descs[gid] = _Desc.parse(raw, coordinator)
         return descs, errors
 
     def _committed(
         self, kp: Any, ids: list[str], descs: Mapping[str, _Desc]
     ) -> tuple[dict[str, dict[TP, int | None]], dict[str, str]]:
-        """Committed offsets per group; a group whose coordinator failed this round is left out
-        (and so are the other groups of that coordinator: one timeout per dead broker)."""
+        """Committed offsets per group: one OffsetFetch per coordinator (Kafka 3.0+ takes many
+        groups in one). A coordinator that failed DescribeGroups this round is not asked; a
+        batch that fails (kafka-python raises on any one group's error) is asked again group by
+        group, so one group's error stays its own, and the first group that fails for its
+        coordinator then stands for the rest of them: one timeout per dead broker."""
         out: dict[str, dict[TP, int | None]] = {}
         errors: dict[str, str] = {}
-        dead: dict[int, str] = {}
+        batches: dict[int | None, list[str]] = {}
         for gid in ids:
             desc = descs.get(gid)
             coordinator = desc.coordinator if desc is not None else None
             if desc is not None and not desc.described and coordinator is not None:
-                dead.setdefault(coordinator, f"coordinator {coordinator} did not answer")
-            if coordinator is not None and coordinator in dead:
-                errors[gid] = dead[coordinator]
+                errors[gid] = f"coordinator {coordinator} did not answer"
                 continue
+            batches.setdefault(coordinator, []).append(gid)
+        for coordinator, batch in batches.items():
             try:
-                res = kp.list_group_offsets([gid]).get(gid, {})
-            except Exception as exc:
-                errors[gid] = _coordinator_text(exc, coordinator, "committed offsets not readable")
-                if coordinator is not None:
-                    dead[coordinator] = errors[gid]
+                res = kp.list_group_offsets({gid: None for gid in batch})
+                for gid in batch:
+                    out[gid] = _offsets(res.get(gid, {}))
                 continue
-            out[gid] = {
-                (tp.topic, tp.partition): None if om.offset < 0 else om.offset
-                for tp, om in res.items()
-            }
+            except Exception:
+                log.debug("OffsetFetch of %d groups failed; group by group", len(batch))
+            dead = ""
+            for gid in batch:
+                if dead:
+                    errors[gid] = dead
+                    continue
+                try:
+                    out[gid] = _offsets(kp.list_group_offsets([gid]).get(gid, {}))
+                except Exception as exc:
+                    errors[gid] = _coordinator_text(
+                        exc, coordinator, "committed offsets not readable"
+                    )
+                    if coordinator is not None and not _is_group_error(exc):
+                        dead = errors[gid]
         return out, errors
 
     def _log_ends(
         self, kp: Any, tps: set[TP], leaders: Mapping[TP, int]
     ) -> tuple[dict[TP, int], dict[TP, str]]:
-        """Log-end offsets, asked of each leader separately: a dead leader costs only its own."""
-        from kafka import TopicPartition
-        from kafka.admin import OffsetSpec
-
-        by_leader: dict[int | None, list[TP]] = {}
+        """Log-end offsets: one ListOffsets per leader, sent straight to the leader the latest
+        snapshot names (ZooKeeper's view), all in flight at once, so a dead leader costs only
+        its own partitions. kafka-python's own list_partition_offsets first reads the metadata
+        of every topic asked about, in pure Python: on 2,000 partitions that was most of the
+        console's idle CPU. Partitions with no known leader, or whose leader just moved (the
+        answer says not leader), are asked through it."""
+        by_leader: dict[int, list[TP]] = {}
         errors: dict[TP, str] = {}
+        ends: dict[TP, int] = {}
+        routed: list[TP] = []
         for tp in sorted(tps):
             leader = leaders.get(tp)
             if leader is not None and leader < 0:
                 errors[tp] = "partition offline"
-                continue
-            by_leader.setdefault(leader, []).append(tp)
-        ends: dict[TP, int] = {}
-        for leader, batch in by_leader.items():
-            spec = {TopicPartition(t, p): OffsetSpec.LATEST for t, p in batch}
+            elif leader is None:
+                routed.append(tp)
+            else:
+                by_leader.setdefault(leader, []).append(tp)
+        if by_leader:
             try:
-                res = kp.list_partition_offsets(spec, timeout_ms=int(self.timeout_s * 1000))
+                answers = kp._manager.run(_ask_log_ends, kp, by_leader, int(self.timeout_s * 1000))
             except Exception as exc:
-                who = f"leader {leader}" if leader is not None else "partition leaders"
-                for tp in batch:
-                    errors[tp] = f"{who}: {_text(exc)}"
-                continue
-            for tp_, ot in res.items():
-                if ot.offset >= 0:
-                    ends[(tp_.topic, tp_.partition)] = ot.offset
+                answers = {leader: exc for leader in by_leader}
+            for leader, answer in answers.items():
+                if isinstance(answer, BaseException):
+                    for tp in by_leader[leader]:
+                        errors[tp] = f"leader {leader}: {_text(answer)}"
+                    continue
+                for tp, (code, offset) in answer.items():
+                    if code == 0 and offset >= 0:
+                        ends[tp] = offset
+                    elif code in _NOT_LEADER:
+                        routed.append(tp)
+                    else:
+                        errors[tp] = f"leader {leader}: {_error_name(code)}"
+        if routed:
+            ends.update(self._routed_ends(kp, routed, errors))
         for tp in tps:
             if tp not in ends and tp not in errors:
                 errors[tp] = "no log-end offset in the answer"
         return ends, errors
+
+    def _routed_ends(self, kp: Any, tps: list[TP], errors: dict[TP, str]) -> dict[TP, int]:
+        """Log-end offsets through kafka-python's own leader lookup (its metadata)."""
+        from kafka import TopicPartition
+        from kafka.admin import OffsetSpec
+
+        spec = {TopicPartition(t, p): OffsetSpec.LATEST for t, p in tps}
+        try:
+            res = kp.list_partition_offsets(spec, timeout_ms=int(self.timeout_s * 1000))
+        except Exception as exc:
+            for tp in tps:
+                errors[tp] = f"partition leaders: {_text(exc)}"
+            return {}
+        return {(tp.topic, tp.partition): ot.offset for tp, ot in res.items() if ot.offset >= 0}
+
+
+async def _ask_log_ends(
+    kp: Any, by_leader: Mapping[int, list[TP]], timeout_ms: int
+) -> dict[int, dict[TP, tuple[int, int]] | BaseException]:
+    """On kafka-python's IO loop: one ListOffsets (latest) per leader, all sent before any is
+    awaited; per leader its answer {tp: (error code, offset)} or the exception it failed with."""
+    from kafka import TopicPartition
+    from kafka.admin import OffsetSpec
+
+    pending = []
+    for leader, tps in by_leader.items():
+        request = kp._list_partition_offsets_request(
+            {TopicPartition(t, p): OffsetSpec.LATEST for t, p in tps},
+            0,  # read_uncommitted
+        )
+        pending.append(
+            (leader, kp._manager.send(request, node_id=leader, request_timeout_ms=timeout_ms))
+        )
+    out: dict[int, dict[TP, tuple[int, int]] | BaseException] = {}
+    for leader, future in pending:
+        try:
+            response = await future
+        except Exception as exc:
+            out[leader] = exc
+            continue
+        out[leader] = {
+            (topic.name, part.partition_index): (int(part.error_code), int(part.offset))
+            for topic in response.topics
+            for part in topic.partitions
+        }
+    return out
+
+
+# ListOffsets partition errors that mean "ask the new leader": NOT_LEADER_OR_FOLLOWER (6),
+# LEADER_NOT_AVAILABLE (5), FENCED_LEADER_EPOCH (74), UNKNOWN_LEADER_EPOCH (75).
+_NOT_LEADER = frozenset({5, 6, 74, 75})
+
+
+def _error_name(code: int) -> str:
+    import kafka.errors
+
+    return str(kafka.errors.for_code(code).__name__)
+
+
+def _by_coordinator(coordinators: Mapping[str, int]) -> dict[int, list[str]]:
+    out: dict[int, list[str]] = {}
+    for gid, coordinator in coordinators.items():
+        out.setdefault(coordinator, []).append(gid)
+    return out
+
+
+def _offsets(res: Mapping[Any, Any]) -> dict[TP, int | None]:
+    return {
+        (tp.topic, tp.partition): None if om.offset < 0 else om.offset for tp, om in res.items()
+    }
+
+
+def _is_group_error(exc: BaseException) -> bool:
+    """An error about the group itself (its coordinator answered): not a dead coordinator."""
+    name = type(exc).__name__
+    return any(m in name for m in ("GroupAuthorization", "GroupIdNotFound", "InvalidGroupId"))
 
 
 def _group(

@@ -44,7 +44,16 @@ class KafkaPython:
         self.calls += 1
         if self.fail:
             raise OSError("broker gone")
-        return {"brokers": [{"broker_id": i, "rack": f"r{i}"} for i in (1, 2, 3)]}
+        # The shape kafka-python 3.0 returns (recorded from the local cluster).
+        return {
+            "cluster_id": "cid",
+            "controller_id": 2,
+            "authorized_operations": ["DESCRIBE"],
+            "brokers": [
+                {"broker_id": i, "host": "127.0.0.1", "port": 19091 + i, "rack": f"r{i}"}
+                for i in (1, 2, 3)
+            ],
+        }
 
     def describe_configs(self, resources: list[Any], config_filter: str) -> dict[str, Any]:
         self.calls += 1
@@ -115,3 +124,24 @@ def test_a_new_client_bootstraps_from_every_broker_the_metadata_named(
     servers = made[0]["bootstrap_servers"].split(",")
     assert servers[:3] == ["127.0.0.1:19092", "127.0.0.1:19093", "127.0.0.1:19094"]
     assert "127.0.0.1:1" in servers
+
+
+def test_with_zookeeper_serving_the_partitions_only_the_brokers_are_read(
+    reader: AdminReader,
+) -> None:
+    """ZooKeeper names the topics: no Metadata request (its cost grows with the partitions),
+    one DescribeCluster; the partitions are "not read" (None), never an empty cluster."""
+    state = reader.read_cluster(topic_names=["t"])
+    assert reader.admin.calls == []
+    assert state.topics is None
+    assert (state.cluster_id, state.controller) == ("cid", 2)
+    assert state.nodes == {i: ("127.0.0.1", 19091 + i, f"r{i}") for i in (1, 2, 3)}
+    assert state.min_isr == {"t": 2}
+
+
+def test_when_describe_cluster_fails_the_whole_metadata_is_read(reader: AdminReader) -> None:
+    reader._kp = KafkaPython(fail=True)
+    state = reader.read_cluster(topic_names=["t"])
+    assert reader.admin.calls == ["list_topics"]
+    assert state.topics is not None and [p.leader for p in state.topics["t"]] == [1]
+    assert (state.cluster_id, state.controller) == ("cid", 2)

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import random
 from typing import Any
+
+import pytest
 
 from kconsole.cluster.admin import AdminPartition, AdminState
 from kconsole.cluster.procs import ProcState
 from kconsole.cluster.zk import ZkState
 from kconsole.config import Settings
-from kconsole.models import BrokerState, SourceName
+from kconsole.models import BrokerState, Partition, SourceName
 from kconsole.observer import ClusterObserver, SnapshotBuilder
 from kconsole.timeline import EventKind
 
@@ -221,6 +225,23 @@ def two_partitions(leader0: int = 1, leader1: int = 2) -> ZkState:
     )
 
 
+def test_zookeepers_partitions_stay_when_the_admin_api_did_not_read_any() -> None:
+    """While ZooKeeper serves the partitions the Admin poll reads none (topics None): when
+    ZooKeeper then fails, its last partitions stay on screen, marked by its failed health,
+    until an Admin poll reads the partitions; never an empty cluster."""
+    b = SnapshotBuilder(use_zookeeper=True)
+    b.zk, b.admin = zk_state(leader=1), dataclasses.replace(admin_state(), topics=None)
+    b.health[SourceName.ZOOKEEPER].success(1.0)
+    b.health[SourceName.ADMIN].success(1.0)
+    assert [p.leader for p in b.build(1.0).partitions] == [1]
+    b.health[SourceName.ZOOKEEPER].failure("ConnectionLoss")
+    snap = b.build(2.0)
+    assert [p.leader for p in snap.partitions] == [1]
+    assert not snap.source(SourceName.ZOOKEEPER).ok
+    b.admin = admin_state()  # the next Admin poll reads the partitions
+    assert [p.leader for p in b.build(3.0).partitions] == [2]
+
+
 def test_unchanged_partitions_are_handed_on_as_they_were() -> None:
     """Most builds (an Admin or group poll) change no partition: the snapshot carries the same
     tuple, and a changed one keeps every unchanged partition the same object, so consumers
@@ -242,3 +263,94 @@ def test_unchanged_partitions_are_handed_on_as_they_were() -> None:
     b.health[SourceName.ZOOKEEPER].failure("gone")  # now the Admin API's view
     from_admin = b.build(5.0)
     assert [(p.partition, p.leader) for p in from_admin.partitions] == [(0, 2)]
+
+
+class _ZkTree:
+    """ZooKeeper's data as ZkWatcher keeps it: a re-read node is a new dict, a node not re-read
+    is the very same dict in the next ZkState (ZkReader.snapshot copies the maps, not the
+    nodes)."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.topics: dict[str, dict[str, Any]] = {}
+        self.states: dict[tuple[str, int], dict[str, Any]] = {}
+        for name in ("a", "b", "c"):
+            self.add_topic(name, rng.randint(1, 6))
+
+    def add_topic(self, name: str, count: int) -> None:
+        self.topics[name] = {"partitions": {str(p): self.replicas() for p in range(count)}}
+        for p in range(count):
+            self.reread_state(name, p)
+
+    def replicas(self) -> list[int]:
+        return self.rng.sample([1, 2, 3, 4], 3)
+
+    def reread_state(self, topic: str, p: int) -> None:
+        leader = self.rng.choice([-1, 1, 2, 3, 4])
+        isr = sorted(self.rng.sample([1, 2, 3, 4], self.rng.randint(1, 3)))
+        self.states[(topic, p)] = {"leader": leader, "isr": isr, "leader_epoch": 1}
+
+    def step(self) -> None:
+        rng, roll = self.rng, self.rng.random()
+        keys = list(self.states)
+        if roll < 0.45 and keys:  # a watch fired on some partition states
+            for key in rng.sample(keys, rng.randint(1, min(5, len(keys)))):
+                self.reread_state(*key)
+        elif roll < 0.55 and keys:  # re-read with the same content
+            key = rng.choice(keys)
+            self.states[key] = dict(self.states[key])
+        elif roll < 0.65:  # a reassignment: the topic node is re-read
+            name = rng.choice(sorted(self.topics))
+            parts = dict(self.topics[name]["partitions"])
+            parts[rng.choice(sorted(parts))] = self.replicas()
+            self.topics[name] = {"partitions": parts, "adding_replicas": {"0": [4]}}
+        elif roll < 0.72:  # partitions added to a topic
+            name = rng.choice(sorted(self.topics))
+            count = len(self.topics[name]["partitions"])
+            self.add_topic(name, count + rng.randint(1, 3))
+        elif roll < 0.8:  # a topic created
+            self.add_topic(f"t{rng.randint(0, 99)}", rng.randint(1, 4))
+        elif roll < 0.87 and len(self.topics) > 1:  # a topic deleted
+            name = rng.choice(sorted(self.topics))
+            del self.topics[name]
+            for key in [k for k in self.states if k[0] == name]:
+                del self.states[key]
+        elif roll < 0.92 and keys:  # a state node gone (its partition shows no leader)
+            del self.states[rng.choice(keys)]
+        else:  # a full re-read (a new session): every node a new dict
+            self.topics = {t: json.loads(json.dumps(d)) for t, d in self.topics.items()}
+            self.states = {k: dict(v) for k, v in self.states.items()}
+
+    def snapshot(self) -> ZkState:
+        return ZkState(0.0, 1, 1, 1.0, dict(REG), dict(self.topics), dict(self.states))
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_incremental_partitions_equal_a_fresh_build(seed: int) -> None:
+    """ZooKeeper's partitions are built again only where ZkWatcher re-read a node; after any
+    sequence of watches, reassignments, topics coming and going, full re-reads and turns on the
+    Admin API's view, they equal a build from scratch, and every partition whose data did not
+    change is still the object the last snapshot had."""
+    rng = random.Random(seed)
+    tree = _ZkTree(rng)
+    b = SnapshotBuilder(use_zookeeper=True)
+    b.admin = admin_state()
+    b.health[SourceName.ZOOKEEPER].success(1.0)
+    before: tuple[Partition, ...] = ()
+    for n in range(80):
+        tree.step()
+        b.zk = tree.snapshot()
+        if rng.random() < 0.08:  # ZooKeeper failed for a while: the Admin API's view
+            b.health[SourceName.ZOOKEEPER].failure("gone")
+            before = b.build(float(n)).partitions
+            b.health[SourceName.ZOOKEEPER].success(float(n))
+        parts = b.build(float(n)).partitions
+        fresh = SnapshotBuilder(use_zookeeper=True)
+        fresh.zk, fresh.admin = b.zk, b.admin
+        fresh.health[SourceName.ZOOKEEPER].success(1.0)
+        assert parts == fresh.build(0.0).partitions
+        old = {p.key: p for p in before}
+        for p in parts:
+            if p.key in old and old[p.key] == p:
+                assert old[p.key] is p, p.key
+        before = parts
