@@ -198,6 +198,8 @@ class KConsoleApp(BrokerActions, JobActions, ElectionActions):
             if current is not None and snapshot.seq < current.seq:
                 return
             self._record_lag(current, snapshot)
+            if current is not None:
+                snapshot.count_from(current)  # the brokers pane's counts, from what changed
             self.now = self.clock()
             self.snapshot = snapshot
 

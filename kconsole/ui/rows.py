@@ -282,17 +282,22 @@ def group_rows(snap: ClusterSnapshot | None) -> Rows:
     """One row per consumer group, by group id. Ages are measured to the snapshot's time."""
     if snap is None:
         return {}
-    rows: Rows = {}
-    for g in sorted(snap.groups, key=lambda g: g.group_id):
-        rows[g.group_id] = [
-            KeyCell(g.group_id, row_key=g.group_id),
-            fmt.cell(g.state, fmt.group_state_style(g.state)),
-            group_lag(g, snap.taken_at),
-            fmt.cell(g.members),
-            fmt.cell(g.assignor or fmt.NONE, "" if g.assignor else fmt.DIM),
-            fmt.cell(g.error or "", fmt.WARN),
-        ]
-    return rows
+    return {
+        g.group_id: group_row(g, snap.taken_at)
+        for g in sorted(snap.groups, key=lambda g: g.group_id)
+    }
+
+
+def group_row(g: Group, now: float) -> list[Text]:
+    """One group's cells; only a group with carried figures (`g.oldest`) depends on `now`."""
+    return [
+        KeyCell(g.group_id, row_key=g.group_id),
+        fmt.cell(g.state, fmt.group_state_style(g.state)),
+        group_lag(g, now),
+        fmt.cell(g.members),
+        fmt.cell(g.assignor or fmt.NONE, "" if g.assignor else fmt.DIM),
+        fmt.cell(g.error or "", fmt.WARN),
+    ]
 
 
 def group_lag(g: Group, now: float) -> Text:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from kconsole.describe import render_text
 from kconsole.models import BrokerState, ClusterSnapshot, SourceName
 from tests.unit.snapshots import FIXED_NOW, load
@@ -78,3 +80,56 @@ def test_describe_text() -> None:
     assert zk is not None and not zk.ok
     none = render_text(load("no_controller"), now=FIXED_NOW)
     assert "NONE (no active controller)" in none
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_broker_counts_derived_from_the_last_snapshot_equal_a_full_count(seed: int) -> None:
+    """count_from() counts again only the partitions that are new objects; through leaders
+    moving, ISRs shrinking, reassignments, brokers going down and coming back, and topics
+    coming and going, its counts are what a pass over every partition gives."""
+    import dataclasses
+    import random
+
+    from kconsole.models import Broker, BrokerState, ClusterSnapshot, Partition
+
+    rng = random.Random(seed)
+
+    def brokers(down: set[int]) -> tuple[Broker, ...]:
+        return tuple(
+            Broker(i, "h", 9000 + i, state=BrokerState.DOWN if i in down else BrokerState.UP)
+            for i in (1, 2, 3, 4)
+        )
+
+    parts = tuple(
+        Partition(f"t{t}", p, (p % 3) + 1, (1, 2, 3), (1, 2, 3))
+        for t in range(3)
+        for p in range(40)
+    )
+    snap = ClusterSnapshot(taken_at=0.0, brokers=brokers(set()), partitions=parts)
+    snap.led_by(1)  # the pane counts the first snapshot in full
+    derived = 0
+    for step in range(60):
+        new = list(snap.partitions)
+        for _ in range(rng.choice([0, 1, 3, 10, 50])):
+            i = rng.randrange(len(new))
+            replicas = tuple(rng.sample([1, 2, 3, 4], 3))
+            isr = tuple(r for r in replicas if rng.random() < 0.7)
+            new[i] = dataclasses.replace(
+                new[i], replicas=replicas, isr=isr, leader=rng.choice([*replicas, -1])
+            )
+        if rng.random() < 0.05:
+            new = [p for p in new if p.topic != "t2"] + [Partition("t9", 0, 1, (1, 2, 3), (1,))]
+        down = {b for b in (1, 2, 3, 4) if rng.random() < 0.15}
+        after = ClusterSnapshot(
+            taken_at=float(step),
+            brokers=brokers(down) if rng.random() < 0.3 else snap.brokers,
+            partitions=tuple(new) if new != list(snap.partitions) else snap.partitions,
+        )
+        after.count_from(snap)
+        derived += "_broker_counts" in after.__dict__
+        fresh = ClusterSnapshot(taken_at=0.0, brokers=after.brokers, partitions=after.partitions)
+        for b in (1, 2, 3, 4, 7):
+            got = (after.led_by(b), after.hosted_by(b), after.under_replicated_on(b))
+            assert got == (fresh.led_by(b), fresh.hosted_by(b), fresh.under_replicated_on(b))
+        snap = after
+    assert derived > 20  # most steps were derived, not counted in full

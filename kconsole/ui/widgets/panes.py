@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
+
 from rich.cells import cell_len
 from rich.text import Text
 from textual import events
 from textual.containers import Vertical
+from textual.geometry import Region
 from textual.markup import escape
 from textual.widget import Widget
 from textual.widgets import Static
@@ -34,16 +37,33 @@ def stale_text(health: SourceHealth, now: float) -> str:
 
 
 def set_border(widget: Widget, *, title: str | None = "", subtitle: str | None = "") -> None:
-    """Set a border title or subtitle ("" leaves it alone) only when it changes: Textual
-    repaints the whole widget, table and all, on every assignment, even of the same text (the
-    subtitle was set once a second: most of the idle console's painting)."""
+    """Set a border title or subtitle ("" leaves it alone) only when it changes, and repaint
+    only the border line it is on: Textual repaints the whole widget, table and all, on every
+    assignment, even of the same text (the subtitle was set once a second: most of the idle
+    console's painting; the partitions pane's counts change with every snapshot of a
+    failover, and repainting the whole pane for them was a third of its drawing)."""
     last: dict[str, str | None] = widget.__dict__.setdefault("_kconsole_border", {})
     if title != "" and last.get("title", "") != title:
         last["title"] = title
-        widget.border_title = title
+        _set_border_line(widget, "border_title", title, top=True)
     if subtitle != "" and last.get("subtitle", "") != subtitle:
         last["subtitle"] = subtitle
-        widget.border_subtitle = subtitle
+        _set_border_line(widget, "border_subtitle", subtitle, top=False)
+
+
+def _set_border_line(widget: Widget, attr: str, text: str | None, *, top: bool) -> None:
+    """What Textual's border_title / border_subtitle setter does (textual 8.2), with a repaint
+    of just the top or bottom border line; a plain assignment where that does not apply."""
+    descriptor = inspect.getattr_static(Widget, attr, None)
+    internal = getattr(descriptor, "_internal_name", None)
+    height, width = widget.outer_size.height, widget.outer_size.width
+    if internal is None or not widget.is_mounted or height < 2:
+        setattr(widget, attr, text)
+        return
+    value = None if text is None else widget.render_str(text).expand_tabs(4).split()[0]
+    setattr(widget, internal, value)
+    offset = widget.content_offset  # refresh() regions are relative to the content
+    widget.refresh(Region(-offset.x, (0 if top else height - 1) - offset.y, width, 1))
 
 
 class Pane(Vertical):

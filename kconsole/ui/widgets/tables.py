@@ -227,7 +227,9 @@ class PartitionsTable(VirtualTable[Partition]):
     def watch_view(self) -> None:
         self.redraw()
 
-    counts: reactive[rows.PartitionCounts] = reactive(rows.PartitionCounts, init=False)
+    counts: reactive[rows.PartitionCounts] = reactive(
+        rows.PartitionCounts, init=False, repaint=False
+    )
     """What the pane title counts, kept with the rows (a pass over every partition is what
     a refresh on a big cluster must not cost)."""
 
@@ -350,9 +352,32 @@ class GroupsTable(KeyedTable):
     def connect(self) -> None:
         subscribe(self, "snapshot", self.redraw, init=True)
 
+    _shown: tuple[Group, ...] = ()
+    _aged: frozenset[str] = frozenset()  # groups with carried figures: their age keeps counting
+
     def redraw(self) -> None:
-        """Re-sync from the latest snapshot."""
-        self.sync(rows.group_rows(state(self).snapshot))
+        """Follow the latest snapshot's groups. The observer hands on an unchanged group as the
+        same object (and unchanged groups as the same tuple): a snapshot from another source
+        costs nothing here, and a group poll costs the groups whose figures changed (plus
+        those showing an age)."""
+        snap = state(self).snapshot
+        groups = snap.groups if snap is not None else ()
+        if (groups is self._shown and not self._aged) or not self.columns:
+            return
+        now = snap.taken_at if snap is not None else 0.0
+        before = {g.group_id: g for g in self._shown}
+        changed: dict[str, list[Text]] = {}
+        aged = set()
+        for g in groups:
+            if g.oldest is not None:
+                aged.add(g.group_id)
+            elif before.get(g.group_id) is g:
+                continue
+            changed[g.group_id] = rows.group_row(g, now)
+        order = sorted(g.group_id for g in groups)
+        present = set(order)
+        self.patch(changed, [k for k in before if k not in present], order)
+        self._shown, self._aged = groups, frozenset(aged)
 
 
 class EventsTable(VirtualTable[LoggedEvent]):

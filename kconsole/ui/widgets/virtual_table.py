@@ -7,8 +7,10 @@ Partition); its cells are built when the row is first drawn and again only when 
 changes, column widths come from a cheap per-row measure kept as counts, and a change costs
 what changed plus the rows on screen.
 
-It draws exactly what DataTable draws with cursor_type="row" (the same component classes,
-padding and meta), so the console looks the same and its snapshot tests hold it to that.
+It draws exactly what DataTable draws with cursor_type="row" (the same component classes and
+padding), so the console looks the same and its snapshot tests hold it to that. The header line
+carries DataTable's row/column meta; a body line only its column: the mouse finds its row from
+its position, so a drawn line is reused wherever its row moves (new events push every row down).
 """
 
 from __future__ import annotations
@@ -270,7 +272,7 @@ class VirtualTable(ScrollView, Generic[Item], can_focus=True):
             self._strips.clear()
         size = Size(sum(w + 2 * PADDING for w in widths), len(self._order) + 1)
         if size != self.virtual_size:
-            self.virtual_size = size
+            self._resize(size)
         if at is not None and at in self._index:
             if self._index[at] != self.cursor_row:
                 self.move_cursor(row=self._index[at])
@@ -279,6 +281,21 @@ class VirtualTable(ScrollView, Generic[Item], can_focus=True):
         if everything:
             self.refresh()
         return everything
+
+    def _resize(self, size: Size) -> None:
+        """A new virtual size. Setting `virtual_size` asks for a layout of the whole screen
+        (then every widget on it draws every line again: 50 ms on a 160x48 console, for each
+        burst of new events during a failover). The table's own size does not change with its
+        rows, so only its scrollbars are updated, unless one of them comes or goes (that
+        changes the region the rows are drawn in: then it is a layout)."""
+        bars = (self.show_vertical_scrollbar, self.show_horizontal_scrollbar)
+        self.set_reactive(VirtualTable.virtual_size, size)
+        self._refresh_scrollbars()
+        if (self.show_vertical_scrollbar, self.show_horizontal_scrollbar) != bars:
+            self.refresh(layout=True)
+        else:
+            self._scroll_update(size)
+            self.refresh()
 
     # -- the cursor ------------------------------------------------------------------------
     def validate_cursor_row(self, row: int) -> int:
@@ -332,9 +349,17 @@ class VirtualTable(ScrollView, Generic[Item], can_focus=True):
         self.move_cursor(row=len(self._order) - 1)
 
     # -- the mouse -------------------------------------------------------------------------
+    def _row_at(self, event: events.MouseEvent) -> int | None:
+        """The row under the mouse (-1: the header line, which stays at the top)."""
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return None
+        row = -1 if offset.y == 0 else self.scroll_offset.y + offset.y - 1
+        return row if row < len(self._order) else None
+
     def _on_mouse_move(self, event: events.MouseMove) -> None:
-        row = event.style.meta.get("row")
-        if isinstance(row, int) and row != self._hover:
+        row = self._row_at(event)
+        if row is not None and row != self._hover:
             for r in (self._hover, row):
                 if r is not None:
                     self.refresh_line(r + 1 if r >= 0 else self.scroll_offset.y)
@@ -346,9 +371,8 @@ class VirtualTable(ScrollView, Generic[Item], can_focus=True):
             self.refresh_line(hover + 1 if hover >= 0 else self.scroll_offset.y)
 
     async def _on_click(self, event: events.Click) -> None:
-        meta = event.style.meta
-        row, column = meta.get("row"), meta.get("column")
-        if not isinstance(row, int) or not isinstance(column, int):
+        row, column = self._row_at(event), event.style.meta.get("column")
+        if row is None or not isinstance(column, int):
             return
         if row == -1:
             self.post_message(self.HeaderSelected(self, self.COLUMNS[column][0]))  # type: ignore[arg-type]
@@ -375,15 +399,23 @@ class VirtualTable(ScrollView, Generic[Item], can_focus=True):
         if row >= len(self._order):
             return Strip.blank(width, base)
         key = None if row < 0 else self._order[row]
-        cache_key = (row, row == self.cursor_row, row == self._hover, width, base)
+        # A row's line does not depend on where it is (the mouse finds its row from the
+        # position, not from the line's meta): when new events push every row down, each
+        # row already drawn is drawn from the cache.
+        cache_key = (row == self.cursor_row, row == self._hover, width, base, scroll_x)
         drawn = self._strips.get(key)
         strip = drawn.get(cache_key) if drawn else None
         if strip is None:
-            strip = self._draw(row, key, width, base)
+            strip = (
+                self._draw(row, key, width, base)
+                .crop(scroll_x, scroll_x + width)
+                .adjust_cell_length(width, base)
+                .simplify()
+            )
             if len(self._strips) > 4 * max(self.size.height, 1):  # keep what is on screen
                 self._strips.clear()
             self._strips.setdefault(key, {})[cache_key] = strip
-        return strip.crop(scroll_x, scroll_x + width).adjust_cell_length(width, base).simplify()
+        return strip
 
     def _draw(self, row: int, key: str | None, width: int, base: Style) -> Strip:
         """Row `row` (-1: the header) as DataTable draws it: each cell padded and styled
@@ -407,7 +439,8 @@ class VirtualTable(ScrollView, Generic[Item], can_focus=True):
         # line high, put together directly: a console render per cell made a screenful of
         # changed rows cost tens of milliseconds.
         for column, (cell, w) in enumerate(zip(cells, self._widths, strict=True)):
-            pre = row_style + Style.from_meta({"row": row, "column": column}) + component
+            meta = {"row": row, "column": column} if header else {"column": column}
+            pre = row_style + Style.from_meta(meta) + component
             pad = pre + post
             segments.append(Segment(" " * PADDING, pad))
             if cell._spans:
@@ -418,10 +451,6 @@ class VirtualTable(ScrollView, Generic[Item], can_focus=True):
                 segments.append(Segment(cell.plain, pre + style + post))
             segments.append(Segment(" " * (w - cell.cell_len + PADDING), pad))
         remaining = max(0, width - sum(w + 2 * PADDING for w in self._widths))
-        extend = (
-            row_style
-            + component
-            + Style.from_meta({"row": row, "column": 0, "out_of_bounds": True})
-        )
+        extend = row_style + component + Style.from_meta({"column": 0, "out_of_bounds": True})
         segments.append(Segment(" " * remaining, extend))
         return Strip(segments)
