@@ -164,7 +164,7 @@ async def console_send(
         result = screen.last_result
         assert result is not None, "the send was refused"
         assert result.acks == acks, result.acks
-        return len(result.acked), elapsed, result.elapsed_s
+        return result.acked_n, elapsed, result.elapsed_s
 
 
 _CLI_SUMMARY = re.compile(

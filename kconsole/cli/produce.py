@@ -165,9 +165,9 @@ def produce(
         else ""
     )
     click.echo(
-        f"sent {result.sent}, acked {len(result.acked)}, failed {len(result.failed)}"
-        f"{' ' + str(result.failed_by_code) if result.failed else ''}, unknown "
-        f"{len(result.unknown)}, {result.rate:.0f} msg/s{lat_s}"
+        f"sent {result.sent}, acked {result.acked_n}, failed {result.failed_n}"
+        f"{' ' + str(result.failed_by_code) if result.failed_n else ''}, unknown "
+        f"{result.unknown_n}, {result.rate:.0f} msg/s{lat_s}"
     )
     for note in result.notes:
         click.echo(f"note: {note}")

@@ -43,15 +43,26 @@ class Delivery(NamedTuple):
 
 @dataclass(frozen=True)
 class ProduceResult:
+    """Every record of a send accounted for: acked, failed (with the broker's error) or unknown.
+
+    A detailed send (one with `on_progress`) keeps every record's Delivery, in send order. A
+    bulk send keeps no object per acked record: `acked_count` and their latencies, and only the
+    failed and unknown records as Deliveries (index -1: not tracked), plus `unreported`, the
+    records that had no report at all."""
+
     topic: str
     acks: str
     sent: int
-    deliveries: tuple[Delivery, ...]  # in send order
+    deliveries: tuple[Delivery, ...]  # detailed: every record, in send order; bulk: the others
     elapsed_s: float
     notes: tuple[str, ...] = field(default=())
+    acked_count: int | None = None  # bulk sends (None: count `deliveries`)
+    latencies_s: tuple[float, ...] = ()  # bulk sends: the acked records' latencies
+    unreported: int = 0  # bulk sends: records with no delivery report (unknown outcome)
 
     @property
     def acked(self) -> tuple[Delivery, ...]:
+        """The acked records' Deliveries (a bulk send keeps none: see `acked_n`)."""
         return tuple(d for d in self.deliveries if d.error is None)
 
     @property
@@ -60,7 +71,20 @@ class ProduceResult:
 
     @property
     def unknown(self) -> tuple[Delivery, ...]:
+        """Records reported as purged (a bulk send's `unreported` ones are counted apart)."""
         return tuple(d for d in self.deliveries if d.error == "UNKNOWN")
+
+    @property
+    def acked_n(self) -> int:
+        return len(self.acked) if self.acked_count is None else self.acked_count
+
+    @property
+    def failed_n(self) -> int:
+        return len(self.failed)
+
+    @property
+    def unknown_n(self) -> int:
+        return len(self.unknown) + self.unreported
 
     @property
     def failed_by_code(self) -> dict[str, int]:
@@ -68,7 +92,7 @@ class ProduceResult:
 
     @property
     def ok(self) -> bool:
-        return len(self.acked) == self.sent
+        return self.acked_n == self.sent
 
     @property
     def rate(self) -> float:
@@ -76,6 +100,8 @@ class ProduceResult:
 
     def latency(self) -> dict[str, float]:
         """p50 / p99 / max of acked records' latencies, in milliseconds ({} if none)."""
+        if self.acked_count is not None:
+            return latency_summary(self.latencies_s)
         return latency_summary(d.latency_s for d in self.acked if d.latency_s is not None)
 
 
@@ -138,10 +164,14 @@ def produce_records(
 
     `rate` paces sends (messages/s, absolute schedule); `partition` overrides the partitioner.
     The flush is bounded (`flush_timeout_s`, by default the message timeout + 5 s): what is
-    still in flight then is purged and reported as unknown. `on_progress` gets each outcome;
-    for big sends pass a `tally` instead (counted as reports arrive) and `on_tick`, called at
-    most every `tick_s` while sending and flushing: no Python call per record beyond the
-    client's own.
+    still in flight then is purged and reported as unknown.
+
+    With `on_progress` the send is detailed: each record's outcome (its index, key, partition,
+    offset, latency) is handed to it and kept in the result. Without it the send is bulk: per
+    record only the client's produce() call and a delivery callback that appends the latency
+    (as lean as a plain confluent-kafka loop's counting callback); failed and unknown records
+    still get their Delivery. A `tally` counts as reports arrive, and `on_tick` is called at
+    most every `tick_s` while sending and flushing.
     """
     conf = producer_config(
         settings,
@@ -155,20 +185,25 @@ def produce_records(
         producer = Producer(conf)
     except KafkaException as exc:
         raise ProduceError(f"cannot create the producer: {exc}") from exc
-    # Lists indexed by send order: the delivery callback runs once per record, so keep it lean
-    # (bench/results: every Python call per record costs throughput against a plain loop).
+    tally = tally if tally is not None else Tally(0, clock)
+    detailed = on_progress is not None
+    # Detailed: lists indexed by send order. Bulk: the acked records' latencies (in the
+    # tally: their count is the acked count) and a Delivery for every other outcome.
     outcomes: list[Delivery | None] = []
     keys: list[bytes | None] = []
-    count = tally.add if tally is not None else None
+    problems: list[Delivery] = []
+    acked = tally.latencies.append
 
     def report(d: Delivery) -> None:
-        outcomes[d.index] = d
-        if count is not None:
-            count(d)
+        if detailed:
+            outcomes[d.index] = d
+        else:
+            problems.append(d)
+        tally.add(d)
         if on_progress is not None:
             on_progress(d)
 
-    def on_delivery(i: int, err: KafkaError | None, msg: Message) -> None:
+    def on_record(i: int, err: KafkaError | None, msg: Message) -> None:  # detailed
         if outcomes[i] is not None:
             return
         part = msg.partition()
@@ -181,16 +216,17 @@ def produce_records(
         if err is None:
             off = msg.offset()
             off = off if off is not None and off >= 0 else None  # acks=0: no offset
-            d = Delivery(i, keys[i], part, off, lat)
-            outcomes[i] = d
-            if count is not None:
-                count(d)
-            if on_progress is not None:
-                on_progress(d)
-        elif err.code() in clients.PURGED:
-            report(Delivery(i, keys[i], part, None, None, "UNKNOWN", err.str()))
+            report(Delivery(i, keys[i], part, off, lat))
         else:
-            report(Delivery(i, keys[i], part, None, lat, err.name(), err.str()))
+            report(_failure(i, keys[i], part, lat, err))
+
+    def on_bulk(err: KafkaError | None, msg: Message) -> None:
+        if err is None:
+            acked(msg.latency())
+        else:
+            part = msg.partition()
+            part = part if part is not None and part >= 0 else None
+            report(_failure(-1, msg.key(), part, msg.latency(), err))
 
     start = clock()
     next_tick = start + tick_s
@@ -198,27 +234,31 @@ def produce_records(
     period = 1.0 / rate if rate else 0.0
     produce, poll = producer.produce, producer.poll
     fixed: dict[str, Any] = {} if partition is None else {"partition": partition}
+    cb: Callable[..., None] = on_bulk
     for key, value, headers in records:
         if period:
             while (wait := start + n * period - clock()) > 0:
                 poll(min(wait, 0.1))
-        keys.append(key)
-        outcomes.append(None)
-        cb = partial(on_delivery, n)
+        if detailed:
+            keys.append(key)
+            outcomes.append(None)
+            cb = partial(on_record, n)
         while True:
             try:
                 if headers:
-                    produce(topic, key=key, value=value, headers=list(headers), on_delivery=cb,
-                            **fixed)  # fmt: skip
+                    produce(topic, value, key, on_delivery=cb, headers=list(headers), **fixed)
                 else:
-                    produce(topic, key=key, value=value, on_delivery=cb, **fixed)
+                    produce(topic, value, key, on_delivery=cb, **fixed)
             except BufferError:
                 poll(0.05)  # local queue full: serve reports, then send it again
                 continue
             except KafkaException as exc:
                 err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
                 name = err.name() if err else type(exc).__name__
-                report(Delivery(n, key, None, None, None, name, err.str() if err else str(exc)))
+                report(
+                    Delivery(n if detailed else -1, key, None, None, None, name,
+                             err.str() if err else str(exc))
+                )  # fmt: skip
             break
         n += 1
         # Reports are served in bulk: one poll per 64 records (the queue-full path above polls
@@ -241,11 +281,19 @@ def produce_records(
     if len(producer) > 0:
         producer.purge(in_queue=True, in_flight=True, blocking=True)
         producer.flush(1.0)
-    for i in range(n):
-        if outcomes[i] is None:
-            report(Delivery(i, keys[i], None, None, None, "UNKNOWN", "no delivery report"))
-    done = [d for d in outcomes if d is not None]
-    unknown = sum(1 for d in done if d.error == "UNKNOWN")
+    elapsed = max(sent_done, clock()) - start
+    unreported = 0
+    if detailed:
+        for i in range(n):
+            if outcomes[i] is None:
+                report(Delivery(i, keys[i], None, None, None, "UNKNOWN", "no delivery report"))
+        done = tuple(d for d in outcomes if d is not None)
+        unknown = sum(1 for d in done if d.error == "UNKNOWN")
+    else:
+        unreported = max(0, n - len(tally.latencies) - len(problems))
+        tally.unknown += unreported
+        done = tuple(problems)
+        unknown = unreported + sum(1 for d in done if d.error == "UNKNOWN")
     if unknown:
         notes.append(
             f"{unknown} records had no delivery report within the flush timeout: unknown "
@@ -257,10 +305,22 @@ def produce_records(
         topic=topic,
         acks=acks,
         sent=n,
-        deliveries=tuple(done),
-        elapsed_s=max(sent_done, clock()) - start,
+        deliveries=done,
+        elapsed_s=elapsed,
         notes=tuple(notes),
+        acked_count=None if detailed else len(tally.latencies),
+        latencies_s=() if detailed else tuple(x for x in tally.latencies if x is not None),
+        unreported=unreported,
     )
+
+
+def _failure(
+    index: int, key: bytes | None, part: int | None, lat: float | None, err: KafkaError
+) -> Delivery:
+    """A record that was not acked: purged (unknown outcome) or failed with the broker's error."""
+    if err.code() in clients.PURGED:
+        return Delivery(index, key, part, None, None, "UNKNOWN", err.str())
+    return Delivery(index, key, part, None, lat, err.name(), err.str())
 
 
 # -- live accounting of a send -------------------------------------------------------------------
@@ -285,33 +345,37 @@ class TallyView:
 
 
 class Tally:
-    """Counts outcomes as delivery reports arrive (on the producing thread)."""
+    """Counts outcomes as delivery reports arrive (on the producing thread). An acked record
+    is one entry in `latencies` (None when librdkafka had no timestamp for it): a bulk send's
+    delivery callback only appends there."""
 
     def __init__(self, total: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.total = total
         self.clock = clock
         self.started = clock()
-        self.acked = 0
         self.unknown = 0
         self.failed: Counter[str] = Counter()
-        self.latencies: list[float] = []
+        self.latencies: list[float | None] = []
+
+    @property
+    def acked(self) -> int:
+        return len(self.latencies)
 
     def add(self, d: Delivery) -> None:
         if d.error is None:
-            self.acked += 1
-            if d.latency_s is not None:
-                self.latencies.append(d.latency_s)
+            self.latencies.append(d.latency_s)
         elif d.error == "UNKNOWN":
             self.unknown += 1
         else:
             self.failed[d.error] += 1
 
-    def view(self) -> TallyView:
+    def view(self, latency: bool = False) -> TallyView:
+        """The counts now; the latency summary (a sort of every latency) only when asked."""
         return TallyView(
             self.total,
             self.acked,
             dict(sorted(self.failed.items())),
             self.unknown,
             self.clock() - self.started,
-            latency_summary(self.latencies),
+            latency_summary(x for x in self.latencies if x is not None) if latency else {},
         )

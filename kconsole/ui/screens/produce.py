@@ -364,13 +364,13 @@ class ProduceScreen(Screen[None]):
         self._status(finished_text(message.result, stopped=self._stop.is_set()))
         result = message.result
         if result.ok:
-            self.notify(f"{len(result.acked)} acked by {result.topic}", timeout=3)
+            self.notify(f"{result.acked_n} acked by {result.topic}", timeout=3)
         else:
             failed = ", ".join(f"{k}: {v}" for k, v in result.failed_by_code.items())
             self.notify(
-                f"{len(result.acked)}/{result.sent} acked"
+                f"{result.acked_n}/{result.sent} acked"
                 + (f"; failed: {failed}" if failed else "")
-                + (f"; {len(result.unknown)} unknown" if result.unknown else ""),
+                + (f"; {result.unknown_n} unknown" if result.unknown_n else ""),
                 severity="error",
                 timeout=10,
                 markup=False,
@@ -492,7 +492,7 @@ def sending_text(request: pr.ProduceRequest | None, tally: pr.TallyView) -> Text
 def finished_text(result: pr.ProduceResult, stopped: bool = False) -> Text:
     """'1,000 acked, 0 failed, 0 unknown in 1.2 s · 812 msg/s · latency p50 …'."""
     text = Text()
-    acked, failed, unknown = len(result.acked), len(result.failed), len(result.unknown)
+    acked, failed, unknown = result.acked_n, result.failed_n, result.unknown_n
     style = fmt.GOOD if result.ok else fmt.BAD
     text.append(f"{acked:,}/{result.sent:,} acked", style + fmt.BOLD)
     text.append(f", {failed:,} failed", fmt.BAD if failed else fmt.DIM)
