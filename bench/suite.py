@@ -231,6 +231,7 @@ def section_terminal(smoke: bool, charts: Path) -> Section:
                 Figure(name, "ms", data[key], 100.0),
                 Figure(f"{name}, p99 (max of runs)", "ms", data[key], 300.0, stat="max"),
             ]
+    s.figures += busy_figures(data, "")
     s.text = terminal_text(data)
     plot_latency(data, 100.0, charts / "terminal_latency.png", s)
     return s
@@ -260,9 +261,25 @@ def section_terminal_scale(smoke: bool, charts: Path) -> Section:
                 Figure(f"{label}: {name}", "ms", data[key], 200.0),
                 Figure(f"{label}: {name}, p99 (max of runs)", "ms", data[key], stat="max"),
             ]
+    s.figures += busy_figures(data, f"{label}: ")
     s.text = terminal_text(data)
     plot_latency(data, 200.0, charts / "terminal_scale_latency.png", s)
     return s
+
+
+def busy_figures(data: dict[str, list[float]], label: str) -> list[Figure]:
+    """How busy the machine was in the 2 s after each stop (terminal.py BUSY_S): the cluster's
+    own processes and the console, in % of one core (this machine has os.cpu_count() cores)."""
+    out = []
+    for key, name in (
+        ("failover_cluster_cpu_pct", "2 s after a stop: ZooKeeper + brokers"),
+        ("failover_console_cpu_pct", "2 s after a stop: console"),
+    ):
+        if data.get(key):
+            out.append(
+                Figure(f"{label}{name} (of {os.cpu_count()} cores)", "% of a core", data[key])
+            )
+    return out
 
 
 def plot_latency(data: dict[str, list[float]], target: float, path: Path, s: Section) -> None:

@@ -49,6 +49,7 @@ show that (all with deadlines).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import queue
@@ -88,6 +89,7 @@ SIZE = ("160", "48")
 TEST_TOPIC = "test-topic"
 WARMUP_S = 5.0  # after the first complete frame, before idle CPU is measured
 POLL_S = 0.005
+BUSY_S = 2.0  # CPU sampled for this long after each stop
 NOT_UTF8: list[str] = []  # lines tmux sent that were not UTF-8 (reported in info)
 
 
@@ -552,9 +554,36 @@ class Bench:
             returned.append(time.time())
 
         th = threading.Thread(target=run, daemon=True)
+        threading.Thread(target=self.sample_cpu, daemon=True).start()
         t0 = time.time()
         th.start()
         return th, t0, returned
+
+    def sample_cpu(self) -> None:
+        """How busy the machine is in the first BUSY_S after a stop: the CPU of the cluster's
+        own processes (ZooKeeper and the brokers, found by the marker this cluster's command
+        lines carry) and of the console, in % of one core. On a machine with few cores the
+        cluster's failover work competes with the console for them."""
+        marker = f"@{self.cluster.state_dir}"
+        cluster = [
+            p
+            for p in psutil.process_iter(["cmdline"])
+            if any("kconsole.process=" in a and a.endswith(marker) for a in p.info["cmdline"] or ())
+        ]
+
+        def used(procs: list[psutil.Process]) -> float:
+            total = 0.0
+            for proc in procs:
+                with contextlib.suppress(psutil.Error):
+                    t = proc.cpu_times()
+                    total += t.user + t.system
+            return total
+
+        c0, k0, w0 = used(cluster), used([self.console.proc]), time.monotonic()
+        time.sleep(BUSY_S)
+        c1, k1, w1 = used(cluster), used([self.console.proc]), time.monotonic()
+        self.out["failover_cluster_cpu_pct"].append(100 * (c1 - c0) / (w1 - w0))
+        self.out["failover_console_cpu_pct"].append(100 * (k1 - k0) / (w1 - w0))
 
     def check_stop(self, th: threading.Thread) -> None:
         th.join(timeout=120)
@@ -710,6 +739,8 @@ def run(
             "leader_ms",
             "isr_ms",
             "broker_down_ms",
+            "failover_cluster_cpu_pct",
+            "failover_console_cpu_pct",
         )
     }
     info: dict[str, Any] = {"topics": topics, "partitions_per_topic": partitions}
