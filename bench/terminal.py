@@ -571,19 +571,26 @@ class Bench:
             if any("kconsole.process=" in a and a.endswith(marker) for a in p.info["cmdline"] or ())
         ]
 
-        def used(procs: list[psutil.Process]) -> float:
-            total = 0.0
+        procs = [*cluster, self.console.proc]
+        first: dict[int, float] = {}
+        last: dict[int, float] = {}  # the stopped broker exits meanwhile: its last reading
+        w0 = time.monotonic()
+        while True:
             for proc in procs:
                 with contextlib.suppress(psutil.Error):
                     t = proc.cpu_times()
-                    total += t.user + t.system
-            return total
+                    last[proc.pid] = t.user + t.system
+                    first.setdefault(proc.pid, last[proc.pid])
+            w1 = time.monotonic()
+            if w1 - w0 >= BUSY_S:
+                break
+            time.sleep(0.05)
 
-        c0, k0, w0 = used(cluster), used([self.console.proc]), time.monotonic()
-        time.sleep(BUSY_S)
-        c1, k1, w1 = used(cluster), used([self.console.proc]), time.monotonic()
-        self.out["failover_cluster_cpu_pct"].append(100 * (c1 - c0) / (w1 - w0))
-        self.out["failover_console_cpu_pct"].append(100 * (k1 - k0) / (w1 - w0))
+        def used(group: list[psutil.Process]) -> float:
+            return sum(last[p.pid] - first[p.pid] for p in group if p.pid in first)
+
+        self.out["failover_cluster_cpu_pct"].append(100 * used(cluster) / (w1 - w0))
+        self.out["failover_console_cpu_pct"].append(100 * used([self.console.proc]) / (w1 - w0))
 
     def check_stop(self, th: threading.Thread) -> None:
         th.join(timeout=120)

@@ -253,6 +253,9 @@ class GroupReader:
                 answers = {leader: exc for leader in by_leader}
             for leader, answer in answers.items():
                 if isinstance(answer, BaseException):
+                    if type(answer).__name__ in _NOT_KNOWN_YET:  # the client's metadata lags
+                        routed.extend(by_leader[leader])
+                        continue
                     for tp in by_leader[leader]:
                         errors[tp] = f"leader {leader}: {_text(answer)}"
                     continue
@@ -320,6 +323,9 @@ async def _ask_log_ends(
 # ListOffsets partition errors that mean "ask the new leader": NOT_LEADER_OR_FOLLOWER (6),
 # LEADER_NOT_AVAILABLE (5), FENCED_LEADER_EPOCH (74), UNKNOWN_LEADER_EPOCH (75).
 _NOT_LEADER = frozenset({5, 6, 74, 75})
+# A leader kafka-python's metadata does not know yet (a broker that just joined): asked through
+# its own lookup instead, which refreshes that metadata.
+_NOT_KNOWN_YET = frozenset({"UnknownBrokerIdError"})
 
 
 def _error_name(code: int) -> str:
