@@ -24,4 +24,5 @@ lint: setup
 	@.venv/bin/lint-imports
 
 bench: setup
+	@bash scripts/bench-tools.sh
 	@.venv/bin/python bench/suite.py $(BENCH_ARGS)

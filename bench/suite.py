@@ -13,7 +13,7 @@ Sections (each is also a script of its own in bench/):
   produce    bulk produce, the console's path vs a plain confluent-kafka loop
   describe   `kconsole describe --json` vs kafka-topics / kafka-consumer-groups (and kcat)
   start      `kconsole cluster up` warm (and cold with --cold)
-  spark      the keyed-counts job (only with --with-spark: about 6 minutes)
+  spark      the keyed-counts job on local[2] (about 6 minutes; --no-spark leaves it out)
 
 Every figure is the median of several runs with its spread; comparisons are ratios of runs
 made side by side in the same minute. --smoke runs scale and idle at small sizes and checks the
@@ -493,7 +493,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--smoke", action="store_true", help="small sizes, no cluster: the harness")
     ap.add_argument("--only", help=f"comma-separated sections of {','.join(SECTIONS)}")
-    ap.add_argument("--with-spark", action="store_true")
+    ap.add_argument("--no-spark", action="store_true", help="leave the Spark section out")
     ap.add_argument("--cold", action="store_true", help="also a cold `cluster up`")
     ap.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
     args = ap.parse_args()
@@ -506,7 +506,7 @@ def main() -> None:
         if args.only
         else list(SMOKE)
         if args.smoke
-        else [n for n in SECTIONS if n != "spark" or args.with_spark]
+        else [n for n in SECTIONS if n != "spark" or not args.no_spark]
     )
     unknown = [n for n in names if n not in SECTIONS]
     if unknown:
