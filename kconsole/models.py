@@ -285,7 +285,7 @@ class ClusterSnapshot:
             if len(old) != len(new):
                 return
             changed = [(a, b) for a, b in zip(old, new, strict=True) if a is not b]
-            if len(changed) > len(new) // 2 or any(
+            if len(changed) > len(new) // 3 or any(
                 (a.topic, a.partition) != (b.topic, b.partition) for a, b in changed
             ):
                 return  # reordered, or so much changed that counting again is as cheap
