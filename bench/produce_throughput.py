@@ -69,7 +69,7 @@ from typing import Any
 
 from _common import code_revision, load
 from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 
 from kconsole.cluster import jars
 from kconsole.cluster.local import LocalCluster, LocalClusterSpec
@@ -240,21 +240,7 @@ def perf_tool(
 # -- the cluster -----------------------------------------------------------------------------------
 def create_topic(local: LocalCluster, name: str, timeout: float = 120.0) -> None:
     """One partition, RF 3; returns once every replica is in ISR and every broker serves it."""
-    deadline = time.monotonic() + timeout
-    admin = AdminClient({"bootstrap.servers": local.spec.bootstrap, "log_level": 0})
-    while True:
-        try:
-            admin.create_topics([NewTopic(name, 1, 3)], request_timeout=15)[name].result(20)
-            break
-        except KafkaException as exc:
-            err = exc.args[0] if exc.args else None
-            if getattr(err, "name", lambda: "")() == "TOPIC_ALREADY_EXISTS":
-                break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"could not create {name}: {exc}") from exc
-            time.sleep(0.5)  # a controller still settling: ask again
-    local.wait_isr_full(name, deadline)
-    local.wait_metadata_everywhere(name, deadline)
+    local.create_topic(name, 1, 3, time.monotonic() + timeout)
 
 
 def warm_up(spec: LocalClusterSpec, topic: str, value: bytes, acks: str) -> None:

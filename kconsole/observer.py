@@ -91,12 +91,8 @@ class SnapshotBuilder:
         self._parts_from: tuple[object, ...] = ()
         self._parts: tuple[Partition, ...] = ()
         self._part_objs: dict[tuple[str, int], Partition] = {}
-        # The ZooKeeper data the partitions were last built from (state, topics, states).
-        self._zk_read: tuple[ZkState | None, dict[str, Any], dict[tuple[str, int], Any]] = (
-            None,
-            {},
-            {},
-        )
+        # The ZooKeeper topics and states the partitions were last built from.
+        self._zk_read: tuple[dict[str, Any], dict[tuple[str, int], Any]] = ({}, {})
         self._replicas_of: tuple[Partition, ...] | None = None  # partitions _brokers last read
         self._names_of: tuple[Partition, ...] | None = None  # ... and _topics
         self._names: list[str] = []
@@ -145,7 +141,7 @@ class SnapshotBuilder:
             built = self._from_zk(self.zk, self._parts_from[:1] == ("zk",))
         else:
             built = self._from_admin()
-            self._zk_read = (None, {}, {})
+            self._zk_read = ({}, {})
         # An unchanged partition stays the same object: comparing two snapshots' partitions
         # is then mostly identity checks.
         known = self._part_objs
@@ -165,7 +161,7 @@ class SnapshotBuilder:
         topic or a partition state it did not re-read, so only what it re-read is built again:
         a leader moving on one partition of 10,000 costs one Partition, not 10,000 (plus an
         identity check each)."""
-        prev_topics, prev_states = (self._zk_read[1], self._zk_read[2]) if incremental else ({}, {})
+        prev_topics, prev_states = self._zk_read if incremental else ({}, {})
         known = self._part_objs
         out: list[Partition] = []
         for topic in sorted(zk.topics):
@@ -193,7 +189,7 @@ class SnapshotBuilder:
                         tuple(removing.get(str(p), ())),
                     )
                 )
-        self._zk_read = (zk, zk.topics, zk.states)
+        self._zk_read = (zk.topics, zk.states)
         return out
 
     def _from_admin(self) -> list[Partition]:

@@ -207,10 +207,22 @@ class LocalCluster(LocalClusterDir):
 
     def _ensure_test_topic(self, deadline: float, say: Progress) -> bool:
         """Create test-topic if missing, then wait until every partition has a full ISR."""
+        rf = min(TEST_TOPIC_RF, self.spec.brokers)
+        return self.create_topic(TEST_TOPIC, TEST_TOPIC_PARTITIONS, rf, deadline, say)
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        rf: int,
+        deadline: float,
+        say: Progress | None = None,
+    ) -> bool:
+        """Create `name` if missing (asked again while a controller settles), then wait until
+        every replica is in ISR and every broker serves it. True when it was created here."""
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient, NewTopic
 
-        rf = min(TEST_TOPIC_RF, self.spec.brokers)
         # log_level 0: brokers still binding their ports are expected here, not worth printing.
         admin = AdminClient(
             {"bootstrap.servers": self.spec.bootstrap, "socket.timeout.ms": 5000, "log_level": 0}
@@ -219,11 +231,12 @@ class LocalCluster(LocalClusterDir):
         while True:
             try:
                 md = admin.list_topics(timeout=5)
-                if TEST_TOPIC not in md.topics:
-                    say(f"creating {TEST_TOPIC} ({TEST_TOPIC_PARTITIONS} partitions, RF {rf})")
-                    fut = admin.create_topics(
-                        [NewTopic(TEST_TOPIC, TEST_TOPIC_PARTITIONS, rf)], request_timeout=15
-                    )[TEST_TOPIC]
+                if name not in md.topics:
+                    if say is not None:
+                        say(f"creating {name} ({partitions} partitions, RF {rf})")
+                    fut = admin.create_topics([NewTopic(name, partitions, rf)], request_timeout=15)[
+                        name
+                    ]
                     fut.result(timeout=20)
                     created = True
                 break
@@ -232,10 +245,10 @@ class LocalCluster(LocalClusterDir):
                 if getattr(err, "name", lambda: "")() == "TOPIC_ALREADY_EXISTS":
                     break
                 if time.monotonic() > deadline:
-                    raise ClusterError(f"could not create {TEST_TOPIC}: {exc}") from exc
+                    raise ClusterError(f"could not create {name}: {exc}") from exc
                 time.sleep(0.5)
-        self.wait_isr_full(TEST_TOPIC, deadline)
-        self.wait_metadata_everywhere(TEST_TOPIC, deadline)
+        self.wait_isr_full(name, deadline)
+        self.wait_metadata_everywhere(name, deadline)
         return created
 
     def wait_metadata_everywhere(self, topic: str, deadline: float) -> None:
