@@ -215,3 +215,44 @@ async def test_keys_move_the_cursor_and_the_view() -> None:
         await pilot.press("home")
         await pilot.pause()
         assert screen_rows()[0] == table.row_keys[0] == table.cursor_key
+
+
+async def test_a_change_marks_only_the_lines_in_view() -> None:
+    """A changed row marks its line for redrawing only while it is in view (marking a line
+    costs as much as drawing it); a row changed out of view shows its new value when it is
+    scrolled into view."""
+    app = new_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        table = app.query_one(PartitionsTable)
+        snap = big(1_000)
+        parts = list(snap.partitions)
+        # One leader already off its preferred replica: the flags column is as wide as a
+        # moved leader makes it (a wider column redraws the whole table).
+        parts[950] = dataclasses.replace(parts[950], leader=parts[950].replicas[1])
+        snap = dataclasses.replace(snap, partitions=tuple(parts))
+        feed(app, snap)
+        await pilot.pause()
+        marked: list[int] = []
+        original = table.refresh_line
+
+        def marking(y: int) -> PartitionsTable:
+            marked.append(y)
+            return original(y)
+
+        table.refresh_line = marking  # type: ignore[method-assign]
+        for k in (1, 2, 900):  # two rows in view, one far below it
+            parts[k] = dataclasses.replace(parts[k], leader=parts[k].replicas[1])
+        feed(app, dataclasses.replace(snap, partitions=tuple(parts), taken_at=T0 + 2, seq=3))
+        await pilot.pause()
+        assert sorted(marked) == [table.get_row_index(parts[k].key) + 1 for k in (1, 2)]
+
+        def leader_on_screen(key: str) -> str:
+            y = table.get_row_index(key) + 1 - table.scroll_offset.y
+            words = table.render_line(y).text.split()
+            assert f"{words[0]}/{words[1]}" == key
+            return words[2]
+
+        assert leader_on_screen(parts[1].key) == str(parts[1].replicas[1])
+        table.scroll_to(y=table.get_row_index(parts[900].key) - 5, animate=False)
+        await pilot.pause()
+        assert leader_on_screen(parts[900].key) == str(parts[900].replicas[1])

@@ -233,8 +233,20 @@ class VirtualTable(ScrollView, Generic[Item], can_focus=True):
             return
         assert all(key in self._index for key in changed), "a new row needs the order"
         if not self._settle(at, everything=False):
-            for key in changed:
-                self.refresh_line(self._index[key] + 1)
+            self._refresh_rows(changed)
+
+    def _refresh_rows(self, keys: Iterable[str]) -> None:
+        """Mark the lines of rows `keys` for redrawing: only those in view (a row scrolled
+        out of view is drawn when it comes into view; marking it costs as much as drawing a
+        line, 3,000 times over when a third of 10,000 leaders move)."""
+        top = self.scroll_offset.y
+        height = self.size.height
+        lines = [y for key in keys if top <= (y := self._index[key] + 1) <= top + height]
+        if len(lines) > height // 2:
+            self.refresh()
+            return
+        for y in lines:
+            self.refresh_line(y)
 
     def _measure(self, key: str, item: Item, widths: Mapping[str, tuple[int, ...]] | None) -> None:
         """Count the row's cell widths in (given in `widths`, or measured now)."""
