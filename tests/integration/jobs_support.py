@@ -39,17 +39,10 @@ def new_topic(cluster: LocalCluster, prefix: str, partitions: int = 2) -> str:
     name = f"{prefix}-{secrets.token_hex(3)}"
     admin = AdminClient({"bootstrap.servers": cluster.spec.bootstrap})
     admin.create_topics([NewTopic(name, partitions, 3)])[name].result(timeout=30)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        md = admin.list_topics(name, timeout=5).topics.get(name)
-        if (
-            md is not None
-            and md.error is None
-            and all(p.leader >= 0 for p in md.partitions.values())
-        ):
-            return name
-        time.sleep(0.1)
-    raise AssertionError(f"topic {name} never got leaders")
+    # Every broker must know it (the controller tells them one by one): a client sent to one
+    # that does not yet would hear UNKNOWN_TOPIC_OR_PART.
+    cluster.wait_metadata_everywhere(name, time.monotonic() + 30)
+    return name
 
 
 def produce(

@@ -8,6 +8,7 @@ import os
 import secrets
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -41,6 +42,9 @@ def rf2_topic(cluster: LocalCluster, prefix: str) -> Iterator[str]:
     name = f"{prefix}-{secrets.token_hex(3)}"
     try:
         admin.create_topics([NewTopic(name, 2, replication_factor=2)])[name].result(timeout=30)
+        # Every broker must know it before any metadata is read: each AdminClient below may
+        # ask another broker, and one the controller has not told yet says UNKNOWN_TOPIC.
+        cluster.wait_metadata_everywhere(name, time.monotonic() + 30)
 
         def led() -> bool:
             parts = _partitions(cluster, name)
