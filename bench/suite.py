@@ -262,6 +262,17 @@ def section_terminal_scale(smoke: bool, charts: Path) -> Section:
                 Figure(f"{label}: {name}, p99 (max of runs)", "ms", data[key], stat="max"),
             ]
     s.figures += busy_figures(data, f"{label}: ")
+    if data.get("zk_reads_kconsole_ms"):
+        s.figures += [
+            Figure(
+                f"{label}: re-read every partition state from ZooKeeper (kazoo's own handler)",
+                "ms", data["zk_reads_kazoo_ms"],
+            ),
+            Figure(
+                f"{label}: re-read every partition state from ZooKeeper (kconsole's handler)",
+                "ms", data["zk_reads_kconsole_ms"],
+            ),
+        ]  # fmt: skip
     s.text = terminal_text(data)
     plot_latency(data, 200.0, charts / "terminal_scale_latency.png", s)
     return s

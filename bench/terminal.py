@@ -72,6 +72,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import _common
+import zk_reads
 from _common import elect_preferred
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -748,6 +749,8 @@ def run(
             "broker_down_ms",
             "failover_cluster_cpu_pct",
             "failover_console_cpu_pct",
+            "zk_reads_kazoo_ms",
+            "zk_reads_kconsole_ms",
         )
     }
     info: dict[str, Any] = {"topics": topics, "partitions_per_topic": partitions}
@@ -781,6 +784,10 @@ def run(
             test_parts = sum(1 for t, _ in zk_partitions(zk) if t == TEST_TOPIC)
             info.update(partitions=total, groups=groups)
             say(f"cluster ready: {total} partitions, {groups} groups")
+            if topics:  # what re-reading every partition state costs (bench/zk_reads.py)
+                reads = zk_reads.run(spec.zk_connect, runs)
+                out["zk_reads_kazoo_ms"] = reads["kazoo_wall_ms"]  # type: ignore[assignment]
+                out["zk_reads_kconsole_ms"] = reads["kconsole_wall_ms"]  # type: ignore[assignment]
             cmd = [kconsole, "-b", spec.bootstrap, "-z", spec.zk_connect, "--backend", "none"]
             state_dir = Path(tmp) / "state"
 

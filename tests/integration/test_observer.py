@@ -275,22 +275,33 @@ def test_zookeeper_down_marks_stale_and_recovers(healthy: LocalCluster) -> None:
         )
 
 
-def test_watched_paths_reread_together_equal_a_full_read(healthy: LocalCluster) -> None:
+def test_watched_paths_reread_together_equal_a_full_read(
+    healthy: LocalCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The watcher re-reads a burst of watched paths with pipelined requests (partition states
-    all at once, the controller and brokers first): the result is what a full read gives."""
-    from kconsole.cluster.zk import ZkReader
+    all at once, the controller and brokers first, through kconsole's kazoo handler): the
+    result is what a full read gives, and the slices shown while answers come in grow in the
+    order the paths were given."""
+    from kconsole.cluster import zk as zkmod
 
-    client = KazooClient(hosts=healthy.spec.zk_connect)
+    client = zkmod.zk_client(healthy.spec.zk_connect)
     client.start(timeout=30)
     try:
-        full = ZkReader(client)
+        full = zkmod.ZkReader(client)
         full.read_all()
-        again = ZkReader(client)
+        again = zkmod.ZkReader(client)
         again.read_topics()  # topics known, as the watcher's reader has them
         again.states.clear()
-        paths = [f"/brokers/topics/{t}/partitions/{p}/state" for t, p in sorted(full.states)]
-        again.read_paths(["/controller", "/brokers/ids", *paths, "/controller_epoch"])
+        order = sorted(full.states, reverse=True)
+        paths = [f"/brokers/topics/{t}/partitions/{p}/state" for t, p in order]
+        slices: list[list[tuple[str, int]]] = []
+        monkeypatch.setattr(zkmod, "SLICE_S", 0.0)  # a slice after every answer but the last
+        again.read_paths(
+            ["/controller", "/brokers/ids", *paths, "/controller_epoch"],
+            on_slice=lambda: slices.append(list(again.states)),
+        )
         assert again.states == full.states
+        assert slices == [order[:n] for n in range(1, len(order))]
         assert (again.controller, again.controller_epoch) == (
             full.controller,
             full.controller_epoch,

@@ -1,0 +1,84 @@
+"""Re-reading every partition state from ZooKeeper, as the console's watcher does when a broker
+stops on a big cluster (every state node changes): pipelined kazoo reads with a watch, through
+kazoo's own threading handler and through kconsole's (one select() call per wait), alternating.
+
+    .venv/bin/python bench/zk_reads.py --zk localhost:22181 [--rounds 8]
+
+bench/terminal.py runs it on its 2,000-partition cluster (make bench, "terminal-scale").
+Prints, per handler, the wall time and the process CPU time of each round, in ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from kazoo.client import KazooClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from kconsole.cluster.zk import zk_client
+
+
+def state_paths(client: KazooClient) -> list[str]:
+    return [
+        f"/brokers/topics/{t}/partitions/{p}/state"
+        for t in client.get_children("/brokers/topics")
+        for p in client.get_children(f"/brokers/topics/{t}/partitions")
+    ]
+
+
+def one_round(client: KazooClient, paths: list[str]) -> tuple[float, float]:
+    """(wall ms, process CPU ms) to read every path, all requests in flight at once."""
+    c0, t0 = time.process_time(), time.perf_counter()
+    futures = [client.get_async(p, watch=lambda _event: None) for p in paths]
+    for fut in futures:
+        fut.get(timeout=30)
+    return (time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000
+
+
+def run(hosts: str, rounds: int) -> dict[str, object]:
+    clients = {
+        "kazoo": KazooClient(hosts=hosts),  # kazoo's own SequentialThreadingHandler
+        "kconsole": zk_client(hosts),
+    }
+    out: dict[str, object] = {}
+    try:
+        for c in clients.values():
+            c.start(timeout=30)
+        paths = state_paths(clients["kconsole"])
+        out["paths"] = len(paths)
+        for name in clients:
+            out[f"{name}_wall_ms"], out[f"{name}_cpu_ms"] = [], []
+        for _ in range(rounds):
+            for name, c in clients.items():  # alternating: the same moment for both
+                wall, cpu = one_round(c, paths)
+                out[f"{name}_wall_ms"].append(wall)  # type: ignore[attr-defined]
+                out[f"{name}_cpu_ms"].append(cpu)  # type: ignore[attr-defined]
+    finally:
+        for c in clients.values():
+            c.stop()
+            c.close()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--zk", default="localhost:22181")
+    ap.add_argument("--rounds", type=int, default=8)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    out = run(args.zk, args.rounds)
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1))
+    print(f"{out['paths']} partition states, {args.rounds} rounds each, median (min-max):")
+    for key, values in out.items():
+        if isinstance(values, list):
+            print(f"  {key}: {statistics.median(values):.0f} ({min(values):.0f}-{max(values):.0f})")
+
+
+if __name__ == "__main__":
+    main()
