@@ -145,6 +145,7 @@ def _run_console(settings: Settings) -> None:
         group_refresh_s=settings.group_refresh_s,
         settings=settings,
         jobs=JobManager(settings=settings),
+        freeze_gc=True,
     )
     app.run()
 

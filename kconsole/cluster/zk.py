@@ -186,8 +186,9 @@ class ZkReader:
         """Read many partition states at once (pipelined requests, one round trip's wait).
 
         With `on_slice`, it is called whenever SLICE_S has passed since the read began or
-        since its last call, while answers are still coming: a failover re-reads ~2,000
-        states, and the first of them are shown then, not when the last one is in. With
+        since its last call and something was read since, while answers are still to come:
+        a failover re-reads ~2,000 states, and the first of them are shown then, not when
+        the last one is in. With
         `more`, it is asked after every answer for states that changed since, and their
         reads join the ones in flight (rather than waiting for this burst to end)."""
         pending: deque[tuple[tuple[str, int], Any]] = deque()
@@ -199,18 +200,27 @@ class ZkReader:
 
         ask(tps)
         last = time.monotonic()
+        shown = True  # nothing read since the last slice
         while pending:
             tp, fut = pending.popleft()
+            if on_slice is not None and not shown:
+                # What has been read is shown SLICE_S after the last slice at the latest,
+                # also while ZooKeeper is slow to send the next answer (a busy server, a
+                # pause in the controller's writes): wait for it only until then.
+                left = last + SLICE_S - time.monotonic()
+                if left > 0:
+                    fut.wait(left)  # returns as soon as the answer is in
+                if time.monotonic() - last >= SLICE_S:
+                    on_slice()
+                    last, shown = time.monotonic(), True
             try:
                 data, _stat = fut.get(timeout=10)
                 self.states[tp] = _json(data)
             except NoNodeError:
                 self.read_state(*tp)  # sets an exists-watch for its creation
+            shown = False
             if more is not None:
                 ask(more())
-            if on_slice is not None and pending and time.monotonic() - last >= SLICE_S:
-                on_slice()
-                last = time.monotonic()
 
     def _partitions_of(self, topic: str) -> list[int]:
         parts = self.topics.get(topic, {}).get("partitions", {})

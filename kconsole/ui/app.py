@@ -11,6 +11,7 @@ kconsole.ui.context (the state they read, the actions they send).
 from __future__ import annotations
 
 import contextlib
+import gc
 import threading
 import time
 from collections import deque
@@ -107,8 +108,13 @@ class KConsoleApp(BrokerActions, JobActions, ElectionActions):
         tailer: TailFactory | None = None,
         jobs: JobManager | None = None,
         reassign_client: ClientFactory | None = None,
+        freeze_gc: bool = False,
     ) -> None:
         super().__init__()
+        self._freeze_gc = freeze_gc
+        """Once the first cluster data is on screen, move every object there is then out of
+        the collector's way (gc.freeze): the console process's own (the `kconsole` command
+        sets it; tests, running many apps in one process, do not)."""
         self.jobs = jobs
         """Starts and observes PySpark jobs (None: the jobs screen only shows that)."""
         self.job_logs: dict[str, tuple[str, ...]] = {}
@@ -202,6 +208,13 @@ class KConsoleApp(BrokerActions, JobActions, ElectionActions):
                 snapshot.count_from(current)  # the brokers pane's counts, from what changed
             self.now = self.clock()
             self.snapshot = snapshot
+        if self._freeze_gc and snapshot.partitions:
+            # Python's full collections walk every object: with the screen, the cluster and
+            # 200 groups that was 40-240 ms with every thread stopped, several times during
+            # a failover on 2,000 partitions. What exists once the first data is shown
+            # (modules, widgets, styles, the first snapshot) lives as long as the console.
+            self._freeze_gc = False
+            self.call_after_refresh(gc.freeze)
 
     def on_events_logged(self, message: EventsLogged) -> None:
         self._log_events(message.events)
@@ -392,6 +405,7 @@ def make_app(
     tailer: TailFactory | None = None,
     jobs: JobManager | None = None,
     reassign_client: ClientFactory | None = None,
+    freeze_gc: bool = False,
 ) -> KConsoleApp:
     """The console app, reading from `observer` (None: wait for SnapshotUpdated messages).
 
@@ -399,7 +413,7 @@ def make_app(
     predicted from (default: the local cluster's settings); timelines are exported to
     `export_dir` (default: <state dir>/timelines). `settings` enable producing and (through
     `tailer`, by default a real Tailer) tailing, and (through `reassign_client`, by default a
-    ReassignClient on `settings`) reassigning partitions.
+    ReassignClient on `settings`) reassigning partitions. `freeze_gc`: see KConsoleApp.
     """
     return KConsoleApp(
         observer,
@@ -414,4 +428,5 @@ def make_app(
         tailer=tailer,
         jobs=jobs,
         reassign_client=reassign_client,
+        freeze_gc=freeze_gc,
     )

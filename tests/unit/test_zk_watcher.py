@@ -4,6 +4,7 @@ states that change during a burst join its reads (the controller and brokers sti
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -51,8 +52,14 @@ def test_clients_get_the_handler() -> None:
 
 
 class _Answer:
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, late: bool = False) -> None:
         self.data = data
+        self.late = late  # not in before a wait times out
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if self.late and timeout is not None:
+            time.sleep(timeout)
+        return False
 
     def get(self, timeout: float | None = None) -> tuple[bytes, None]:
         return self.data, None
@@ -61,12 +68,13 @@ class _Answer:
 class _FakeZk:
     """Answers every state read at once with the partition's own number as its leader."""
 
-    def __init__(self) -> None:
+    def __init__(self, late: frozenset[str] = frozenset()) -> None:
         self.asked: list[str] = []
+        self.late = late
 
     def get_async(self, path: str, watch: object = None) -> _Answer:
         self.asked.append(path)
-        return _Answer(b'{"leader": %d, "isr": [1]}' % int(path.split("/")[-2]))
+        return _Answer(b'{"leader": %d, "isr": [1]}' % int(path.split("/")[-2]), path in self.late)
 
 
 def state(topic: str, p: int) -> str:
@@ -91,3 +99,16 @@ def test_a_burst_takes_states_from_the_queue_until_another_path_comes() -> None:
     assert watcher._held == ["/controller"]  # read first on the next turn of the loop
     assert watcher._more_states() == []  # the burst ends; t/2 waits behind the controller
     assert watcher._queue.get_nowait() == state("t", 2)
+
+
+def test_what_was_read_is_shown_while_zookeeper_is_slow_to_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(zkmod, "SLICE_S", 0.02)
+    reader = zkmod.ZkReader(_FakeZk(late=frozenset({state("t", 1)})))  # type: ignore[arg-type]
+    slices: list[list[tuple[str, int]]] = []
+    reader.read_paths(
+        [state("t", 0), state("t", 1)], on_slice=lambda: slices.append(list(reader.states))
+    )
+    assert slices == [[("t", 0)]]  # shown before the late answer came
+    assert list(reader.states) == [("t", 0), ("t", 1)]
