@@ -52,6 +52,7 @@ import argparse
 import contextlib
 import itertools
 import json
+import os
 import queue
 import re
 import shutil
@@ -531,6 +532,10 @@ class Bench:
     runs: list[dict[str, Any]] = field(default_factory=list)  # per stop, for the report
     stop_errors: list[BaseException] = field(default_factory=list)
     skipped: int = 0
+    nice_brokers: int = 0
+
+    def renice_brokers(self) -> None:
+        renice_brokers(self.cluster, self.nice_brokers)
 
     @property
     def bootstrap(self) -> str:
@@ -635,6 +640,7 @@ class Bench:
         """Start `victim` again; every ISR full, preferred leaders; the screen showing it."""
         t0 = time.monotonic()
         self.cluster.start_broker(victim, timeout=120)
+        self.renice_brokers()
         wait_zk_settled(self.zk, self.partitions, 600, elect=self.bootstrap)
         base = self.test_topic()
         brokers = set(self.cluster.spec.broker_ids)
@@ -732,8 +738,32 @@ class Bench:
         self.restore(victim)
 
 
+def renice_brokers(cluster: LocalCluster, nice: int) -> None:
+    """Run the brokers' JVMs at niceness `nice` (0: leave them alone). Each broker leads a
+    session and process group of its own: setpriority on the group reaches every thread in it
+    (threads made later inherit it), and where the kernel groups sessions for scheduling
+    (autogroup), the session's own niceness is what counts against other sessions, so that is
+    set too. ZooKeeper is left alone: its notifications are part of what is measured."""
+    if not nice:
+        return
+    for b in cluster.spec.broker_ids:
+        pid = cluster.broker(b).pid
+        if pid is None:
+            continue
+        os.setpriority(os.PRIO_PGRP, os.getpgid(pid), nice)
+        autogroup = Path(f"/proc/{pid}/autogroup")
+        if autogroup.exists():
+            with contextlib.suppress(OSError):
+                autogroup.write_text(str(nice))
+
+
 def run(
-    runs: int, idle_s: float, topics: int = 0, partitions: int = 0, groups: int = 0
+    runs: int,
+    idle_s: float,
+    topics: int = 0,
+    partitions: int = 0,
+    groups: int = 0,
+    nice_brokers: int = 0,
 ) -> dict[str, Any]:
     if shutil.which("tmux") is None:
         raise SystemExit("bench/terminal.py needs tmux")
@@ -754,6 +784,8 @@ def run(
         )
     }
     info: dict[str, Any] = {"topics": topics, "partitions_per_topic": partitions}
+    if nice_brokers:
+        info["nice_brokers"] = nice_brokers
     kconsole = str(Path(sys.executable).with_name("kconsole"))
     with tempfile.TemporaryDirectory(prefix="kc-bench-term-") as tmp:
         spec = LocalClusterSpec(brokers=3, zk_port=ZK_PORT, base_port=BASE_PORT)
@@ -764,6 +796,7 @@ def run(
         try:
             say("cluster up")
             cluster.up(timeout=180)
+            renice_brokers(cluster, nice_brokers)
             zk.start(timeout=30)
             names: list[str] = []
             if topics:
@@ -814,7 +847,7 @@ def run(
                 used = (c1.user - c0.user) + (c1.system - c0.system)
                 out["idle_cpu_pct"].append(100 * used / (w1 - w0))
             say(f"idle: {[round(x, 2) for x in out['idle_cpu_pct']]} % of a core")
-            bench = Bench(cluster, zk, console, total, out, info)
+            bench = Bench(cluster, zk, console, total, out, info, nice_brokers=nice_brokers)
             for n in range(runs):
                 bench.controller_run(n)
             for n in range(runs):
@@ -839,9 +872,23 @@ def main() -> None:
     ap.add_argument("--topics", type=int, default=0, help="extra topics (RF 3) before the console")
     ap.add_argument("--partitions", type=int, default=100, help="partitions per extra topic")
     ap.add_argument("--groups", type=int, default=0, help="consumer groups with offsets")
+    ap.add_argument(
+        "--nice-brokers",
+        type=int,
+        default=0,
+        help="run the brokers' JVMs at this niceness (an experiment: how much of change -> "
+        "screen is the brokers taking the console's CPU on a small machine)",
+    )
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-    out = run(args.runs, args.idle, args.topics, args.partitions if args.topics else 0, args.groups)
+    out = run(
+        args.runs,
+        args.idle,
+        args.topics,
+        args.partitions if args.topics else 0,
+        args.groups,
+        args.nice_brokers,
+    )
     if args.json:
         args.json.write_text(json.dumps(out))
     for key, vals in out.items():

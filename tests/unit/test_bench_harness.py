@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from suite import Figure  # noqa: E402
+from suite import NOT_MET, Figure, Section, report  # noqa: E402
 
 
 def test_smoke_run_writes_the_report(tmp_path: Path) -> None:
@@ -61,3 +61,15 @@ def test_verdicts() -> None:
     )
     assert Figure("r", "", [0.95], 0.9, higher_is_better=True).verdict() == "met"
     assert Figure("n", "", [1.0]).verdict() == ""
+
+
+def test_a_missed_target_links_to_the_analysis() -> None:
+    """RESULTS.md says by how much a target is missed, and points to why (bench/NOT-MET.md)."""
+    assert (ROOT / "bench" / NOT_MET).exists()
+    missed = Section("s", figures=[Figure("slow", "ms", [250.0, 300.0], 200.0)])
+    text = report([missed], [], "2026-01-01 00:00", "0.1")
+    assert "| slow | 275 (250-300) ms | 2 | ≤ 200 | **missed** (1.4x) |" in text
+    assert "Missed: 1. What the profiles show for them" in text
+    assert f"]({NOT_MET})" in text
+    met = Section("s", figures=[Figure("fast", "ms", [50.0], 200.0)])
+    assert NOT_MET not in report([met], [], "2026-01-01 00:00", "0.1")
