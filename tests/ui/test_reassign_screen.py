@@ -8,6 +8,7 @@ make_app sets from `reassign_client=`, or from the settings)."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, cast
@@ -38,13 +39,19 @@ class FakeReassign:
     """The ReassignClient methods, answering fixed data and recording every call.
 
     While `moving` is set, audit-log/0 is being moved from broker 1 to broker 2: each
-    log_sizes() reading finds `step` more bytes on broker 2, up to the leader's 10 MiB."""
+    log_sizes() reading finds `step` more bytes on broker 2, up to the leader's 10 MiB. With
+    `hold_after` n, the reading after the n-th one while moving waits until `go_on` is set:
+    the screen shows the n-th reading for as long as a test looks at it, however slowly the
+    machine lets the test run next to the poller."""
 
     def __init__(self, step: int = MIB, throttles: dict[str, dict[str, str]] | None = None):
         self.calls: list[tuple[str, Any]] = []
         self.moving = False
         self.step = step
         self.readings = 0
+        self.moving_readings = 0
+        self.hold_after: int | None = None
+        self.go_on = threading.Event()
         self.throttle_configs = throttles or {}
 
     def __call__(self) -> FakeReassign:  # the factory: the same recording client every time
@@ -62,6 +69,10 @@ class FakeReassign:
 
     def log_sizes(self) -> dict[tuple[str, int, int], int]:
         self.calls.append(("log_sizes", None))
+        if self.moving:
+            self.moving_readings += 1
+            if self.hold_after is not None and self.moving_readings > self.hold_after:
+                self.go_on.wait(10)
         self.readings += 1
         sizes = {("test-topic", p, b): (p + 1) * MIB for p in range(4) for b in (1, 2, 3)}
         sizes |= {("audit-log", p, p + 1): 10 * MIB for p in range(3)}
@@ -292,16 +303,18 @@ async def test_progress_until_done() -> None:
     async with app.run_test(size=WIDE) as pilot:
         screen = await propose(pilot, ["audit-log"], brokers="2,3")
         screen.timer, screen.poll_s = Timer(2.0), 0.05
-        fake.moving = True
+        fake.moving, fake.hold_after = True, 2  # the second reading stays on screen
         await pilot.press("ctrl+s")
         await answer(pilot, "audit-log")
         await wait_for(pilot, lambda: "ETA" in text_of(app, "#reassign-status"))
         status = text_of(app, "#reassign-status")
-        assert "reassigning 1 of 1 partition: " in status
-        assert "MiB left · 512.0 KiB/s · ETA" in status  # 1 MiB more per 2 s reading
+        assert "reassigning 1 of 1 partition: 7.0 MiB left · 512.0 KiB/s · ETA" in status, (
+            status  # 3 of 10 MiB copied after the two readings, 1 MiB more per 2 s reading
+        )
         state = str(screen.table.get_row("audit-log/0")[7])
         assert state.startswith("reassigning: ") and "ETA" in state
         fake.moving = False
+        fake.go_on.set()
         await wait_for(pilot, lambda: "done" in text_of(app, "#reassign-status"))
         await wait_group(pilot, "reassign-poll")
         polls = len(fake.called("ongoing"))
