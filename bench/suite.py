@@ -50,6 +50,7 @@ sys.path.insert(0, str(ROOT))
 from _common import code_revision, load  # noqa: E402
 
 NOT_MET = "NOT-MET.md"  # beside RESULTS.md: the analysis of the missed figures
+BROKERS_NICE = 10  # the terminal-scale-nice section's niceness for the brokers' JVMs
 
 
 @dataclass
@@ -247,9 +248,6 @@ def section_terminal_scale(smoke: bool, charts: Path) -> Section:
 
 def section_terminal_scale_nice(smoke: bool, charts: Path) -> Section:
     return terminal_scale(charts, nice=BROKERS_NICE)
-
-
-BROKERS_NICE = 10
 
 
 def terminal_scale(charts: Path, nice: int) -> Section:
@@ -523,12 +521,12 @@ def report(
             out.append(f"| {f.name} | {shown} | {len(f.values)} | {target} | {f.verdict()} |")
         if s.error:
             out.append(f"| {s.title} | not measured: {s.error} | | | |")
-    missed = [f.name for s in sections for f in s.figures if f.verdict().startswith("**missed")]
+    missed = sum(f.verdict().startswith("**missed") for s in sections for f in s.figures)
     if missed and (HERE / NOT_MET).exists():
         link = os.path.relpath(HERE / NOT_MET, out_dir)
         out += [
             "",
-            f"Missed: {len(missed)}. What the profiles show for them and why they are not met on "
+            f"Missed: {missed}. What the profiles show for them and why they are not met on "
             f"this machine: [{NOT_MET}]({link}) (written by hand from the profiles, with its "
             "own date, code and commands; compare them with the ones above).",
         ]

@@ -534,9 +534,6 @@ class Bench:
     skipped: int = 0
     nice_brokers: int = 0
 
-    def renice_brokers(self) -> None:
-        renice_brokers(self.cluster, self.nice_brokers)
-
     @property
     def bootstrap(self) -> str:
         return self.cluster.spec.bootstrap
@@ -640,7 +637,7 @@ class Bench:
         """Start `victim` again; every ISR full, preferred leaders; the screen showing it."""
         t0 = time.monotonic()
         self.cluster.start_broker(victim, timeout=120)
-        self.renice_brokers()
+        renice_brokers(self.cluster, self.nice_brokers)  # a new process: at nice 0 until now
         wait_zk_settled(self.zk, self.partitions, 600, elect=self.bootstrap)
         base = self.test_topic()
         brokers = set(self.cluster.spec.broker_ids)
