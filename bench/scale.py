@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import dataclasses
 import gc
+import itertools
 import os
 import statistics
 import sys
@@ -31,12 +32,13 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kconsole.cluster.zk import ZkState
+from kconsole.cluster.zk import ZkDelta, ZkState
 from kconsole.models import ClusterSnapshot, SourceName
 from kconsole.observer import SnapshotBuilder
 from kconsole.timeline import diff
 from kconsole.ui.app import make_app
 
+SEQ = itertools.count(1)  # ZkState.seq, as a ZkReader numbers them
 REG = {i: {"host": "127.0.0.1", "port": 19091 + i, "timestamp": "1000"} for i in (1, 2, 3)}
 
 
@@ -51,17 +53,21 @@ def zk_data(n: int) -> ZkState:
             assign[str(p)] = r
             states[(name, p)] = {"leader": r[0], "isr": list(r), "leader_epoch": 0}
         topics[name] = {"partitions": assign}
-    return ZkState(0.0, 1, 1, 0.0, dict(REG), topics, states)
+    return ZkState(0.0, 1, 1, 0.0, dict(REG), topics, states, next(SEQ))
 
 
 def moved(state: ZkState, every: int) -> ZkState:
-    """Every `every`-th partition led by its second replica (a new ZkState, as a watch gives)."""
+    """Every `every`-th partition led by its second replica: the next ZkState as ZkWatcher
+    gives it (the states it re-read are new dicts, and its delta names them)."""
     states = dict(state.states)
+    re_read = []
     for i, (key, st) in enumerate(sorted(states.items())):
         if i % every == 0:
             replicas = state.topics[key[0]]["partitions"][str(key[1])]
             states[key] = {**st, "leader": replicas[1], "leader_epoch": 1}
-    return dataclasses.replace(state, states=states)
+            re_read.append(key)
+    delta = ZkDelta(state.seq, frozenset(re_read), frozenset())
+    return dataclasses.replace(state, states=states, seq=next(SEQ), delta=delta)
 
 
 class Stalls:
@@ -104,7 +110,7 @@ async def one_run(n: int) -> dict[str, float]:
     s1, _ = build(b, base, 2.0)  # an Admin poll: same ZooKeeper data
     one = moved(base, 10**9)  # only the first partition
     s2, out["build, one partition changed (ms)"] = build(b, one, 3.0)
-    third = moved(base, 3)
+    third = moved(one, 3)
     s3, _ = build(b, third, 4.0)
     t0 = time.perf_counter()
     diff(s0, s1)

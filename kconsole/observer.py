@@ -16,10 +16,11 @@ both to `on_update(snapshot, events)` — the console posts that as a message, t
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from typing import Any
 
@@ -36,6 +37,7 @@ from kconsole.models import (
     Controller,
     Group,
     Partition,
+    PartitionChanges,
     SourceHealth,
     SourceName,
     Topic,
@@ -46,6 +48,7 @@ log = logging.getLogger(__name__)
 _WAITING = "waiting for first data"
 OnUpdate = Callable[[ClusterSnapshot, tuple[Event, ...]], None]
 StatesFn = Callable[[], dict[int, ProcState]]
+_GENS = itertools.count(1)  # ClusterSnapshot.partitions_gen: unique in the process
 
 
 class _Health:
@@ -90,11 +93,16 @@ class SnapshotBuilder:
         # every consumer see that in O(1) (bench/results/scale.md).
         self._parts_from: tuple[object, ...] = ()
         self._parts: tuple[Partition, ...] = ()
+        self._gen = 0  # ClusterSnapshot.partitions_gen of `_parts`
+        self._changes: PartitionChanges | None = None  # how `_parts` differs from the ones before
         self._part_objs: dict[tuple[str, int], Partition] = {}
-        # The ZooKeeper topics and states the partitions were last built from.
+        self._pos: dict[tuple[str, int], int] = {}  # where each partition is in `_parts`
+        self._per_topic: Counter[str] = Counter()  # partitions per topic in `_parts`
+        # The ZooKeeper topics and states the partitions were last built from, and its seq.
         self._zk_read: tuple[dict[str, Any], dict[tuple[str, int], Any]] = ({}, {})
-        self._replicas_of: tuple[Partition, ...] | None = None  # partitions _brokers last read
-        self._names_of: tuple[Partition, ...] | None = None  # ... and _topics
+        self._zk_seq = 0
+        self._replicas_gen = -1  # the partitions _brokers last looked at
+        self._names_gen = -1  # ... and _topics
         self._names: list[str] = []
 
     def build(self, now: float) -> ClusterSnapshot:
@@ -116,6 +124,8 @@ class SnapshotBuilder:
             sources=tuple(h.frozen() for h in self.health.values()),
             broker_config=self.broker_config,
             seq=self.seq,
+            partitions_gen=self._gen,
+            partition_changes=self._changes,
         )
 
     def _partitions(self, zk_ok: bool) -> tuple[Partition, ...]:
@@ -137,11 +147,28 @@ class SnapshotBuilder:
             a is b for a, b in zip(source, self._parts_from, strict=True)
         ):
             return self._parts
-        if from_zk and self.zk is not None:
-            built = self._from_zk(self.zk, self._parts_from[:1] == ("zk",))
+        zk = self.zk if from_zk else None
+        delta = self._zk_delta(zk) if zk is not None else None
+        if delta is not None:
+            if delta:  # only what ZooKeeper re-read, each in its place
+                parts = list(self._parts)
+                for i, p in delta:
+                    parts[i] = p
+                    self._part_objs[(p.topic, p.partition)] = p
+                self._changes = PartitionChanges(self._gen, tuple(i for i, _p in delta))
+                self._parts, self._gen = tuple(parts), next(_GENS)
+        else:
+            self._full_build(zk)
+        self._parts_from = source
+        self._zk_read = (zk.topics, zk.states) if zk is not None else ({}, {})
+        self._zk_seq = zk.seq if zk is not None else 0
+        return self._parts
+
+    def _full_build(self, zk: ZkState | None) -> None:
+        if zk is not None:
+            built = self._from_zk(zk, self._parts_from[:1] == ("zk",))
         else:
             built = self._from_admin()
-            self._zk_read = ({}, {})
         # An unchanged partition stays the same object: comparing two snapshots' partitions
         # is then mostly identity checks.
         known = self._part_objs
@@ -149,47 +176,67 @@ class SnapshotBuilder:
             p if p is (same := known.get((p.topic, p.partition))) or p != same else same
             for p in built
         )
-        if parts != self._parts:
-            self._part_objs = {(p.topic, p.partition): p for p in parts}
-        else:
-            parts = self._parts
-        self._parts_from, self._parts = source, parts
-        return parts
+        if parts == self._parts:
+            return
+        self._part_objs = {(p.topic, p.partition): p for p in parts}
+        self._pos = {(p.topic, p.partition): i for i, p in enumerate(parts)}
+        self._per_topic = Counter(p.topic for p in parts)
+        self._parts, self._gen, self._changes = parts, next(_GENS), None
+
+    def _zk_delta(self, zk: ZkState) -> list[tuple[int, Partition]] | None:
+        """(position, partition) for each partition that differs from the last build, from
+        just what ZooKeeper re-read since (ZkState.delta); None when that cannot say: not
+        built from the ZkState before, or a topic gained or lost partitions."""
+        d = zk.delta
+        if d is None or not self._zk_seq or d.base != self._zk_seq:
+            return None
+        pos = self._pos
+        keys = set(d.states)
+        for topic in d.topics:
+            tdata = zk.topics.get(topic)
+            if tdata is None:
+                return None  # deleted
+            ids = tdata.get("partitions", {})
+            if len(ids) != self._per_topic.get(topic, 0):
+                return None
+            for p_str in ids:
+                key = (topic, int(p_str))
+                if key not in pos:
+                    return None
+                keys.add(key)
+        out: list[tuple[int, Partition]] = []
+        for key in keys:
+            i = pos.get(key)
+            tdata = zk.topics.get(key[0])
+            if i is None:
+                if tdata is not None and str(key[1]) in tdata.get("partitions", {}):
+                    return None  # a partition the last build did not have
+                continue  # a state no assignment names: not shown (as in a full build)
+            assert tdata is not None
+            p = _zk_partition(key[0], key[1], tdata, zk.states.get(key))
+            if p != self._parts[i]:
+                out.append((i, p))
+        out.sort(key=lambda ip: ip[0])
+        return out
 
     def _from_zk(self, zk: ZkState, incremental: bool) -> list[Partition]:
         """Partitions from ZooKeeper's data. ZkWatcher hands on the very same dict for a
         topic or a partition state it did not re-read, so only what it re-read is built again:
         a leader moving on one partition of 10,000 costs one Partition, not 10,000 (plus an
-        identity check each)."""
+        identity check each). Used when _zk_delta cannot say what changed."""
         prev_topics, prev_states = self._zk_read if incremental else ({}, {})
         known = self._part_objs
         out: list[Partition] = []
         for topic in sorted(zk.topics):
             tdata = zk.topics[topic]
             same_topic = tdata is prev_topics.get(topic)
-            assign = tdata.get("partitions", {})
-            adding = tdata.get("adding_replicas", {}) or {}
-            removing = tdata.get("removing_replicas", {}) or {}
-            for p in sorted(int(p_str) for p_str in assign):
+            for p in sorted(int(p_str) for p_str in tdata.get("partitions", {})):
                 key = (topic, p)
                 st = zk.states.get(key)
                 if same_topic and st is prev_states.get(key) and (old := known.get(key)):
                     out.append(old)
                     continue
-                st = st or {}
-                out.append(
-                    Partition(
-                        topic,
-                        p,
-                        int(st.get("leader", -1)),
-                        tuple(assign[str(p)]),
-                        tuple(st.get("isr", ())),
-                        st.get("leader_epoch"),
-                        tuple(adding.get(str(p), ())),
-                        tuple(removing.get(str(p), ())),
-                    )
-                )
-        self._zk_read = (zk.topics, zk.states)
+                out.append(_zk_partition(topic, p, tdata, st))
         return out
 
     def _from_admin(self) -> list[Partition]:
@@ -200,6 +247,16 @@ class SnapshotBuilder:
                     Partition(topic, ap.partition, ap.leader, ap.replicas, ap.isr) for ap in parts
                 )
         return sorted(out, key=lambda p: (p.topic, p.partition))
+
+    def _since(self, gen: int) -> tuple[Partition, ...] | None:
+        """The partitions built again since the build `gen` (none if it is the last one);
+        None when the last build was a full one after it (look at every partition)."""
+        if gen == self._gen:
+            return ()
+        ch = self._changes
+        if ch is not None and ch.base == gen:
+            return tuple(self._parts[i] for i in ch.positions)
+        return None
 
     def _brokers(self, zk_ok: bool, partitions: tuple[Partition, ...]) -> tuple[Broker, ...]:
         present: dict[int, Broker] = {}
@@ -220,11 +277,12 @@ class SnapshotBuilder:
                     present[bid] = Broker(b.id, b.host, b.port, rack, b.state, b.registered_at)
         for bid, b in present.items():
             self._known[bid] = b
-        if partitions is not self._replicas_of:  # most builds change no partition
-            self._replicas_of = partitions
-            # A replica on a broker never seen is a broker that is down.
-            replicas = {bid for p in partitions for bid in p.replicas}
-            for bid in replicas - self._known.keys():
+        # A replica on a broker never seen is a broker that is down; most builds change no
+        # partition, and a slice of a burst only a few.
+        scan = self._since(self._replicas_gen)
+        self._replicas_gen = self._gen
+        for bid in {bid for p in (partitions if scan is None else scan) for bid in p.replicas}:
+            if bid not in self._known:
                 self._known[bid] = Broker(bid, "?", 0, state=BrokerState.DOWN)
         for bid in self.proc_states:
             self._known.setdefault(bid, Broker(bid, "?", 0, state=BrokerState.DOWN))
@@ -265,11 +323,31 @@ class SnapshotBuilder:
         return Controller(cid, epoch, since or self._controller_seen[1], self._previous_controller)
 
     def _topics(self, partitions: tuple[Partition, ...]) -> tuple[Topic, ...]:
-        if partitions is not self._names_of:
-            self._names_of, self._names = partitions, sorted({p.topic for p in partitions})
+        # A build of just the changed partitions keeps every topic and partition.
+        if self._since(self._names_gen) is None:
+            self._names = sorted({p.topic for p in partitions})
+        self._names_gen = self._gen
         names = self._names
         min_isr = self.admin.min_isr if self.admin else {}
         return tuple(Topic(n, n.startswith("__"), min_isr.get(n)) for n in names)
+
+
+def _zk_partition(
+    topic: str, p: int, tdata: dict[str, Any], state: dict[str, Any] | None
+) -> Partition:
+    """One partition from its topic's assignment JSON and its state znode's JSON."""
+    st = state or {}
+    key = str(p)
+    return Partition(
+        topic,
+        p,
+        int(st.get("leader", -1)),
+        tuple(tdata.get("partitions", {})[key]),
+        tuple(st.get("isr", ())),
+        st.get("leader_epoch"),
+        tuple((tdata.get("adding_replicas") or {}).get(key, ())),
+        tuple((tdata.get("removing_replicas") or {}).get(key, ())),
+    )
 
 
 def _endpoint(reg: dict[str, Any]) -> tuple[str, int]:

@@ -127,13 +127,18 @@ def diff(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[Event]:
                 )
             )
 
-    if new.partitions is old.partitions:  # the observer hands on unchanged partitions as is
-        return events
-    old_p = {(p.topic, p.partition): p for p in old.partitions}
-    for p in new.partitions:
-        before = old_p.get((p.topic, p.partition))
-        if before is not None and before is not p:
-            events.extend(_partition_events(ts, before, p))
+    # Most snapshots hand on the very partitions of the one before, or say which they built
+    # again: then only those are compared.
+    pairs = new.changed_partitions(old)
+    if pairs is None:  # a topic came or went: by key
+        old_p = {(p.topic, p.partition): p for p in old.partitions}
+        pairs = [
+            (before, p)
+            for p in new.partitions
+            if (before := old_p.get((p.topic, p.partition))) is not None and before is not p
+        ]
+    for before, p in pairs:
+        events.extend(_partition_events(ts, before, p))
     return events
 
 

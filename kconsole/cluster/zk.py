@@ -10,6 +10,7 @@ whole tree is read again, partition states in parallel.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import queue
@@ -35,6 +36,7 @@ SLICE_S = 0.05
 _STATE_RE = re.compile(r"^/brokers/topics/([^/]+)/partitions/(\d+)/state$")
 _TOPIC_RE = re.compile(r"^/brokers/topics/([^/]+)$")
 _BROKER_RE = re.compile(r"^/brokers/ids/(\d+)$")
+_STATE_SEQ = itertools.count(1)  # ZkState.seq: unique in the process, whichever reader
 
 
 class _SelectHandler(SequentialThreadingHandler):
@@ -59,8 +61,24 @@ def zk_client(hosts: str, **kwargs: Any) -> KazooClient:
 
 
 @dataclass(frozen=True)
+class ZkDelta:
+    """What a ZkState re-read since the ZkState numbered `base` (the reader's one before):
+    the partition states and the topics (their assignment JSON). Everything else of the two
+    is the very same objects."""
+
+    base: int
+    states: frozenset[tuple[str, int]]
+    topics: frozenset[str]
+
+
+@dataclass(frozen=True)
 class ZkState:
-    """What ZooKeeper said about the cluster, as of `read_at`."""
+    """What ZooKeeper said about the cluster, as of `read_at`.
+
+    `delta`, when set, says which topics and states were re-read since the reader's previous
+    ZkState: a consumer that built from that one can build again from just those (a burst of
+    2,000 partition states is shown in slices; each slice then costs its own states, not a
+    pass over every partition). None: a full read, or nothing to compare with."""
 
     read_at: float
     controller: int | None = None
@@ -69,6 +87,8 @@ class ZkState:
     brokers: dict[int, dict[str, Any]] = field(default_factory=dict)  # /brokers/ids/<id> JSON
     topics: dict[str, dict[str, Any]] = field(default_factory=dict)  # /brokers/topics/<t> JSON
     states: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)  # partition state
+    seq: int = 0  # unique in the process (0: made by hand)
+    delta: ZkDelta | None = None
 
 
 OnChange = Callable[[ZkState | None, str], None]  # (state, error); error "" when healthy
@@ -86,8 +106,16 @@ class ZkReader:
         self.brokers: dict[int, dict[str, Any]] = {}
         self.topics: dict[str, dict[str, Any]] = {}
         self.states: dict[tuple[str, int], dict[str, Any]] = {}
+        # What was re-read since the last snapshot(), for its ZkDelta (None: everything).
+        self._seq = 0
+        self._re_read: tuple[set[tuple[str, int]], set[str]] | None = None
 
     def snapshot(self) -> ZkState:
+        seq, re_read = next(_STATE_SEQ), self._re_read
+        delta = None
+        if re_read is not None and self._seq:
+            delta = ZkDelta(self._seq, frozenset(re_read[0]), frozenset(re_read[1]))
+        self._seq, self._re_read = seq, (set(), set())
         return ZkState(
             time.time(),
             self.controller,
@@ -96,7 +124,17 @@ class ZkReader:
             dict(self.brokers),
             dict(self.topics),
             dict(self.states),
+            seq,
+            delta,
         )
+
+    def _state_read(self, tp: tuple[str, int]) -> None:
+        if self._re_read is not None:
+            self._re_read[0].add(tp)
+
+    def _topic_read(self, name: str) -> None:
+        if self._re_read is not None:
+            self._re_read[1].add(name)
 
     # -- node reads ---------------------------------------------------------------------
     def _get(self, path: str) -> tuple[bytes, Any] | None:
@@ -164,9 +202,11 @@ class ZkReader:
             return
         before = set(self._partitions_of(name))
         self.topics[name] = _json(got[0])
+        self._topic_read(name)
         now = set(self._partitions_of(name))
         for p in before - now:
             self.states.pop((name, p), None)
+            self._state_read((name, p))
         if states:
             self._read_states_parallel([(name, p) for p in sorted(now - before)])
 
@@ -176,6 +216,7 @@ class ZkReader:
             self.states.pop((topic, partition), None)
         else:
             self.states[(topic, partition)] = _json(got[0])
+        self._state_read((topic, partition))
 
     def _read_states_parallel(
         self,
@@ -216,6 +257,7 @@ class ZkReader:
             try:
                 data, _stat = fut.get(timeout=10)
                 self.states[tp] = _json(data)
+                self._state_read(tp)
             except NoNodeError:
                 self.read_state(*tp)  # sets an exists-watch for its creation
             shown = False
@@ -228,11 +270,14 @@ class ZkReader:
 
     def _drop_topic(self, name: str) -> None:
         self.topics.pop(name, None)
+        self._topic_read(name)
         for tp in [tp for tp in self.states if tp[0] == name]:
             del self.states[tp]
+            self._state_read(tp)
 
     def read_all(self) -> None:
         """Read (and watch) the whole tree."""
+        self._re_read = None  # the next snapshot() says nothing about what changed
         self.read_controller()
         self.read_controller_epoch()
         self.brokers.clear()

@@ -14,7 +14,7 @@ from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 
-from kconsole.models import ClusterSnapshot, Group, GroupPartition, Partition
+from kconsole.models import ClusterSnapshot, Group, GroupPartition, Partition, aligned_changes
 from kconsole.timeline import Event, EventKind
 from kconsole.ui import format as fmt
 
@@ -177,25 +177,26 @@ Pair = tuple[Partition | None, Partition | None]
 
 
 def changed_partitions(old: Sequence[Partition], new: Sequence[Partition]) -> list[Pair]:
-    """(before, after) for every partition that differs between two snapshots (None: absent
-    on that side). Snapshots list partitions sorted, and the observer keeps an unchanged
-    partition the same object, so this is mostly identity checks."""
-    if len(old) == len(new):
-        out: list[Pair] = []
-        for a, b in zip(old, new, strict=True):
-            if a is b:
-                continue
-            if a.topic != b.topic or a.partition != b.partition:
-                break  # not aligned: a topic came and another went
-            if a != b:
-                out.append((a, b))
-        else:
-            return out
+    """(before, after) for every partition that differs between two snapshots' partitions
+    (None: absent on that side). Snapshots list partitions sorted, and the observer keeps an
+    unchanged partition the same object, so this is mostly identity checks."""
+    aligned = aligned_changes(old, new)
+    if aligned is not None:
+        return list(aligned)
     before = {(p.topic, p.partition): p for p in old}
     after = {(p.topic, p.partition): p for p in new}
     pairs: list[Pair] = [(before.get(k), p) for k, p in after.items() if before.get(k) != p]
     pairs.extend((p, None) for k, p in before.items() if k not in after)
     return pairs
+
+
+def snapshot_changes(old: ClusterSnapshot, new: ClusterSnapshot) -> list[Pair]:
+    """changed_partitions of two snapshots: only the partitions the observer built again when
+    `new` was built right after `old` (ClusterSnapshot.changed_partitions)."""
+    aligned = new.changed_partitions(old)
+    if aligned is not None:
+        return list(aligned)
+    return changed_partitions(old.partitions, new.partitions)
 
 
 def partition_rows(snap: ClusterSnapshot | None, view: PartitionView) -> Rows:

@@ -234,7 +234,7 @@ class PartitionsTable(VirtualTable[Partition]):
     a refresh on a big cluster must not cost)."""
 
     _built_context: object = None  # what every row depends on besides its own partition
-    _built_parts: tuple[Partition, ...] | None = None  # the partitions the rows were built from
+    _built_from: ClusterSnapshot | None = None  # the snapshot the rows were built from
     _built_shown: set[str] = set()
     _health: dict[str, tuple[int, int]] = {}  # (offline, unhealthy) of every partition, by key
 
@@ -249,7 +249,7 @@ class PartitionsTable(VirtualTable[Partition]):
         """
         snap = state(self).snapshot
         if snap is None:
-            self._built_context, self._built_parts, self._built_shown = None, None, set()
+            self._built_context, self._built_from, self._built_shown = None, None, set()
             self._health = {}
             self.replace_rows({})
             self.counts = rows.PartitionCounts()
@@ -259,7 +259,8 @@ class PartitionsTable(VirtualTable[Partition]):
             tuple((b.id, b.state, b.registered) for b in snap.brokers),
             self.view,
         )
-        if context != self._built_context or self._built_parts is None:
+        built = self._built_from
+        if context != self._built_context or built is None:
             self._snap = snap
             all_flags = {p.key: snap.flags(p) for p in snap.partitions}  # one pass: what costs
             shown = rows.visible_partitions(snap, self.view)
@@ -267,7 +268,7 @@ class PartitionsTable(VirtualTable[Partition]):
                 {p.key: p for p in shown},
                 {p.key: rows.partition_widths(snap, p, all_flags[p.key]) for p in shown},
             )
-            self._built_context, self._built_parts = context, snap.partitions
+            self._built_context, self._built_from = context, snap
             self._built_shown = set(self._items)
             self._health = {
                 p.key: rows.partition_health(snap, p, all_flags[p.key]) for p in snap.partitions
@@ -279,7 +280,8 @@ class PartitionsTable(VirtualTable[Partition]):
                 sum(u for _, u in self._health.values()),
             )
             return
-        if snap.partitions is self._built_parts:
+        if snap.partitions is built.partitions:
+            self._built_from = snap  # the next snapshot's changes are counted from this one
             return
         self._snap = snap
         # Same brokers, topics and view: a row depends on its own partition only, and so do
@@ -292,7 +294,7 @@ class PartitionsTable(VirtualTable[Partition]):
         removed: list[str] = []
         added = False
         health = self._health
-        for before, after in rows.changed_partitions(self._built_parts, snap.partitions):
+        for before, after in rows.snapshot_changes(built, snap):
             if before is not None:
                 o, u = health.pop(before.key, (0, 0))
                 offline, unhealthy = offline - o, unhealthy - u
@@ -316,7 +318,7 @@ class PartitionsTable(VirtualTable[Partition]):
         moves = added or (bool(changed) and self.view.sort not in ("topic", "partition"))
         order = [p.key for p in rows.visible_partitions(snap, self.view)] if moves else None
         self.patch(changed, removed, order, widths)
-        self._built_parts, self._built_shown = snap.partitions, shown_keys
+        self._built_from, self._built_shown = snap, shown_keys
         self.counts = rows.PartitionCounts(
             len(snap.partitions), len(shown_keys), offline, unhealthy
         )
