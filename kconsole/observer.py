@@ -48,6 +48,8 @@ log = logging.getLogger(__name__)
 _WAITING = "waiting for first data"
 OnUpdate = Callable[[ClusterSnapshot, tuple[Event, ...]], None]
 StatesFn = Callable[[], dict[int, ProcState]]
+# The longest a consumer-group poll waits for a burst of ZooKeeper changes to be read.
+GROUPS_HOLD_S = 2.0
 _GENS = itertools.count(1)  # ClusterSnapshot.partitions_gen: unique in the process
 
 
@@ -389,6 +391,7 @@ class ClusterObserver:
         self._publishing = threading.Lock()  # snapshots reach on_update in the order built
         self.config_refresh_s = 30.0
         self._config_at = 0.0
+        self._preferred: frozenset[tuple[str, int]] = frozenset()
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self, on_update: OnUpdate) -> None:
@@ -396,6 +399,7 @@ class ClusterObserver:
         self._stop.clear()
         if self.settings.zookeeper:
             self._zk = ZkWatcher(self.settings.zookeeper, self._zk_changed)
+            self._zk.prefer(self._preferred)
             self._zk.start()
         loops = [("admin", self._admin_loop), ("groups", self._groups_loop)]
         if self.proc_states_fn is not None:
@@ -433,6 +437,12 @@ class ClusterObserver:
                     self._on_update(snap, (event,))
                 except Exception:
                     log.exception("on_update failed")
+
+    def prefer(self, partitions: frozenset[tuple[str, int]]) -> None:
+        """The partitions on screen: in a burst of ZooKeeper changes, read these first."""
+        self._preferred = partitions
+        if self._zk is not None:
+            self._zk.prefer(partitions)
 
     def events_since(self, ts: float) -> list[Event]:
         """A copy of the kept events at or after `ts` (the source threads append to the log:
@@ -585,6 +595,11 @@ class ClusterObserver:
                 self._poll_groups(reader)
                 self._wake_groups.wait(self.settings.group_refresh_s)
                 self._wake_groups.clear()
+                if self._zk is not None:
+                    # Decoding 200 groups' offsets is Python work that takes the CPU a
+                    # failover's burst of partition states needs to reach the screen: the
+                    # poll waits for the burst (its figures then show a moment's more age).
+                    self._zk.wait_quiet(GROUPS_HOLD_S)
         finally:
             reader.close()
 

@@ -32,3 +32,12 @@ class EventRecorder(Protocol):
 
     def record(self, event: Event) -> None:
         """Record `event` and publish it with the current snapshot."""
+
+
+@runtime_checkable
+class Prefers(Protocol):
+    """An optional Observer capability: told which partitions are on screen, it reads their
+    state before the others' when many change at once (a failover on 2,000 partitions)."""
+
+    def prefer(self, partitions: frozenset[tuple[str, int]]) -> None:
+        """The (topic, partition) of every row in view; replaces what it was told before."""

@@ -33,6 +33,11 @@ log = logging.getLogger(__name__)
 _FULL = "<full>"
 # While a burst of partition states is read, what has been read is published this often.
 SLICE_S = 0.05
+# State reads in flight at once: enough to keep ZooKeeper's answers coming back to back, few
+# enough that a state on screen that changes mid-burst is asked before the rest waiting.
+WINDOW = 64
+# ZkWatcher.wait_quiet: no change read for this long ends a burst.
+QUIET_S = 0.2
 _STATE_RE = re.compile(r"^/brokers/topics/([^/]+)/partitions/(\d+)/state$")
 _TOPIC_RE = re.compile(r"^/brokers/topics/([^/]+)$")
 _BROKER_RE = re.compile(r"^/brokers/ids/(\d+)$")
@@ -223,23 +228,36 @@ class ZkReader:
         tps: list[tuple[str, int]],
         on_slice: Callable[[], None] | None = None,
         more: Callable[[], list[tuple[str, int]]] | None = None,
+        first: Callable[[tuple[str, int]], bool] | None = None,
     ) -> None:
-        """Read many partition states at once (pipelined requests, one round trip's wait).
+        """Read many partition states at once (pipelined requests, WINDOW in flight).
 
         With `on_slice`, it is called whenever SLICE_S has passed since the read began or
         since its last call and something was read since, while answers are still to come:
         a failover re-reads ~2,000 states, and the first of them are shown then, not when
-        the last one is in. With
-        `more`, it is asked after every answer for states that changed since, and their
-        reads join the ones in flight (rather than waiting for this burst to end)."""
+        the last one is in. With `more`, it is asked after every answer for states that
+        changed since, and their reads join the ones waiting (rather than waiting for this
+        burst to end). States for which `first` says True (the rows on screen) are asked
+        before the others waiting, also when they join mid-burst."""
         pending: deque[tuple[tuple[str, int], Any]] = deque()
+        waiting: deque[tuple[str, int]] = deque()
 
-        def ask(batch: list[tuple[str, int]]) -> None:
-            for tp in batch:
+        def add(batch: list[tuple[str, int]]) -> None:
+            if first is None:
+                waiting.extend(batch)
+                return
+            urgent = [tp for tp in batch if first(tp)]
+            waiting.extendleft(reversed(urgent))
+            waiting.extend(tp for tp in batch if not first(tp))
+
+        def ask() -> None:
+            while waiting and len(pending) < WINDOW:
+                tp = waiting.popleft()
                 path = f"/brokers/topics/{tp[0]}/partitions/{tp[1]}/state"
                 pending.append((tp, self.zk.get_async(path, watch=self.watch)))
 
-        ask(tps)
+        add(tps)
+        ask()
         last = time.monotonic()
         shown = True  # nothing read since the last slice
         while pending:
@@ -262,7 +280,8 @@ class ZkReader:
                 self.read_state(*tp)  # sets an exists-watch for its creation
             shown = False
             if more is not None:
-                ask(more())
+                add(more())
+            ask()
 
     def _partitions_of(self, topic: str) -> list[int]:
         parts = self.topics.get(topic, {}).get("partitions", {})
@@ -291,17 +310,18 @@ class ZkReader:
         paths: list[str],
         on_slice: Callable[[], None] | None = None,
         more: Callable[[], list[tuple[str, int]]] | None = None,
+        first: Callable[[tuple[str, int]], bool] | None = None,
     ) -> None:
         """Re-read what watches on `paths` said has changed; partition states all at once
         (a leader moving off a broker changes hundreds: one round trip, not hundreds), in
-        the order given, with `on_slice` and `more` as in _read_states_parallel."""
+        the order given, with `on_slice`, `more` and `first` as in _read_states_parallel."""
         states = []
         for path in paths:
             if m := _STATE_RE.match(path):
                 states.append((m.group(1), int(m.group(2))))
             else:
                 self.read_path(path)
-        self._read_states_parallel(states, on_slice, more)
+        self._read_states_parallel(states, on_slice, more, first)
 
     def read_path(self, path: str) -> None:
         """Re-read what a watch on `path` said has changed."""
@@ -356,6 +376,19 @@ class ZkWatcher:
         self._client: KazooClient | None = None
         self._reader: ZkReader | None = None
         self._connected = threading.Event()
+        # The partitions on screen: in a burst their states are read first (set from any
+        # thread: one reference, replaced whole).
+        self._preferred: frozenset[tuple[str, int]] = frozenset()
+        self._idle = threading.Event()  # clear while a batch of changes is read
+        self._idle.set()
+        self._read_ended = 0.0  # time.monotonic() when the last batch was read
+
+    def prefer(self, partitions: frozenset[tuple[str, int]]) -> None:
+        """Read these partitions' states before the others when many change at once."""
+        self._preferred = partitions
+
+    def _first(self, tp: tuple[str, int]) -> bool:
+        return tp in self._preferred
 
     def start(self) -> None:
         self._client = zk_client(
@@ -371,6 +404,7 @@ class ZkWatcher:
 
     def stop(self) -> None:
         self._stop.set()
+        self._idle.set()
         self._queue.put(_FULL)
         if self._client is not None:
             try:
@@ -434,21 +468,26 @@ class ZkWatcher:
                 break
             if not self._client.connected:
                 continue
+            self._idle.clear()
             try:
                 if any(not p.startswith("/") for p in batch):
                     self._reader.read_all()
                 else:
                     # The controller and the brokers first, published at once: a burst of
                     # partition states must not hold back "who is the controller now".
-                    # Then the partition states, oldest change first, shown as they come
-                    # in (every SLICE_S) rather than when the whole burst has been read.
+                    # Then the partition states, those on screen first, then oldest change
+                    # first, shown as they come in (every SLICE_S) rather than when the
+                    # whole burst has been read.
                     states = [p for p in batch if _STATE_RE.match(p)]
                     others = sorted(set(batch) - set(states))
                     self._reader.read_paths(others)
                     if others and states:
                         self.on_change(self._reader.snapshot(), "")
                     self._reader.read_paths(
-                        states, on_slice=self._publish_so_far, more=self._more_states
+                        states,
+                        on_slice=self._publish_so_far,
+                        more=self._more_states,
+                        first=self._first,
                     )
                 self.on_change(self._reader.snapshot(), "")
             except (KazooException, KazooTimeoutError, OSError) as exc:
@@ -460,6 +499,24 @@ class ZkWatcher:
                 self.on_change(None, f"ZooKeeper {self.hosts}: internal error {_why(exc)}")
                 self._queue.put(_FULL)
                 self._stop.wait(1.0)
+            finally:
+                self._read_ended = time.monotonic()
+                self._idle.set()
+        self._idle.set()
+
+    def wait_quiet(self, timeout: float) -> None:
+        """Return once no change has been read for QUIET_S (a burst of partition states is
+        over), or after `timeout`, or when stopped. For work that can wait a moment and
+        would take the CPU the burst needs (the consumer-group poll)."""
+        deadline = time.monotonic() + timeout
+        while not self._stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0 or not self._idle.wait(left):
+                return
+            since = time.monotonic() - self._read_ended
+            if since >= QUIET_S:
+                return
+            self._stop.wait(min(QUIET_S - since, left))
 
     def _more_states(self) -> list[tuple[str, int]]:
         """Partition states whose watches fired since the burst being read began, to be read

@@ -34,7 +34,7 @@ from kconsole.config import Settings
 from kconsole.drills.measure import Measurement
 from kconsole.jobs import JobManager, JobRun, JobSpec
 from kconsole.models import BrokerConfig, ClusterSnapshot, SourceName
-from kconsole.source import Observer
+from kconsole.source import Observer, Prefers
 from kconsole.timeline import Event
 from kconsole.ui.broker_actions import ACTIONS_GROUP, BrokerActions
 from kconsole.ui.drill import ActionRun, Drill, latest_drill
@@ -215,6 +215,10 @@ class KConsoleApp(BrokerActions, JobActions, ElectionActions):
             # (modules, widgets, styles, the first snapshot) lives as long as the console.
             self._freeze_gc = False
             self.call_after_refresh(gc.freeze)
+
+    def on_partitions_table_in_view(self, message: PartitionsTable.InView) -> None:
+        if isinstance(self.observer, Prefers):
+            self.observer.prefer(message.partitions)
 
     def on_events_logged(self, message: EventsLogged) -> None:
         self._log_events(message.events)

@@ -5,17 +5,27 @@ cluster changes and view changes."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import random
 from collections.abc import Sequence
 
 import pytest
 from rich.text import Text
 
-from kconsole.models import BrokerState, ClusterSnapshot, Partition, Topic
+from kconsole.models import (
+    BrokerState,
+    ClusterSnapshot,
+    Partition,
+    PartitionChanges,
+    Topic,
+    aligned_changes,
+)
 from kconsole.ui import rows
 from kconsole.ui.widgets.tables import PartitionsTable
 from tests.ui.builders import T0, brokers, healthy
-from tests.ui.conftest import feed, new_app
+from tests.ui.conftest import FakeObserver, feed, new_app
+
+GENS = itertools.count(1)
 
 
 def shown(table: PartitionsTable) -> list[tuple[str, ...]]:
@@ -65,8 +75,21 @@ def step(rng: random.Random, snap: ClusterSnapshot, i: int) -> ClusterSnapshot:
     if kind == "broker":
         bs = brokers(b3=BrokerState.DOWN) if i % 2 else brokers()
     new_parts = tuple(sorted(parts, key=lambda p: (p.topic, p.partition)))
+    gen, changes = snap.partitions_gen, snap.partition_changes
     if new_parts == snap.partitions:
         new_parts = snap.partitions
+    else:  # as SnapshotBuilder says what it built again (or cannot: a topic came or went)
+        gen = next(GENS)
+        pairs = aligned_changes(snap.partitions, new_parts)
+        changes = None
+        if pairs is not None:
+            at = [
+                i for i, (a, b) in enumerate(zip(snap.partitions, new_parts, strict=True)) if a != b
+            ]
+            # Now and then counted from a snapshot the table never saw (a newer message
+            # replaced it in the app's queue): the table must not trust those.
+            base = snap.partitions_gen if rng.random() < 0.8 else -1
+            changes = PartitionChanges(base, tuple(at))
     return dataclasses.replace(
         snap,
         taken_at=snap.taken_at + 1,
@@ -74,6 +97,8 @@ def step(rng: random.Random, snap: ClusterSnapshot, i: int) -> ClusterSnapshot:
         topics=topics,
         brokers=bs,
         seq=snap.seq + 1,
+        partitions_gen=gen,
+        partition_changes=changes,
     )
 
 
@@ -91,7 +116,7 @@ async def test_incremental_refresh_shows_what_a_rebuild_would() -> None:
     app = new_app()
     async with app.run_test(size=(160, 48)) as pilot:
         table = app.query_one(PartitionsTable)
-        snap = dataclasses.replace(healthy(T0), seq=1)
+        snap = dataclasses.replace(healthy(T0), seq=1, partitions_gen=next(GENS))
         feed(app, snap)
         await pilot.pause()
         for i in range(75):  # five views, each for 15 random changes
@@ -256,3 +281,47 @@ async def test_a_change_marks_only_the_lines_in_view() -> None:
         table.scroll_to(y=table.get_row_index(parts[900].key) - 5, animate=False)
         await pilot.pause()
         assert leader_on_screen(parts[900].key) == str(parts[900].replicas[1])
+
+
+class PreferringObserver(FakeObserver):
+    """Also told which partitions are on screen (kconsole.source.Prefers)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.told: list[frozenset[tuple[str, int]]] = []
+
+    def prefer(self, partitions: frozenset[tuple[str, int]]) -> None:
+        self.told.append(partitions)
+
+
+async def test_the_observer_is_told_which_partitions_are_on_screen() -> None:
+    """In a burst the observer reads the rows in view first: the app tells it which they are
+    when the rows, the scroll position or the size change (and only then)."""
+    observer = PreferringObserver()
+    app = new_app(observer)
+    async with app.run_test(size=(160, 48)) as pilot:
+        table = app.query_one(PartitionsTable)
+        snap = big(1_000)
+        feed(app, snap)
+        await pilot.pause()
+
+        def in_view() -> frozenset[tuple[str, int]]:
+            top, height = round(table.scroll_offset.y), table.scrollable_content_region.height
+            keys = table.row_keys[top : top + height - 1]
+            return frozenset((k.split("/")[0], int(k.split("/")[1])) for k in keys)
+
+        assert observer.told and observer.told[-1] == in_view()
+        assert ("t000", 0) in observer.told[-1] and ("t009", 99) not in observer.told[-1]
+        told = len(observer.told)
+        moved = dataclasses.replace(snap.partitions[0], leader=snap.partitions[0].replicas[1])
+        parts = (moved, *snap.partitions[1:])
+        feed(app, dataclasses.replace(snap, partitions=parts, taken_at=T0 + 1, seq=2))
+        await pilot.pause()
+        assert len(observer.told) == told  # the same rows in view: nothing to say
+        table.focus()
+        await pilot.press("end")
+        await pilot.pause()
+        assert ("t009", 99) in observer.told[-1] and observer.told[-1] == in_view()
+        await pilot.resize_terminal(160, 30)
+        await pilot.pause()
+        assert observer.told[-1] == in_view()

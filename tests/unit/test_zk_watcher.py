@@ -112,3 +112,74 @@ def test_what_was_read_is_shown_while_zookeeper_is_slow_to_answer(
     )
     assert slices == [[("t", 0)]]  # shown before the late answer came
     assert list(reader.states) == [("t", 0), ("t", 1)]
+
+
+class _CountingZk(_FakeZk):
+    """Also counts the reads in flight (asked, answer not taken yet)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+    def get_async(self, path: str, watch: object = None) -> _Answer:
+        answer = super().get_async(path, watch)
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        real_get = answer.get
+
+        def get(timeout: float | None = None) -> tuple[bytes, None]:
+            self.in_flight -= 1
+            return real_get(timeout)
+
+        answer.get = get  # type: ignore[method-assign]
+        return answer
+
+
+def test_states_on_screen_are_read_first_also_when_they_join_mid_burst(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A burst asks the rows on screen first; one that changes while 20 others wait is asked
+    before them (only WINDOW reads are in flight, so it does not queue behind all of them)."""
+    monkeypatch.setattr(zkmod, "WINDOW", 4)
+    zk = _CountingZk()
+    reader = zkmod.ZkReader(zk)  # type: ignore[arg-type]
+    burst = [state("t", p) for p in range(20)]
+    on_screen = {("t", 15), ("t", 3), ("s", 0)}
+    later = [[("u", 1), ("s", 0)]]
+    reader.read_paths(
+        burst, more=lambda: later.pop(0) if later else [], first=on_screen.__contains__
+    )
+    asked = zk.asked
+    assert asked[:2] == [state("t", 3), state("t", 15)]  # on screen, in the burst's order
+    # s/0 joined after the first answer: asked right after the window's first reads.
+    assert asked.index(state("s", 0)) == 4
+    assert asked[-1] == state("u", 1)  # not on screen: after every state that was waiting
+    assert sorted(asked) == sorted([*burst, state("s", 0), state("u", 1)])
+    assert zk.most_in_flight == 4
+
+
+def test_the_group_poll_waits_for_a_burst_to_be_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """wait_quiet returns only once no batch is being read (and QUIET_S has passed since one
+    was), at its timeout, or when the watcher stops."""
+    import threading
+
+    monkeypatch.setattr(zkmod, "QUIET_S", 0.0)
+    watcher = zkmod.ZkWatcher("localhost:1", lambda _state, _error: None)
+    watcher.wait_quiet(10)  # nothing being read: at once
+    watcher._idle.clear()  # a burst is being read
+    returned = threading.Event()
+    waiter = threading.Thread(target=lambda: (watcher.wait_quiet(30), returned.set()))
+    waiter.start()
+    waiter.join(0.2)
+    assert not returned.is_set()  # still reading: the poll waits
+    watcher._idle.set()
+    waiter.join(5)
+    assert returned.is_set()
+    watcher._idle.clear()
+    watcher.wait_quiet(0.01)  # the timeout bounds the wait
+    waiter = threading.Thread(target=lambda: watcher.wait_quiet(30))
+    waiter.start()
+    watcher.stop()  # never started: stop only releases the waiter
+    waiter.join(5)
+    assert not waiter.is_alive()

@@ -7,6 +7,8 @@ from dataclasses import replace
 from rich.text import Text
 from textual.binding import Binding
 from textual.dom import DOMNode
+from textual.events import Resize
+from textual.message import Message
 from textual.reactive import reactive
 
 from kconsole.cluster.control import BrokerAction
@@ -166,10 +168,34 @@ class PartitionsTable(VirtualTable[Partition]):
 
     view: reactive[PartitionView] = reactive(PartitionView, init=False)
 
+    class InView(Message):
+        """Other partitions are in view now: in a burst of changes the observer reads
+        their state first (the app passes this on; a widget never talks to a source)."""
+
+        def __init__(self, partitions: frozenset[tuple[str, int]]) -> None:
+            super().__init__()
+            self.partitions = partitions
+
     _snap: ClusterSnapshot | None = None  # what the rows are drawn against
+    _in_view: list[str] = []  # the keys of the rows last reported in view
 
     def on_mount(self) -> None:
         subscribe(self, "snapshot", self.redraw, init=True)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        self._report_in_view()
+
+    def on_resize(self, _event: Resize) -> None:
+        self._report_in_view()
+
+    def _report_in_view(self) -> None:
+        top = round(self.scroll_offset.y)
+        keys = self._order[top : top + max(self.size.height - 1, 0)]  # less the header
+        if keys != self._in_view:
+            self._in_view = keys
+            items = (self._items[k] for k in keys)
+            self.post_message(self.InView(frozenset((p.topic, p.partition) for p in items)))
 
     def render_cells(self, key: str, item: Partition) -> list[Text]:
         assert self._snap is not None
@@ -239,6 +265,10 @@ class PartitionsTable(VirtualTable[Partition]):
     _health: dict[str, tuple[int, int]] = {}  # (offline, unhealthy) of every partition, by key
 
     def redraw(self) -> None:
+        self._rebuild()
+        self._report_in_view()
+
+    def _rebuild(self) -> None:
         """Show the latest snapshot through the current view, touching only what changed.
 
         Every poll brings a new snapshot, usually with the very same partitions (the observer
