@@ -778,6 +778,7 @@ def run(
             "failover_console_cpu_pct",
             "zk_reads_kazoo_ms",
             "zk_reads_kconsole_ms",
+            "zk_reads_reader_ms",
         )
     }
     info: dict[str, Any] = {"topics": topics, "partitions_per_topic": partitions}
@@ -818,6 +819,7 @@ def run(
                 reads = zk_reads.run(spec.zk_connect, runs)
                 out["zk_reads_kazoo_ms"] = reads["kazoo_wall_ms"]  # type: ignore[assignment]
                 out["zk_reads_kconsole_ms"] = reads["kconsole_wall_ms"]  # type: ignore[assignment]
+                out["zk_reads_reader_ms"] = reads["reader_wall_ms"]  # type: ignore[assignment]
             cmd = [kconsole, "-b", spec.bootstrap, "-z", spec.zk_connect, "--backend", "none"]
             state_dir = Path(tmp) / "state"
 

@@ -41,6 +41,7 @@ QUIET_S = 0.2
 _STATE_RE = re.compile(r"^/brokers/topics/([^/]+)/partitions/(\d+)/state$")
 _TOPIC_RE = re.compile(r"^/brokers/topics/([^/]+)$")
 _BROKER_RE = re.compile(r"^/brokers/ids/(\d+)$")
+_URGENT = frozenset({"/controller", "/controller_epoch", "/brokers/ids"})  # read mid-burst
 _STATE_SEQ = itertools.count(1)  # ZkState.seq: unique in the process, whichever reader
 
 
@@ -520,9 +521,13 @@ class ZkWatcher:
 
     def _more_states(self) -> list[tuple[str, int]]:
         """Partition states whose watches fired since the burst being read began, to be read
-        with it; the first other path (the controller, a broker, a topic, a reconnection) and
-        all after it are held for the next turn of the loop, where they come first."""
+        with it. The controller or a broker that changes meanwhile is read at once and
+        published: a burst of 2,000 states must not hold back "who is the controller now".
+        The first other path (a topic, a reconnection) and all after it are held for the
+        next turn of the loop, where they come first."""
+        assert self._reader is not None
         out: list[tuple[str, int]] = []
+        urgent: dict[str, None] = {}
         while not self._held:
             try:
                 path = self._queue.get_nowait()
@@ -530,8 +535,14 @@ class ZkWatcher:
                 break
             if m := _STATE_RE.match(path):
                 out.append((m.group(1), int(m.group(2))))
+            elif path in _URGENT or _BROKER_RE.match(path):
+                urgent[path] = None
             else:
                 self._held.append(path)
+        if urgent:
+            for path in urgent:
+                self._reader.read_path(path)
+            self.on_change(self._reader.snapshot(), "")
         return out
 
     def _publish_so_far(self) -> None:

@@ -1,11 +1,12 @@
 """The ZooKeeper watcher's reading path: kconsole's kazoo handler answers as kazoo's own does, and
-states that change during a burst join its reads (the controller and brokers still first)."""
+states that change during a burst join its reads (the controller and brokers are read at once)."""
 
 from __future__ import annotations
 
 import socket
 import time
 from collections.abc import Iterator
+from types import SimpleNamespace
 
 import pytest
 from kazoo.handlers.utils import selector_select
@@ -66,11 +67,16 @@ class _Answer:
 
 
 class _FakeZk:
-    """Answers every state read at once with the partition's own number as its leader."""
+    """Answers every state read at once with the partition's own number as its leader, and
+    names broker 2 the controller."""
 
     def __init__(self, late: frozenset[str] = frozenset()) -> None:
         self.asked: list[str] = []
         self.late = late
+
+    def get(self, path: str, watch: object = None) -> tuple[bytes, object]:
+        assert path == "/controller", path
+        return b'{"brokerid": 2}', SimpleNamespace(ctime=1_000)
 
     def get_async(self, path: str, watch: object = None) -> _Answer:
         self.asked.append(path)
@@ -93,12 +99,34 @@ def test_states_that_change_during_a_burst_join_its_reads() -> None:
 
 def test_a_burst_takes_states_from_the_queue_until_another_path_comes() -> None:
     watcher = zkmod.ZkWatcher("localhost:1", lambda _state, _error: None)
-    for path in (state("t", 0), state("t", 1), "/controller", state("t", 2)):
+    watcher._reader = zkmod.ZkReader(_FakeZk())  # type: ignore[arg-type]
+    for path in (state("t", 0), state("t", 1), "/brokers/topics/u", state("t", 2)):
         watcher._queue.put(path)
     assert watcher._more_states() == [("t", 0), ("t", 1)]
-    assert watcher._held == ["/controller"]  # read first on the next turn of the loop
-    assert watcher._more_states() == []  # the burst ends; t/2 waits behind the controller
+    assert watcher._held == ["/brokers/topics/u"]  # read first on the next turn of the loop
+    assert watcher._more_states() == []  # the burst ends; t/2 waits behind the topic
     assert watcher._queue.get_nowait() == state("t", 2)
+
+
+def test_the_controller_is_read_and_shown_in_the_middle_of_a_burst(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A new controller (or a broker leaving) during a burst of 20 state reads is read after
+    the first answer and published with the one state read so far, not after all 20."""
+    monkeypatch.setattr(zkmod, "WINDOW", 4)
+    published: list[tuple[int | None, int]] = []
+
+    def on_change(st: zkmod.ZkState | None, _error: str) -> None:
+        assert st is not None
+        published.append((st.controller, len(st.states)))
+
+    watcher = zkmod.ZkWatcher("localhost:1", on_change)
+    zk = _FakeZk()
+    watcher._reader = zkmod.ZkReader(zk)  # type: ignore[arg-type]
+    watcher._queue.put("/controller")  # its watch fired after the burst began
+    watcher._reader.read_paths([state("t", p) for p in range(20)], more=watcher._more_states)
+    assert published == [(2, 1)]
+    assert watcher._held == [] and len(watcher._reader.states) == 20
 
 
 def test_what_was_read_is_shown_while_zookeeper_is_slow_to_answer(
