@@ -304,6 +304,14 @@ def terminal_scale(charts: Path, nice: int) -> Section:
                 "ms", data["zk_reads_reader_ms"],
             )
         )  # fmt: skip
+    if data.get("zk_reads_reader_all_ms"):
+        s.figures.append(
+            Figure(
+                f"{label}: re-read every partition state through the console's reader "
+                "(every read in flight at once, JSON decoded)",
+                "ms", data["zk_reads_reader_all_ms"],
+            )
+        )  # fmt: skip
     s.text = terminal_text(data)
     chart = f"terminal_scale_nice{nice}_latency.png" if nice else "terminal_scale_latency.png"
     plot_latency(data, 200.0, charts / chart, s)

@@ -779,6 +779,7 @@ def run(
             "zk_reads_kazoo_ms",
             "zk_reads_kconsole_ms",
             "zk_reads_reader_ms",
+            "zk_reads_reader_all_ms",
         )
     }
     info: dict[str, Any] = {"topics": topics, "partitions_per_topic": partitions}
@@ -820,6 +821,7 @@ def run(
                 out["zk_reads_kazoo_ms"] = reads["kazoo_wall_ms"]  # type: ignore[assignment]
                 out["zk_reads_kconsole_ms"] = reads["kconsole_wall_ms"]  # type: ignore[assignment]
                 out["zk_reads_reader_ms"] = reads["reader_wall_ms"]  # type: ignore[assignment]
+                out["zk_reads_reader_all_ms"] = reads["reader_all_in_flight_wall_ms"]  # type: ignore[assignment]
             cmd = [kconsole, "-b", spec.bootstrap, "-z", spec.zk_connect, "--backend", "none"]
             state_dir = Path(tmp) / "state"
 

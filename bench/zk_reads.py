@@ -2,7 +2,8 @@
 stops on a big cluster (every state node changes): pipelined kazoo reads with a watch, through
 kazoo's own threading handler and through kconsole's (one select() call per wait), all requests
 in flight at once; and the console's own reader (ZkReader.read_paths: at most WINDOW requests in
-flight, so that a row on screen can go ahead of the others waiting), alternating.
+flight, so that a row on screen can go ahead of the others waiting) and the same reader with
+every request in flight at once, alternating.
 
     .venv/bin/python bench/zk_reads.py --zk localhost:22181 [--rounds 8]
 
@@ -22,6 +23,7 @@ from pathlib import Path
 from kazoo.client import KazooClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from kconsole.cluster import zk as zkmod
 from kconsole.cluster.zk import ZkReader, zk_client
 
 
@@ -42,11 +44,19 @@ def one_round(client: KazooClient, paths: list[str]) -> tuple[float, float]:
     return (time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000
 
 
-def reader_round(client: KazooClient, paths: list[str]) -> tuple[float, float]:
-    """The same through the console's reader, which also decodes each state's JSON."""
+def reader_round(
+    client: KazooClient, paths: list[str], window: int | None = None
+) -> tuple[float, float]:
+    """The same through the console's reader, which also decodes each state's JSON; with
+    `window`, that many reads in flight instead of the reader's WINDOW."""
     reader = ZkReader(client, watch=lambda _event: None)
-    c0, t0 = time.process_time(), time.perf_counter()
-    reader.read_paths(paths)
+    kept = zkmod.WINDOW
+    zkmod.WINDOW = window or kept
+    try:
+        c0, t0 = time.process_time(), time.perf_counter()
+        reader.read_paths(paths)
+    finally:
+        zkmod.WINDOW = kept
     assert len(reader.states) == len(paths), "the reader missed states"
     return (time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000
 
@@ -66,6 +76,7 @@ def run(hosts: str, rounds: int) -> dict[str, object]:
             "kazoo": lambda: one_round(clients["kazoo"], paths),
             "kconsole": lambda: one_round(clients["kconsole"], paths),
             "reader": lambda: reader_round(clients["kconsole"], paths),
+            "reader_all_in_flight": lambda: reader_round(clients["kconsole"], paths, len(paths)),
         }
         for name in sides:
             out[f"{name}_wall_ms"], out[f"{name}_cpu_ms"] = [], []
