@@ -275,15 +275,18 @@ def test_zookeeper_down_marks_stale_and_recovers(healthy: LocalCluster) -> None:
         )
 
 
+@pytest.mark.parametrize("window", [None, 3])
 def test_watched_paths_reread_together_equal_a_full_read(
-    healthy: LocalCluster, monkeypatch: pytest.MonkeyPatch
+    healthy: LocalCluster, monkeypatch: pytest.MonkeyPatch, window: int | None
 ) -> None:
     """The watcher re-reads a burst of watched paths with pipelined requests (partition states
-    all at once, the controller and brokers first, through kconsole's kazoo handler): the
+    WINDOW at a time, the controller and brokers first, through kconsole's kazoo handler): the
     result is what a full read gives, and the slices shown while answers come in grow in the
     order the paths were given."""
     from kconsole.cluster import zk as zkmod
 
+    if window is not None:
+        monkeypatch.setattr(zkmod, "WINDOW", window)
     client = zkmod.zk_client(healthy.spec.zk_connect)
     client.start(timeout=30)
     try:
@@ -310,3 +313,28 @@ def test_watched_paths_reread_together_equal_a_full_read(
     finally:
         client.stop()
         client.close()
+
+
+def test_the_zookeeper_reads_benchmark_reads_every_state(healthy: LocalCluster) -> None:
+    """bench/zk_reads.py (part of make bench) runs end to end: every side reads every state."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    import zk_reads
+
+    out = zk_reads.run(healthy.spec.zk_connect, 1)
+    client = KazooClient(hosts=healthy.spec.zk_connect, timeout=10)
+    client.start(timeout=30)
+    try:
+        states = sum(
+            len(client.get_children(f"/brokers/topics/{t}/partitions"))
+            for t in client.get_children("/brokers/topics")
+        )
+    finally:
+        client.stop()
+        client.close()
+    assert out["paths"] == states > 0
+    for side in ("kazoo", "kconsole", "reader", "reader_all_in_flight"):
+        walls = out[f"{side}_wall_ms"]
+        assert isinstance(walls, list) and len(walls) == 1 and walls[0] > 0, side
