@@ -5,7 +5,7 @@ in flight at once; and the console's own reader (ZkReader.read_paths: at most WI
 flight, so that a row on screen can go ahead of the others waiting) and the same reader with
 every request in flight at once, alternating.
 
-    .venv/bin/python bench/zk_reads.py --zk localhost:22181 [--rounds 8]
+    .venv/bin/python bench/zk_reads.py --zk localhost:22181 [--rounds 8] [--window N]
 
 bench/terminal.py runs it on its 2,000-partition cluster (make bench, "terminal-scale").
 Prints, per handler, the wall time and the process CPU time of each round, in ms.
@@ -61,7 +61,7 @@ def reader_round(
     return (time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000
 
 
-def run(hosts: str, rounds: int) -> dict[str, object]:
+def run(hosts: str, rounds: int, window: int | None = None) -> dict[str, object]:
     clients = {
         "kazoo": KazooClient(hosts=hosts),  # kazoo's own SequentialThreadingHandler
         "kconsole": zk_client(hosts),
@@ -75,7 +75,7 @@ def run(hosts: str, rounds: int) -> dict[str, object]:
         sides = {
             "kazoo": lambda: one_round(clients["kazoo"], paths),
             "kconsole": lambda: one_round(clients["kconsole"], paths),
-            "reader": lambda: reader_round(clients["kconsole"], paths),
+            "reader": lambda: reader_round(clients["kconsole"], paths, window),
             "reader_all_in_flight": lambda: reader_round(clients["kconsole"], paths, len(paths)),
         }
         for name in sides:
@@ -96,9 +96,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--zk", default="localhost:22181")
     ap.add_argument("--rounds", type=int, default=8)
+    ap.add_argument("--window", type=int, help="the reader's reads in flight (its WINDOW)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-    out = run(args.zk, args.rounds)
+    out = run(args.zk, args.rounds, args.window)
     if args.json:
         args.json.write_text(json.dumps(out, indent=1))
     print(f"{out['paths']} partition states, {args.rounds} rounds each, median (min-max):")
