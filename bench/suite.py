@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shlex
 import statistics
 import subprocess
@@ -187,6 +188,7 @@ def script(name: str, *args: str, timeout: float = 3600) -> tuple[str, Path]:
         raise RuntimeError(f"{name} exited {done.returncode}: {done.stderr.strip()[-800:]}")
     # The report names no path of this machine: the repo root and the temp dir are elided.
     text = done.stdout.replace(str(out.parent), "<tmp>").replace(f"{ROOT}/", "")
+    text = re.sub(re.escape(tempfile.gettempdir()) + r"/[^\s/`]+", "<tmp>", text)  # --out dirs
     return text, out
 
 

@@ -165,6 +165,16 @@ def _zk_states(reader: ZkReader, fired: list[str] | None, rng: random.Random) ->
     return out
 
 
+def _watching(zk: _MemZk) -> tuple[ZkReader, SnapshotBuilder]:
+    """A reader that has read the whole tree, and a builder holding its first state."""
+    reader = ZkReader(zk)  # type: ignore[arg-type]
+    reader.read_all()
+    b = SnapshotBuilder(use_zookeeper=True)
+    b.health[SourceName.ZOOKEEPER].success(1.0)
+    b.zk = reader.snapshot()
+    return reader, b
+
+
 def _without_changes(snap: ClusterSnapshot) -> ClusterSnapshot:
     return dataclasses.replace(snap, partitions_gen=0, partition_changes=None)
 
@@ -177,11 +187,7 @@ def test_slices_equal_a_build_from_scratch(seed: int, monkeypatch: pytest.Monkey
     them as with a pass over every partition."""
     rng = random.Random(seed)
     cluster = _Cluster(rng)
-    reader = ZkReader(cluster.zk)  # type: ignore[arg-type]
-    reader.read_all()
-    b = SnapshotBuilder(use_zookeeper=True)
-    b.health[SourceName.ZOOKEEPER].success(1.0)
-    b.zk = reader.snapshot()
+    reader, b = _watching(cluster.zk)
     before = b.build(0.0)
     full = 0
     real_full = b._full_build
@@ -226,11 +232,7 @@ def test_a_slice_builds_only_its_own_partitions(monkeypatch: pytest.MonkeyPatch)
         zk.nodes[f"/brokers/topics/t{t:03d}"] = json.dumps({"partitions": parts}).encode()
         for p in range(100):
             zk.nodes[_state_path(f"t{t:03d}", p)] = b'{"leader": 1, "isr": [1, 2, 3]}'
-    reader = ZkReader(zk)  # type: ignore[arg-type]
-    reader.read_all()
-    b = SnapshotBuilder(use_zookeeper=True)
-    b.health[SourceName.ZOOKEEPER].success(1.0)
-    b.zk = reader.snapshot()
+    reader, b = _watching(zk)
     first = b.build(1.0)
     assert len(first.partitions) == 10_000
     moved = [("t007", 3), ("t042", 0), ("t042", 99), ("t099", 50), ("t000", 1), ("t500", 0)]
@@ -275,11 +277,7 @@ def test_changes_count_only_from_the_snapshot_they_were_built_after() -> None:
     zk.nodes["/brokers/topics/t"] = b'{"partitions": {"0": [1, 2], "1": [2, 1]}}'
     for p in (0, 1):
         zk.nodes[_state_path("t", p)] = b'{"leader": 1, "isr": [1, 2]}'
-    reader = ZkReader(zk)  # type: ignore[arg-type]
-    reader.read_all()
-    b = SnapshotBuilder(use_zookeeper=True)
-    b.health[SourceName.ZOOKEEPER].success(1.0)
-    b.zk = reader.snapshot()
+    reader, b = _watching(zk)
     s1 = b.build(1.0)
     zk.nodes[_state_path("t", 0)] = b'{"leader": 2, "isr": [2]}'
     reader.read_paths([_state_path("t", 0)])
