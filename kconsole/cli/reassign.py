@@ -279,10 +279,9 @@ def _verify(ctx: click.Context, plan: Plan) -> int:
             click.echo(f"complete, but the throttles stay: {exc}")
             return 1
         with _client(settings) as c:
-            left = c.throttles()
-        mine = {k for k in left if k.startswith("broker:") or k.removeprefix("topic:") in topics}
-        if mine:
-            click.echo(f"complete, but throttles remain on {', '.join(sorted(mine))}")
+            remain = c.throttles_left(topics)
+        if remain:
+            click.echo(f"complete, but throttles remain on {', '.join(remain)}")
             return 1
         click.echo("throttles removed")
     click.echo(f"complete: {len(plan.moves)} partition(s) in place and in sync")

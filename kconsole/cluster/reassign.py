@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -330,6 +331,25 @@ class ReassignClient:
         ]
         if failed:
             raise ReassignError(f"could not {what}: " + "; ".join(failed))
+
+    def throttles_left(
+        self, topics: Iterable[str], timeout_s: float = 15.0, interval_s: float = 0.5
+    ) -> list[str]:
+        """After remove_throttles: the keys ("broker:N", "topic:T") of every broker and of
+        `topics` still throttled. In ZooKeeper mode a broker applies a dynamic config change
+        when ZooKeeper notifies it, so a read right after the removal can still show the old
+        value: read again until nothing is left or `timeout_s` has passed."""
+        wanted = set(topics)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            mine = sorted(
+                k
+                for k in self.throttles()
+                if k.startswith("broker:") or k.removeprefix("topic:") in wanted
+            )
+            if not mine or time.monotonic() >= deadline:
+                return mine
+            time.sleep(interval_s)
 
     def throttles(self) -> dict[str, dict[str, str]]:
         """The throttles set now: {"broker:1": {rate keys}, "topic:T": {replica keys}}, only
