@@ -11,6 +11,9 @@ For each size, measured `runs` times on a fresh app (headless, 160x48, internal 
     snapshot, an unchanged poll, one leader moved, and 1/3 of the leaders moved;
   - longest frame: the longest the app's loop was busy while applying (a 5 ms ticker's
     lateness), for the same steps (garbage from earlier steps is collected before each);
+  - a key: tab to the next pane with the table full, main-thread CPU until idle and the
+    longest frame, median of 8 presses (every move changes the key bar: the brokers pane adds
+    its keys, the groups pane one);
   - RSS of the process after the 1/3 step.
 """
 
@@ -33,6 +36,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kconsole.cluster.zk import ZkDelta, ZkState
+from kconsole.commands import Commands
 from kconsole.models import ClusterSnapshot, SourceName
 from kconsole.observer import SnapshotBuilder
 from kconsole.timeline import diff
@@ -120,7 +124,9 @@ async def one_run(n: int) -> dict[str, float]:
     out["diff one leader moved (ms)"] = (time.perf_counter() - t0) * 1000
     assert any(e.kind.name == "LEADER_CHANGED" for e in events), "diff missed the move"
 
-    app = make_app(None)
+    # With a command layer, as the console runs: the brokers pane shows its keys (disabled:
+    # there is nothing to control here).
+    app = make_app(None, commands=Commands(None, audit=None))
     stalls = Stalls()
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.press("i")
@@ -147,6 +153,17 @@ async def one_run(n: int) -> dict[str, float]:
             out[f"apply: {name} (ms CPU)"] = (time.thread_time() - t0) * 1000
             out[f"longest frame: {name} (ms)"] = stalls.longest * 1000
             prev = snap
+        tabs: list[tuple[float, float]] = []
+        for _ in range(8):
+            await pilot.pause()
+            stalls.reset()
+            t0 = time.thread_time()
+            await pilot.press("tab")
+            await pilot.pause()
+            await pilot.pause()
+            tabs.append(((time.thread_time() - t0) * 1000, stalls.longest * 1000))
+        out["key: tab to the next pane (ms CPU)"] = statistics.median(c for c, _ in tabs)
+        out["longest frame: tab (ms)"] = statistics.median(f for _, f in tabs)
         table = app.query_one("#partitions")
         assert table.row_count == n, f"table shows {table.row_count} rows of {n}"  # type: ignore[attr-defined]
         stalls.stop()

@@ -126,6 +126,8 @@ def section_scale(smoke: bool, charts: Path) -> Section:
         ("apply: 1/3 of leaders moved (ms CPU)", 100.0),
         ("longest frame: one leader moved (ms)", 100.0),
         ("longest frame: 1/3 of leaders moved (ms)", 100.0),
+        ("key: tab to the next pane (ms CPU)", None),
+        ("longest frame: tab (ms)", 100.0),
         ("apply: first snapshot (ms CPU)", None),
         ("RSS after (MiB)", 250.0),
     ):

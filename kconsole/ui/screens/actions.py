@@ -14,10 +14,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from kconsole.cluster.control import BrokerAction
 from kconsole.ui import format as fmt
+from kconsole.ui.widgets.footer import KeyBar
 
 WHAT = {
     BrokerAction.STOP: "controlled shutdown: leadership moves away first",
@@ -64,7 +65,7 @@ class BrokerChooser(ModalScreen[BrokerAction | None]):
             dialog.border_title = target_name(self.broker_id, self.role)
             dialog.border_subtitle = "escape cancels"
             yield Static(self._choices(), id="chooser-choices")
-        yield Footer()
+        yield KeyBar()
 
     def _choices(self) -> Table:
         table = Table.grid(padding=(0, 2))
@@ -134,7 +135,7 @@ class ConfirmBrokerAction(ModalScreen[bool]):
                 placeholder="broker id", restrict=r"[0-9]*", compact=True, id="confirm-input"
             )
             yield Static(id="confirm-error")
-        yield Footer()
+        yield KeyBar()
 
     def _impact(self) -> Group:
         # Bullets in a grid, so a long line wraps under its own text.

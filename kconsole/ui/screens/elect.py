@@ -10,9 +10,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from kconsole.ui import format as fmt
+from kconsole.ui.widgets.footer import KeyBar
 
 SCOPES = ("partition", "topic", "not-preferred")
 
@@ -50,7 +51,7 @@ class ElectScope(ModalScreen[str | None]):
                 "a", f"{self.off_preferred} partition(s)", "every one not led by its preferred"
             )
             yield Static(table)
-        yield Footer()
+        yield KeyBar()
 
     def action_choose(self, scope: str) -> None:
         """Elect for `scope` (one of SCOPES)."""

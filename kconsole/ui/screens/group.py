@@ -10,12 +10,13 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.markup import escape
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Sparkline, Static
+from textual.widgets import Sparkline, Static
 
 from kconsole.models import Group
 from kconsole.ui import format as fmt
 from kconsole.ui.context import state, subscribe
 from kconsole.ui.rows import group_lag
+from kconsole.ui.widgets.footer import KeyBar
 from kconsole.ui.widgets.panes import GROUP_SOURCES, Pane
 from kconsole.ui.widgets.tables import GroupPartitionsTable
 
@@ -41,7 +42,7 @@ class GroupScreen(ModalScreen[None]):
                 yield Sparkline([], id="group-trend")
                 yield Static(id="group-trend-range")
             yield GroupPartitionsTable(id="group-partitions")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         subscribe(self, "snapshot", self.redraw, init=True)

@@ -17,9 +17,10 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.dom import DOMNode
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from kconsole.ui import format as fmt
+from kconsole.ui.widgets.footer import KeyBar
 
 Row = tuple[str, str]  # (keys, description)
 Section = tuple[str, list[Row]]  # (title, [(keys, description)])
@@ -108,7 +109,7 @@ class HelpScreen(ModalScreen[None]):
             scroll.border_title = "Keys"
             scroll.border_subtitle = "escape closes"
             yield Static(help_table(key_sections(self.app)), id="help-keys")
-        yield Footer()
+        yield KeyBar()
 
     def action_close(self) -> None:
         """Back to where you were."""

@@ -15,12 +15,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Checkbox, DataTable, Footer, Input, Label, Select, Sparkline, Static
+from textual.widgets import Checkbox, DataTable, Input, Label, Select, Sparkline, Static
 
 from kconsole.jobs import JobRun, JobSpec, JobState
 from kconsole.models import ClusterSnapshot
 from kconsole.ui import format as fmt
 from kconsole.ui.context import actions, state, subscribe
+from kconsole.ui.widgets.footer import KeyBar
 from kconsole.ui.widgets.panes import set_border
 
 STATE_STYLE = {
@@ -106,7 +107,7 @@ class JobsScreen(Screen[None]):
                 yield Sparkline([], id="job-behind")
                 yield Static(id="job-behind-range", classes="job-chart-range")
             yield Static(id="job-log")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         specs = self.query_one("#job-specs", DataTable)
@@ -354,7 +355,7 @@ class StartJobDialog(ModalScreen[tuple[dict[str, Any], bool] | None]):
                 "detached (keeps running after the console exits)", compact=True, id="detached"
             )
             yield Static(id="start-job-error")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         first = self.query("#start-job-options Input")

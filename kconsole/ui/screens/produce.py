@@ -22,13 +22,14 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.render import measure
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Label, ProgressBar, Select, Static, TextArea
+from textual.widgets import DataTable, Input, Label, ProgressBar, Select, Static, TextArea
 
 from kconsole.cluster import produce as pr
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.tail import show_bytes
 from kconsole.ui import format as fmt
 from kconsole.ui.context import actions, state, subscribe
+from kconsole.ui.widgets.footer import KeyBar
 
 VALUE_MODE_LABELS = {"text": "text", "json": "JSON", "file": "file"}
 PROGRESS_EVERY_S = 0.1
@@ -148,7 +149,7 @@ class ProduceScreen(Screen[None]):
             yield Static(Text("nothing sent yet", fmt.DIM), id="produce-status")
             yield ProgressBar(show_eta=False, id="produce-progress")
             yield DataTable(cursor_type="row", zebra_stripes=False, id="deliveries")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         table = self.query_one("#deliveries", DataTable)

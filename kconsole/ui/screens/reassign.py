@@ -23,7 +23,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Label, Static
+from textual.widgets import Input, Label, Static
 from textual.worker import get_current_worker
 
 from kconsole import paths
@@ -39,6 +39,7 @@ from kconsole.ui import format as fmt
 from kconsole.ui.context import actions, state, subscribe
 from kconsole.ui.screens import reassign_rows as rr
 from kconsole.ui.screens.ask import AskText, typed_word
+from kconsole.ui.widgets.footer import KeyBar
 from kconsole.ui.widgets.table import KeyedTable
 
 Key = tuple[str, int]
@@ -161,7 +162,7 @@ class ReassignScreen(Screen[None]):
             yield ReassignTable(id="reassign-table")
         yield Static(id="reassign-status")
         yield Static(id="reassign-message")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one("#reassign-topics").disabled = self.drain is not None

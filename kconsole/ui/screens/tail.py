@@ -18,13 +18,14 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Label, Static
+from textual.widgets import DataTable, Input, Label, Static
 from textual.worker import get_current_worker
 
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.tail import StartAt, TailPosition, TailRecord, parse_start, show_bytes
 from kconsole.ui import format as fmt
 from kconsole.ui.context import actions, state
+from kconsole.ui.widgets.footer import KeyBar
 
 MAX_ROWS = 1000  # the table keeps the newest this many records
 BATCH_EVERY_S = 0.1
@@ -96,7 +97,7 @@ class TailScreen(Screen[None]):
                 yield Input(group, placeholder="none", compact=True, id="tail-group")
         yield Static(id="tail-status")
         yield DataTable(cursor_type="row", id="tail-records")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self._columns()

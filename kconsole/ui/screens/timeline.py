@@ -12,13 +12,14 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from kconsole.drills.export import export_timeline
 from kconsole.drills.measure import Measurement
 from kconsole.ui import format as fmt
 from kconsole.ui.context import state, subscribe
 from kconsole.ui.drill import TIMELINE_COLUMNS, Drill, drill_chart, measurement_table, timeline_rows
+from kconsole.ui.widgets.footer import KeyBar
 from kconsole.ui.widgets.panes import Pane
 from kconsole.ui.widgets.table import KeyedTable
 
@@ -121,7 +122,7 @@ class TimelineScreen(Screen[None]):
             yield DrillMeasurements(id="timeline-measurements")
         with Pane(title="Events", id="timeline-events-pane"):
             yield TimelineTable(id="timeline-events")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         subscribe(self, "events", self.redraw, init=True)
