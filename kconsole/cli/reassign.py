@@ -13,6 +13,7 @@ import click
 
 from kconsole.cli.common import commands, confirmation, fail
 from kconsole.cli.main import main
+from kconsole.cluster.throttles import throttles_of
 from kconsole.config import Settings
 from kconsole.errors import ClusterError
 from kconsole.models import ClusterSnapshot
@@ -271,7 +272,7 @@ def _verify(ctx: click.Context, plan: Plan) -> int:
     brokers = [b.id for b in snap.brokers]
     with _client(settings) as c:
         left = c.throttles()
-    mine = {k for k in left if k.startswith("broker:") or k.removeprefix("topic:") in topics}
+    mine = throttles_of(left, topics)
     if mine:
         try:
             commands(ctx).reassign_unthrottle(lambda: _client(settings), topics, brokers)

@@ -25,6 +25,7 @@ from kafka.structs import TopicPartition
 
 from kconsole.cluster.admin import kafka_python_config
 from kconsole.cluster.elect import ELECTION_TYPES, ElectResult, elect_results, error_text
+from kconsole.cluster.throttles import throttles_of
 from kconsole.config import Settings
 from kconsole.errors import ClusterError
 
@@ -339,14 +340,10 @@ class ReassignClient:
         `topics` still throttled. In ZooKeeper mode a broker applies a dynamic config change
         when ZooKeeper notifies it, so a read right after the removal can still show the old
         value: read again until nothing is left or `timeout_s` has passed."""
-        wanted = set(topics)
+        topics = list(topics)
         deadline = time.monotonic() + timeout_s
         while True:
-            mine = sorted(
-                k
-                for k in self.throttles()
-                if k.startswith("broker:") or k.removeprefix("topic:") in wanted
-            )
+            mine = throttles_of(self.throttles(), topics)
             if not mine or time.monotonic() >= deadline:
                 return mine
             time.sleep(interval_s)

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kconsole.cluster.throttles import throttles_of
 from kconsole.models import Broker, BrokerState, ClusterSnapshot, Partition, Topic
 from kconsole.reassign import (
     Move,
@@ -584,3 +585,18 @@ def test_drain_errors() -> None:
     with pytest.raises(PlanError, match="available: 1, 3"):
         drain(snap4, 2)  # a down broker is no candidate by default
     assert len(drain(snap4, 2, brokers=[4])) == len(snap.partitions)
+
+
+def test_the_throttles_of_a_reassignment_are_every_brokers_and_its_topics_only() -> None:
+    """What verify removes: the rates on every broker, the replica lists of the plan's topics;
+    a throttle on another topic (someone else's reassignment) is left alone."""
+    throttled = {
+        "topic:other": {"leader.replication.throttled.replicas": "0:1"},
+        "broker:3": {"leader.replication.throttled.rate": "1000"},
+        "topic:test-topic": {"follower.replication.throttled.replicas": "0:2"},
+        "broker:1": {"follower.replication.throttled.rate": "1000"},
+        "topic:test-topic-2": {"leader.replication.throttled.replicas": "1:3"},
+    }
+    assert throttles_of(throttled, ["test-topic"]) == ["broker:1", "broker:3", "topic:test-topic"]
+    assert throttles_of(throttled, []) == ["broker:1", "broker:3"]
+    assert throttles_of({}, ["test-topic"]) == []

@@ -27,6 +27,7 @@ from textual.widgets import Input, Label, Static
 from textual.worker import get_current_worker
 
 from kconsole import paths
+from kconsole.cluster.throttles import throttles_of
 from kconsole.commands import Commands
 from kconsole.commands.reassign import ClientFactory, confirmation_word
 from kconsole.errors import ClusterError
@@ -446,9 +447,7 @@ class ReassignScreen(Screen[None]):
         def unthrottle() -> str:
             with factory() as c:
                 left = c.throttles()
-            mine = sorted(
-                k for k in left if k.startswith("broker:") or k.removeprefix("topic:") in topics
-            )
+            mine = throttles_of(left, topics)
             if not mine:
                 return f"{said}; no throttle was set"
             try:
