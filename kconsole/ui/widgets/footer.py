@@ -101,20 +101,18 @@ class KeyBar(Footer):
         if not keys or specs is None or len(keys) + len(palette) != len(self.children):
             await self.recompose()  # the first time, or grouped keys: what Footer does
             return
-        if [shown(k) for k in keys] == specs:
+        now = [shown(k) for k in keys]
+        if now == specs:
             return
         self.styles.grid_size_columns = len(specs)
-        for key, spec in zip(keys, specs, strict=False):
-            if shown(key) != spec:
+        for key, was, spec in zip(keys, now, specs, strict=False):
+            if was != spec:
                 _rewrite(key, spec)
         if len(specs) > len(keys):
             new = [spec.new() for spec in specs[len(keys) :]]
             for key in new:  # as Footer.compose binds it; its watcher sets the class on mount
                 key.set_reactive(FooterKey.compact, self.compact)
-            if palette:
-                self.mount_all(new, before=palette[0])
-            else:
-                self.mount_all(new)
+            self.mount_all(new, before=palette[0] if palette else None)
         for extra in keys[len(specs) :]:
             extra.remove()
 
