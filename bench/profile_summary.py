@@ -24,7 +24,7 @@ PARTS = {
     "Textual's compositor drawing changed lines (Compositor.render_update)": "render_update",
     "applying snapshots to the panes (apply_snapshot)": "apply_snapshot",
     "reading state znodes (ZkReader._read_states_parallel)": "_read_states_parallel",
-    "building snapshots (SnapshotBuilder.build)": "build (kconsole/observer.py",
+    "building snapshots (SnapshotBuilder.build)": "build (kconsole/observer/builder.py",
     "diffing them into events (timeline.diff)": "diff (kconsole/timeline.py",
     "the consumer-group poll (_poll_groups)": "_poll_groups",
     "the Admin poll (_poll_admin)": "_poll_admin",

@@ -240,7 +240,7 @@ def test_a_slice_builds_only_its_own_partitions(monkeypatch: pytest.MonkeyPatch)
         zk.nodes[_state_path(topic, p)] = b'{"leader": 2, "isr": [2, 3]}'
     zk.nodes[_state_path("t001", 1)] = zk.nodes[_state_path("t001", 2)]  # same content
     made: list[tuple[str, int]] = []
-    import kconsole.observer as observer
+    import kconsole.observer.builder as observer
 
     real = observer._zk_partition
 

@@ -1,0 +1,330 @@
+"""ClusterObserver: keeps one live ClusterSnapshot from every source and reports each change.
+
+Sources, each on its own thread, never overlapping themselves:
+  - ZooKeeper watches (kconsole.cluster.zk): controller, brokers, topics, partition states;
+  - Admin API poll every `refresh_s`: metadata, cluster id, topic min.insync.replicas, broker
+    reachability — and the partition table when there is no ZooKeeper;
+  - consumer groups poll every `group_refresh_s`: groups, members, committed and end offsets
+    (kconsole.cluster.groups; what one poll could not read is carried with its age);
+  - the control backend (if any): which broker processes are paused.
+
+A source that fails keeps its last data and is marked stale with its error; it retries on its
+own. Every update builds a new immutable snapshot, diffs it with the previous one and hands
+both to `on_update(snapshot, events)` — the console posts that as a message, the drills and
+`describe` use it directly. Never imports Textual.
+
+The snapshot itself is built by kconsole.observer.builder (pure); this module holds the threads,
+the locks and the publishing.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+
+from kconsole.cluster.admin import AdminReader, AdminState, reachable
+from kconsole.cluster.groups import carry_forward
+from kconsole.cluster.procs import ProcState
+from kconsole.cluster.zk import ZkState, ZkWatcher, read_once
+from kconsole.config import Settings
+from kconsole.models import BrokerConfig, BrokerState, ClusterSnapshot, SourceName
+from kconsole.observer.builder import (
+    SnapshotBuilder,
+    _endpoint,
+    _has_metadata,
+    _same_where_equal,
+)
+from kconsole.timeline import Event, diff
+
+log = logging.getLogger(__name__)
+OnUpdate = Callable[[ClusterSnapshot, tuple[Event, ...]], None]
+StatesFn = Callable[[], dict[int, ProcState]]
+# The longest a consumer-group poll waits for a burst of ZooKeeper changes to be read.
+GROUPS_HOLD_S = 2.0
+
+
+class ClusterObserver:
+    """Live snapshots of one cluster; see the module docstring."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        proc_states: StatesFn | None = None,
+        clock: Callable[[], float] = time.time,
+        history: int = 2000,
+    ):
+        self.settings = settings
+        self.clock = clock
+        self.proc_states_fn = proc_states
+        self.builder = SnapshotBuilder(use_zookeeper=bool(settings.zookeeper))
+        self.events: deque[Event] = deque(maxlen=history)
+        self.snapshot: ClusterSnapshot | None = None
+        self._lock = threading.Lock()
+        self._on_update: OnUpdate | None = None
+        self._stop = threading.Event()
+        self._wake_admin = threading.Event()
+        self._wake_groups = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._zk: ZkWatcher | None = None
+        self._publishing = threading.Lock()  # snapshots reach on_update in the order built
+        self.config_refresh_s = 30.0
+        self._config_at = 0.0
+        self._preferred: frozenset[tuple[str, int]] = frozenset()
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def start(self, on_update: OnUpdate) -> None:
+        self._on_update = on_update
+        self._stop.clear()
+        if self.settings.zookeeper:
+            self._zk = ZkWatcher(self.settings.zookeeper, self._zk_changed)
+            self._zk.prefer(self._preferred)
+            self._zk.start()
+        loops = [("admin", self._admin_loop), ("groups", self._groups_loop)]
+        if self.proc_states_fn is not None:
+            loops.append(("backend", self._backend_loop))
+        for name, target in loops:
+            t = threading.Thread(target=target, name=f"kconsole-{name}", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake_admin.set()
+        self._wake_groups.set()
+        if self._zk is not None:
+            self._zk.stop()
+        for t in self._threads:
+            t.join(timeout=10)
+        self._threads.clear()
+
+    def refresh(self) -> None:
+        """Poll every source now (after an action, or when the user asks)."""
+        self._wake_admin.set()
+        self._wake_groups.set()
+        if self._zk is not None:
+            self._zk.reload()
+
+    def record(self, event: Event) -> None:
+        """Put an event of our own (an action, a drill step) on the timeline, in order."""
+        with self._publishing:
+            with self._lock:
+                self.events.append(event)
+                snap = self.snapshot
+            if snap is not None and self._on_update is not None:
+                try:
+                    self._on_update(snap, (event,))
+                except Exception:
+                    log.exception("on_update failed")
+
+    def prefer(self, partitions: frozenset[tuple[str, int]]) -> None:
+        """The partitions on screen: in a burst of ZooKeeper changes, read these first."""
+        self._preferred = partitions
+        if self._zk is not None:
+            self._zk.prefer(partitions)
+
+    def events_since(self, ts: float) -> list[Event]:
+        """A copy of the kept events at or after `ts` (the source threads append to the log:
+        it is only ever read under its lock)."""
+        with self._lock:
+            return [e for e in self.events if e.ts >= ts]
+
+    # -- one-shot (kconsole describe) ---------------------------------------------------------
+    def read_once(self) -> ClusterSnapshot:
+        """Read every source once, synchronously, and return the snapshot."""
+        if self.settings.zookeeper:
+            try:
+                self._zk_changed(read_once(self.settings.zookeeper), "", publish=False)
+            except Exception as exc:
+                self._zk_changed(None, f"ZooKeeper {self.settings.zookeeper}: {exc}", publish=False)
+        self._read_proc_states()
+        reader = self._reader()
+        try:
+            self._poll_admin(reader, publish=False)
+            self._poll_groups(reader, publish=False)
+        finally:
+            reader.close()
+        return self._publish(publish=False)
+
+    # -- sources ----------------------------------------------------------------------------
+    def _reader(self) -> AdminReader:
+        return AdminReader(self.settings.kafka_config())
+
+    def _zk_changed(self, state: ZkState | None, error: str, publish: bool = True) -> None:
+        with self._lock:
+            h = self.builder.health[SourceName.ZOOKEEPER]
+            if state is None:
+                h.failure(error)
+            else:
+                self.builder.zk = state
+                h.success(self.clock())
+        if publish:
+            self._publish()
+
+    def _poll_admin(self, reader: AdminReader, publish: bool = True) -> None:
+        try:
+            with self._lock:
+                tree = self.builder.zk
+                serves = tree is not None and self.builder.health[SourceName.ZOOKEEPER].ok
+                names = sorted(tree.topics) if serves and tree is not None else None
+            state = reader.read_cluster(topic_names=names)
+            nodes = dict(state.nodes)
+            if self.builder.zk is not None:
+                for bid, reg in self.builder.zk.brokers.items():
+                    nodes.setdefault(bid, (*_endpoint(reg), None))
+            reach = {bid: reachable(h, p) for bid, (h, p, _r) in nodes.items()}
+            config = self._broker_config(reader, state, reach)
+            with self._lock:
+                self.builder.broker_config = config
+                self.builder.admin = state
+                self.builder.reachable = reach
+                self.builder.health[SourceName.ADMIN].success(self.clock())
+        except Exception as exc:  # a dead cluster must never stop the poller
+            with self._lock:
+                self.builder.health[SourceName.ADMIN].failure(_describe(exc))
+        if self._zk is not None and self._zk.connected:
+            with self._lock:
+                zk = self.builder.health[SourceName.ZOOKEEPER]
+                if zk.ok:
+                    zk.success(self.clock())  # watches armed on a live session: data is current
+        if publish:
+            self._publish()
+
+    def _poll_groups(self, reader: AdminReader, publish: bool = True) -> None:
+        with self._lock:
+            known = [g.group_id for g in self.builder.groups]
+            snap = self.snapshot
+            admin = self.builder.admin
+        brokers, leaders, unasked = _hints(snap)
+        if brokers is None and admin is not None:  # before the first snapshot (read_once)
+            brokers = sorted(admin.nodes) or None
+        try:
+            read = reader.groups.read(known, brokers, leaders, unasked)
+            with self._lock:
+                b = self.builder
+                b.groups = _same_where_equal(
+                    b.groups, carry_forward(b.groups, b.groups_at, read.groups)
+                )
+                b.groups_at = self.clock()
+                partly = [g.group_id for g in b.groups if g.error]
+                notes = list(read.notes)
+                if partly:
+                    notes.append(f"{len(partly)} of {len(b.groups)} groups partly unread")
+                b.health[SourceName.GROUPS].success(b.groups_at, "; ".join(notes))
+        except Exception as exc:  # nothing answered: keep the last data, marked stale
+            with self._lock:
+                self.builder.health[SourceName.GROUPS].failure(_describe(exc))
+        if publish:
+            self._publish()
+
+    def _broker_config(
+        self, reader: AdminReader, state: AdminState, reach: dict[int, bool]
+    ) -> BrokerConfig | None:
+        """The brokers' prediction settings, re-read every `config_refresh_s` (the controller's
+        first: it runs the elections the predictions are about)."""
+        current = self.builder.broker_config
+        if current is not None and self.clock() - self._config_at < self.config_refresh_s:
+            return current
+        live = [b for b in sorted(state.nodes) if reach.get(b)]
+        if state.controller in live:
+            live.remove(state.controller)
+            live.insert(0, state.controller)
+        try:
+            config = reader.read_broker_settings(live)
+        except Exception as exc:
+            log.debug("broker settings: %s", exc)
+            return current  # the last ones read (None: the predictions say "assumed")
+        self._config_at = self.clock()
+        return config
+
+    def _read_proc_states(self) -> bool:
+        """Read the backend's process states; True when they changed."""
+        if self.proc_states_fn is None:
+            return False
+        try:
+            states = self.proc_states_fn()
+        except Exception:
+            log.debug("backend states", exc_info=True)
+            return False
+        with self._lock:
+            changed = states != self.builder.proc_states
+            self.builder.proc_states = states
+        return changed
+
+    def _backend_loop(self) -> None:
+        # Its own loop: an Admin poll can block for its whole timeout on a frozen broker, and
+        # "paused" must not wait for that.
+        while not self._stop.is_set():
+            if self._read_proc_states():
+                self._publish()
+            self._stop.wait(0.25)
+
+    def _admin_loop(self) -> None:
+        reader = self._reader()
+        while not self._stop.is_set():
+            self._poll_admin(reader)
+            # Re-armed only after the poll finished: polls never overlap.
+            self._wake_admin.wait(self.settings.refresh_s)
+            self._wake_admin.clear()
+
+    def _groups_loop(self) -> None:
+        reader = self._reader()
+        try:
+            while not self._stop.is_set():
+                self._poll_groups(reader)
+                self._wake_groups.wait(self.settings.group_refresh_s)
+                self._wake_groups.clear()
+                if self._zk is not None:
+                    # Decoding 200 groups' offsets is Python work that takes the CPU a
+                    # failover's burst of partition states needs to reach the screen: the
+                    # poll waits for the burst (its figures then show a moment's more age).
+                    self._zk.wait_quiet(GROUPS_HOLD_S)
+        finally:
+            reader.close()
+
+    def _publish(self, publish: bool = True) -> ClusterSnapshot:
+        # One rule for every source thread: build and diff under the state lock, and hand the
+        # result on under the publishing lock, so a slow poll can never deliver its snapshot
+        # after a newer one (each also carries `seq`, for consumers that queue them).
+        with self._publishing:
+            with self._lock:
+                snap = self.builder.build(self.clock())
+                # Until some source has delivered cluster data there is nothing to compare
+                # with; diffing against the empty start would report every broker as "joined".
+                before = self.snapshot if self.snapshot and _has_metadata(self.snapshot) else None
+                events = tuple(diff(before, snap)) if _has_metadata(snap) else ()
+                self.snapshot = snap
+                self.events.extend(events)
+            if publish and self._on_update is not None:
+                try:
+                    self._on_update(snap, events)
+                except Exception:
+                    log.exception("on_update failed")
+        return snap
+
+
+def _hints(
+    snap: ClusterSnapshot | None,
+) -> tuple[list[int] | None, dict[tuple[str, int], int], list[int]]:
+    """Which brokers to ask for their groups, which leader serves each partition, and which
+    registered brokers are not asked (paused, unreachable: the groups they coordinate must be
+    kept, not dropped), from the latest snapshot (ZooKeeper's view is fresher than any
+    client's metadata)."""
+    if snap is None:
+        return None, {}, []
+    brokers = [b.id for b in snap.brokers if b.in_cluster and b.state is BrokerState.UP]
+    unasked = [b.id for b in snap.brokers if b.registered and b.state is not BrokerState.UP]
+    leaders = {
+        (p.topic, p.partition): -1 if snap.is_offline(p) else p.leader for p in snap.partitions
+    }
+    return (brokers or None), leaders, unasked
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    if "KafkaError" in text and "str=" in text:  # KafkaError{code=..,str="..."} -> the str
+        text = text.split('str="', 1)[-1].rstrip('"})')
+    return text
