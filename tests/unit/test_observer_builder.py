@@ -102,6 +102,19 @@ def test_broker_states() -> None:
     assert paused.state is BrokerState.PAUSED and not paused.registered
 
 
+def test_a_killed_broker_still_registered_is_not_up() -> None:
+    """Killed: its registration stays until its ZooKeeper session expires, but the backend says
+    its process is gone. The console must not show it up (nor "up again" when started)."""
+    b = SnapshotBuilder(use_zookeeper=True)
+    b.zk = zk_state()
+    b.health[SourceName.ZOOKEEPER].success(1.0)
+    b.proc_states = {2: ProcState.STOPPED}
+    killed = next(br for br in b.build(1.0).brokers if br.id == 2)
+    assert killed.state is BrokerState.UNREACHABLE and killed.registered
+    b.proc_states = {2: ProcState.RUNNING}  # the new process, registered under its session
+    assert next(br for br in b.build(2.0).brokers if br.id == 2).state is BrokerState.UP
+
+
 def test_previous_controller_is_remembered() -> None:
     b = SnapshotBuilder(use_zookeeper=True)
     b.zk = zk_state(controller=1)
