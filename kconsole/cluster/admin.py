@@ -17,11 +17,12 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
+from kconsole.cluster import kafka_python
+from kconsole.cluster.clients import RDKAFKA_LOG, admin_config, kafka_python_config
 from kconsole.cluster.groups import GroupReader
 from kconsole.errors import ClusterError
 from kconsole.models import BrokerConfig
 
-RDKAFKA_LOG = logging.getLogger("kconsole.rdkafka")
 log = logging.getLogger(__name__)
 KP_BACKOFF_S = 10.0
 
@@ -52,9 +53,7 @@ class AdminReader:
 
     def __init__(self, config: dict[str, Any], timeout_s: float = 5.0):
         self.timeout_s = timeout_s
-        conf: dict[str, Any] = {"logger": RDKAFKA_LOG, "socket.timeout.ms": int(timeout_s * 1000)}
-        conf.update(config)
-        self.admin = AdminClient(conf)
+        self.admin = AdminClient(admin_config(config, timeout_s))
         self.config = dict(config)
         self.groups = GroupReader(self.config, timeout_s)
         """Consumer groups with lag (kafka-python for everything a dead broker would stall)."""
@@ -136,14 +135,12 @@ class AdminReader:
         bootstraps from every broker the metadata named, not only the configured ones: in a
         drill the one bootstrap server may be the broker that is down."""
         if self._kp is None:
-            from kafka.admin import KafkaAdminClient
-
             conf = kafka_python_config(self.config, self.timeout_s)
             servers = [s.strip() for s in str(conf.get("bootstrap_servers", "")).split(",")]
             conf["bootstrap_servers"] = ",".join(
                 dict.fromkeys([*self._known_servers, *(s for s in servers if s)])
             )
-            self._kp = KafkaAdminClient(**conf)
+            self._kp = kafka_python.admin_client(conf)
         return self._kp
 
     def _kp_call(self, fn: str, *args: Any, **kwargs: Any) -> Any:
@@ -221,34 +218,6 @@ class AdminReader:
         """Release the kafka-python clients (the librdkafka one goes with the object)."""
         self.groups.close()
         self._close_kp()
-
-
-# librdkafka property -> kafka-python argument (the security settings users pass with -X).
-_KAFKA_PYTHON = {
-    "bootstrap.servers": "bootstrap_servers",
-    "security.protocol": "security_protocol",
-    "sasl.mechanism": "sasl_mechanism",
-    "sasl.mechanisms": "sasl_mechanism",
-    "sasl.username": "sasl_plain_username",
-    "sasl.password": "sasl_plain_password",
-    "ssl.ca.location": "ssl_cafile",
-    "ssl.certificate.location": "ssl_certfile",
-    "ssl.key.location": "ssl_keyfile",
-    "ssl.key.password": "ssl_password",
-    "client.id": "client_id",
-}
-
-
-def kafka_python_config(config: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-    """kafka-python client arguments for a librdkafka configuration."""
-    out: dict[str, Any] = {"request_timeout_ms": int(timeout_s * 1000)}
-    for key, value in config.items():
-        name = _KAFKA_PYTHON.get(key)
-        if name is None:
-            continue
-        out[name] = value.upper() if name == "security_protocol" else value
-    out.setdefault("client_id", "kconsole-groups")
-    return out
 
 
 def reachable(host: str, port: int, timeout: float = 0.5) -> bool:

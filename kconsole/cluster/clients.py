@@ -1,9 +1,10 @@
 """Configuration of kconsole's own Kafka clients, built in one place.
 
 Every producer kconsole creates (the produce command, the drill workload) comes from
-`producer_config`, and every consumer that must stay out of consumer groups (the verifier, a
-tail without a group) from `groupless_consumer_config`. librdkafka's log lines go to the
-`kconsole.rdkafka` Python logger, never to the terminal.
+`producer_config`, every consumer that must stay out of consumer groups (the verifier, a
+tail without a group) from `groupless_consumer_config`, every librdkafka admin client from
+`admin_config`, and every kafka-python admin client's arguments from `kafka_python_config`.
+librdkafka's log lines go to the `kconsole.rdkafka` Python logger, never to the terminal.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from confluent_kafka import KafkaError
 
 from kconsole.config import Settings
 
-# The same logger as kconsole.cluster.admin's: librdkafka never prints to the terminal.
+# Every librdkafka client logs here: librdkafka never prints to the terminal.
 RDKAFKA_LOG = logging.getLogger("kconsole.rdkafka")
 
 # Delivery-report errors of records purged at the end of a bounded flush: their outcome is
@@ -30,6 +31,47 @@ def client_config(settings_or_config: Settings | Mapping[str, Any]) -> dict[str,
     if isinstance(settings_or_config, Settings):
         return settings_or_config.kafka_config()
     return dict(settings_or_config)
+
+
+def admin_config(
+    settings_or_config: Settings | Mapping[str, Any], timeout_s: float
+) -> dict[str, Any]:
+    """A librdkafka AdminClient (metadata only: see kconsole.cluster.admin) whose socket
+    timeout is `timeout_s`, unless the configuration sets its own."""
+    conf: dict[str, Any] = {"logger": RDKAFKA_LOG, "socket.timeout.ms": int(timeout_s * 1000)}
+    conf.update(client_config(settings_or_config))
+    return conf
+
+
+# librdkafka property -> kafka-python argument (the security settings users pass with -X).
+_KAFKA_PYTHON = {
+    "bootstrap.servers": "bootstrap_servers",
+    "security.protocol": "security_protocol",
+    "sasl.mechanism": "sasl_mechanism",
+    "sasl.mechanisms": "sasl_mechanism",
+    "sasl.username": "sasl_plain_username",
+    "sasl.password": "sasl_plain_password",
+    "ssl.ca.location": "ssl_cafile",
+    "ssl.certificate.location": "ssl_certfile",
+    "ssl.key.location": "ssl_keyfile",
+    "ssl.key.password": "ssl_password",
+    "client.id": "client_id",
+}
+
+
+def kafka_python_config(
+    config: Mapping[str, Any], timeout_s: float, *, client_id: str = "kconsole-groups"
+) -> dict[str, Any]:
+    """kafka-python client arguments for a librdkafka configuration (`client_id` unless the
+    configuration names its own)."""
+    out: dict[str, Any] = {"request_timeout_ms": int(timeout_s * 1000)}
+    for key, value in config.items():
+        name = _KAFKA_PYTHON.get(key)
+        if name is None:
+            continue
+        out[name] = value.upper() if name == "security_protocol" else value
+    out.setdefault("client_id", client_id)
+    return out
 
 
 def producer_config(

@@ -3,6 +3,7 @@ the request; this turns the answer into one ElectResult per partition)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,11 +58,8 @@ def elect_result(kind: str, topic: str, partition: int, code: int) -> ElectResul
     return ElectResult(topic, partition, "not possible", error_text(err))
 
 
-def elect_results(kind: str, response: Any) -> list[ElectResult]:
-    """Every partition's outcome in an ElectLeadersResponse, by topic and partition."""
-    results = [
-        elect_result(kind, topic.topic, p.partition_id, p.error_code)
-        for topic in response.replica_election_results
-        for p in topic.partition_result
-    ]
+def elect_results(kind: str, codes: Iterable[tuple[str, int, int]]) -> list[ElectResult]:
+    """Every partition's outcome from its (topic, partition, ElectLeaders error code), by
+    topic and partition."""
+    results = [elect_result(kind, topic, partition, code) for topic, partition, code in codes]
     return sorted(results, key=lambda r: (r.topic, r.partition))

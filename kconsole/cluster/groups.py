@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kconsole.cluster import kafka_python
+from kconsole.cluster.clients import kafka_python_config
 from kconsole.models import Group, GroupPartition
 
 log = logging.getLogger(__name__)
@@ -54,11 +56,7 @@ class GroupReader:
     # -- the kafka-python client ----------------------------------------------------------
     def client(self) -> Any:
         if self._kp is None:
-            from kafka.admin import KafkaAdminClient
-
-            from kconsole.cluster.admin import kafka_python_config
-
-            self._kp = KafkaAdminClient(**kafka_python_config(self.config, self.timeout_s))
+            self._kp = kafka_python.admin_client(kafka_python_config(self.config, self.timeout_s))
         return self._kp
 
     def close(self) -> None:
@@ -147,15 +145,14 @@ class GroupReader:
         as a whole on one group's error, so then they are asked one by one: a coordinator that
         is moving fails only its own groups."""
         try:
-            found = kp._manager.run(kp._find_coordinator_ids, ids)
-            return {gid: int(found[gid]) for gid in ids}, {}
+            return kafka_python.group_coordinators(kp, ids), {}
         except Exception:
             log.debug("batched FindCoordinator failed; group by group", exc_info=True)
         out: dict[str, int] = {}
         errors: dict[str, str] = {}
         for gid in ids:
             try:
-                out[gid] = int(kp._manager.run(kp._find_coordinator_id, gid))
+                out[gid] = kafka_python.group_coordinator(kp, gid)
             except Exception as exc:
                 errors[gid] = _coordinator_text(exc, None, "not described")
         return out, errors
@@ -248,7 +245,7 @@ class GroupReader:
                 by_leader.setdefault(leader, []).append(tp)
         if by_leader:
             try:
-                answers = kp._manager.run(_ask_log_ends, kp, by_leader, int(self.timeout_s * 1000))
+                answers = kafka_python.log_ends_by_leader(kp, by_leader, int(self.timeout_s * 1000))
             except Exception as exc:
                 answers = {leader: exc for leader in by_leader}
             for leader, answer in answers.items():
@@ -286,38 +283,6 @@ class GroupReader:
                 errors[tp] = f"partition leaders: {_text(exc)}"
             return {}
         return {(tp.topic, tp.partition): ot.offset for tp, ot in res.items() if ot.offset >= 0}
-
-
-async def _ask_log_ends(
-    kp: Any, by_leader: Mapping[int, list[TP]], timeout_ms: int
-) -> dict[int, dict[TP, tuple[int, int]] | BaseException]:
-    """On kafka-python's IO loop: one ListOffsets (latest) per leader, all sent before any is
-    awaited; per leader its answer {tp: (error code, offset)} or the exception it failed with."""
-    from kafka import TopicPartition
-    from kafka.admin import OffsetSpec
-
-    pending = []
-    for leader, tps in by_leader.items():
-        request = kp._list_partition_offsets_request(
-            {TopicPartition(t, p): OffsetSpec.LATEST for t, p in tps},
-            0,  # read_uncommitted
-        )
-        pending.append(
-            (leader, kp._manager.send(request, node_id=leader, request_timeout_ms=timeout_ms))
-        )
-    out: dict[int, dict[TP, tuple[int, int]] | BaseException] = {}
-    for leader, future in pending:
-        try:
-            response = await future
-        except Exception as exc:
-            out[leader] = exc
-            continue
-        out[leader] = {
-            (topic.name, part.partition_index): (int(part.error_code), int(part.offset))
-            for topic in response.topics
-            for part in topic.partitions
-        }
-    return out
 
 
 # ListOffsets partition errors that mean "ask the new leader": NOT_LEADER_OR_FOLLOWER (6),

@@ -6,17 +6,18 @@ a silly count or rate, or undecodable text input are errors with nothing written
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient, ConfigResource
+from confluent_kafka.admin import AdminClient
 
-from kconsole.cluster.clients import RDKAFKA_LOG
+from kconsole.cluster import kafka_python
+from kconsole.cluster.clients import admin_config, kafka_python_config
 from kconsole.cluster.errors import ClusterError
 from kconsole.config import Settings
 
@@ -113,18 +114,20 @@ class TopicLimits:
     exists: bool
     partitions: int = 0
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
-    max_message_bytes_source: str = "default"  # "topic" when read from describe_configs
+    # "topic" when read from DescribeConfigs; else "default", and why the topic's was not read.
+    max_message_bytes_source: str = "default"
 
 
 def read_topic_limits(settings: Settings, topic: str, timeout_s: float = 10.0) -> TopicLimits:
     """Does `topic` exist (metadata), how many partitions, and its max.message.bytes.
 
     max.message.bytes is the topic's effective value (it inherits the broker's
-    message.max.bytes); when DescribeConfigs fails, Kafka's default 1048588 is assumed.
+    message.max.bytes), read with kafka-python like every config kconsole reads: librdkafka's
+    DescribeConfigs aborted the whole process when a broker went away mid-request (see
+    kconsole.cluster.admin). When it cannot be read, Kafka's default 1048588 is assumed and
+    the source says why.
     """
-    conf: dict[str, Any] = {"logger": RDKAFKA_LOG, "socket.timeout.ms": int(timeout_s * 1000)}
-    conf.update(settings.kafka_config())
-    admin = AdminClient(conf)
+    admin = AdminClient(admin_config(settings, timeout_s))
     try:
         md = admin.list_topics(topic, timeout=timeout_s)
     except KafkaException as exc:
@@ -132,16 +135,31 @@ def read_topic_limits(settings: Settings, topic: str, timeout_s: float = 10.0) -
     t = md.topics.get(topic)
     if t is None or (t.error is not None and not t.partitions):
         return TopicLimits(topic, False)
-    limit, source = DEFAULT_MAX_MESSAGE_BYTES, "default"
-    res = ConfigResource(ConfigResource.Type.TOPIC, topic)
-    try:
-        entries = admin.describe_configs([res], request_timeout=timeout_s)[res].result(
-            timeout=timeout_s + 1
-        )
-        limit, source = int(entries["max.message.bytes"].value), "topic"
-    except (KafkaException, KeyError, ValueError, TypeError):
-        pass
+    limit, source = _max_message_bytes(settings, topic, timeout_s)
     return TopicLimits(topic, True, len(t.partitions), limit, source)
+
+
+def _max_message_bytes(settings: Settings, topic: str, timeout_s: float) -> tuple[int, str]:
+    """(`topic`'s max.message.bytes, "topic"), or (the default, "default, ..." and why)."""
+    import kafka.errors
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    conf = kafka_python_config(settings.kafka_config(), timeout_s, client_id="kconsole-produce")
+    conf["bootstrap_timeout_ms"] = int(timeout_s * 1000)
+    res = ConfigResource(ConfigResourceType.TOPIC, topic, ["max.message.bytes"])
+    kp = None
+    try:
+        kp = kafka_python.admin_client(conf)
+        answer = kp.describe_configs([res], config_filter="all")
+        return int(answer["topic"][topic]["max.message.bytes"]["value"]), "topic"
+    except (kafka.errors.KafkaError, OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
+        why = f"no {e} in the answer" if isinstance(e, KeyError) else str(e) or type(e).__name__
+        why = why if len(why) <= 160 else why[:157] + "..."
+        return DEFAULT_MAX_MESSAGE_BYTES, f"default, as the topic's could not be read: {why}"
+    finally:
+        if kp is not None:
+            with contextlib.suppress(Exception):
+                kp.close()
 
 
 def validate(

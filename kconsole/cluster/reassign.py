@@ -20,10 +20,11 @@ from typing import Any
 import kafka.errors as kerrors
 
 # kafka-python: confluent-kafka's elect_leaders raised SystemError on keyword args in kconsole.
-from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient
+from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
 from kafka.structs import TopicPartition
 
-from kconsole.cluster.admin import kafka_python_config
+from kconsole.cluster import kafka_python
+from kconsole.cluster.clients import kafka_python_config
 from kconsole.cluster.elect import ELECTION_TYPES, ElectResult, elect_results, error_text
 from kconsole.cluster.throttles import throttles_of
 from kconsole.config import Settings
@@ -131,9 +132,9 @@ class ReassignClient:
 
     def __init__(self, settings: Settings, timeout_s: float = 10.0):
         self.timeout_s = timeout_s
-        conf = kafka_python_config(settings.kafka_config(), timeout_s)
-        if "client.id" not in settings.client:
-            conf["client_id"] = "kconsole-reassign"
+        conf = kafka_python_config(
+            settings.kafka_config(), timeout_s, client_id="kconsole-reassign"
+        )
         conf["bootstrap_timeout_ms"] = int(timeout_s * 1000)
         conf["reconnect_backoff_max_ms"] = 1000
         self._conf = conf
@@ -154,17 +155,9 @@ class ReassignClient:
 
     def _client(self) -> Any:
         if self._admin is None:
-            # Built in two steps so a failed bootstrap can stop the IO thread __init__ started
-            # (KafkaAdminClient.close() does nothing before bootstrap has succeeded).
-            admin = KafkaAdminClient.__new__(KafkaAdminClient)
             try:
-                admin.__init__(**self._conf)
-                self._admin = admin
+                self._admin = kafka_python.admin_client(self._conf)
             except _IO_ERRORS as exc:
-                with contextlib.suppress(Exception):
-                    admin._client.close()
-                with contextlib.suppress(Exception):
-                    admin._net.stop()
                 raise ReassignError(
                     f"cannot reach the cluster at {self._conf.get('bootstrap_servers')}: {exc}"
                 ) from exc
@@ -400,10 +393,11 @@ class ReassignClient:
             wanted,
             raise_errors=False,
         )
-        top = kerrors.for_code(getattr(response, "error_code", 0) or 0)
+        code, partition_codes = kafka_python.election_codes(response)
+        top = kerrors.for_code(code)
         if top is not kerrors.NoError:
             raise ReassignError(f"the leader election was refused: {error_text(top)}")
-        return elect_results(kind, response)
+        return elect_results(kind, partition_codes)
 
 
 def _values(configs: Mapping[str, Any], keys: Iterable[str]) -> dict[str, str]:

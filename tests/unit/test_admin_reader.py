@@ -113,11 +113,9 @@ def test_a_new_client_bootstraps_from_every_broker_the_metadata_named(
     reader: AdminReader, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     made: list[dict[str, Any]] = []
-    import kafka.admin
+    from kconsole.cluster import kafka_python
 
-    monkeypatch.setattr(
-        kafka.admin, "KafkaAdminClient", lambda **kw: made.append(kw) or KafkaPython()
-    )
+    monkeypatch.setattr(kafka_python, "admin_client", lambda kw: made.append(kw) or KafkaPython())
     reader.read_cluster()
     reader._kp = None
     reader.read_broker_config(2)

@@ -1,0 +1,117 @@
+"""Every use of kafka-python's private APIs, in one place.
+
+Tested with kafka-python 3.0.12; pyproject.toml pins the 3.0 line (>=3.0.12,<3.1), and
+tests/integration/test_kafka_python_adapter.py calls each function here against the real
+cluster, so an upgrade that changes what they rely on fails there, not on a user's screen.
+
+What they rely on, beyond kafka-python's public API:
+
+- `KafkaAdminClient.__init__` starts the client's IO thread before it bootstraps, and `close()`
+  does nothing until bootstrap succeeded: after a failed bootstrap `admin_client` closes
+  `admin._client` and stops `admin._net` itself.
+- `KafkaAdminClient._manager.run(coroutine_fn, *args)`: runs a coroutine on the client's IO
+  thread and waits for its result.
+- `KafkaAdminClient._manager.send(request, node_id=, request_timeout_ms=)`: one request to one
+  chosen broker, as an awaitable (only awaited on the IO thread).
+- `KafkaAdminClient._find_coordinator_ids(keys)` / `_find_coordinator_id(key)`: coroutines
+  answering group id -> coordinator broker id from the client's cache, asking (one batched
+  FindCoordinator v4+) only for the groups it does not know.
+- `KafkaAdminClient._list_partition_offsets_request(specs, isolation_level)`: a static method
+  building a ListOffsetsRequest from {TopicPartition: OffsetSpec}.
+- Protocol response fields: ListOffsetsResponse `topics[].name`, `.partitions[].partition_index`,
+  `.error_code`, `.offset`; ElectLeadersResponse (what `elect_leaders(raise_errors=False)`
+  returns) `error_code`, `replica_election_results[].topic`, `.partition_result[].partition_id`,
+  `.error_code`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+TP = tuple[str, int]
+# Per leader: {(topic, partition): (error code, offset)}, or what the request failed with.
+LogEnds = dict[int, dict[TP, tuple[int, int]] | BaseException]
+
+
+def admin_client(conf: Mapping[str, Any]) -> Any:
+    """A bootstrapped KafkaAdminClient; when bootstrap fails, nothing of it is left running
+    (its IO thread stopped) and the error is raised."""
+    from kafka.admin import KafkaAdminClient
+
+    # Two steps, so the half-built client can be cleaned up after a failed bootstrap.
+    admin = KafkaAdminClient.__new__(KafkaAdminClient)
+    try:
+        admin.__init__(**conf)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            admin._client.close()
+        with contextlib.suppress(Exception):
+            admin._net.stop()
+        raise
+    return admin
+
+
+def group_coordinators(admin: Any, group_ids: Sequence[str]) -> dict[str, int]:
+    """Each group's coordinator broker id. Known ones come from the client's cache, the rest
+    from one batched FindCoordinator, which fails as a whole on any one group's error."""
+    found = admin._manager.run(admin._find_coordinator_ids, list(group_ids))
+    return {gid: int(found[gid]) for gid in group_ids}
+
+
+def group_coordinator(admin: Any, group_id: str) -> int:
+    """One group's coordinator broker id (cached, else one FindCoordinator)."""
+    return int(admin._manager.run(admin._find_coordinator_id, group_id))
+
+
+def log_ends_by_leader(
+    admin: Any, by_leader: Mapping[int, Sequence[TP]], timeout_ms: int
+) -> LogEnds:
+    """Log-end offsets asked of the given leaders: one ListOffsets (latest, read_uncommitted)
+    per leader, all sent before any answer is awaited. Per leader its answer
+    {tp: (error code, offset)} or the exception its request failed with; raises only when
+    the IO thread itself fails."""
+    result: LogEnds = admin._manager.run(_ask_log_ends, admin, by_leader, timeout_ms)
+    return result
+
+
+async def _ask_log_ends(
+    admin: Any, by_leader: Mapping[int, Sequence[TP]], timeout_ms: int
+) -> LogEnds:
+    from kafka import TopicPartition
+    from kafka.admin import OffsetSpec
+
+    pending = []
+    for leader, tps in by_leader.items():
+        request = admin._list_partition_offsets_request(
+            {TopicPartition(t, p): OffsetSpec.LATEST for t, p in tps},
+            0,  # read_uncommitted
+        )
+        send = admin._manager.send(request, node_id=leader, request_timeout_ms=timeout_ms)
+        pending.append((leader, send))
+    out: LogEnds = {}
+    for leader, future in pending:
+        try:
+            response = await future
+        except Exception as exc:
+            out[leader] = exc
+            continue
+        out[leader] = {
+            (topic.name, part.partition_index): (int(part.error_code), int(part.offset))
+            for topic in response.topics
+            for part in topic.partitions
+        }
+    return out
+
+
+def election_codes(response: Any) -> tuple[int, list[tuple[str, int, int]]]:
+    """An ElectLeadersResponse (`elect_leaders(..., raise_errors=False)`) as its top-level
+    error code and (topic, partition, error code) per partition."""
+    top = int(getattr(response, "error_code", 0) or 0)
+    parts = [
+        (str(topic.topic), int(p.partition_id), int(p.error_code))
+        for topic in response.replica_election_results
+        for p in topic.partition_result
+    ]
+    return top, parts

@@ -1,0 +1,183 @@
+"""Every function of kconsole.cluster.kafka_python (kafka-python's private APIs) against the real
+cluster, with answers checked against what Kafka itself says: an upgrade of kafka-python that
+changes one of them fails here, not on a user's screen."""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka.errors import KafkaError
+
+from kconsole.cluster import kafka_python
+from kconsole.cluster.clients import kafka_python_config
+from kconsole.cluster.local import LocalCluster
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.integration
+
+
+def _conf(cluster: LocalCluster, client_id: str) -> dict[str, Any]:
+    conf = kafka_python_config({"bootstrap.servers": cluster.spec.bootstrap}, 10.0)
+    conf["client_id"] = client_id
+    return conf
+
+
+def _io_threads(client_id: str) -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == f"kafka-io-{client_id}"]
+
+
+@pytest.fixture
+def admin(healthy: LocalCluster) -> Iterator[Any]:
+    client = kafka_python.admin_client(_conf(healthy, "kconsole-adapter-test"))
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@contextmanager
+def topic(cluster: LocalCluster, partitions: int = 2) -> Iterator[str]:
+    """A fresh topic (replication 3) led by its preferred replicas; deleted afterwards."""
+    admin = AdminClient({"bootstrap.servers": cluster.spec.bootstrap})
+    name = f"adapter-{secrets.token_hex(3)}"
+    admin.create_topics([NewTopic(name, partitions, 3)])[name].result(timeout=30)
+    try:
+        cluster.wait_metadata_everywhere(name, time.monotonic() + 30)
+
+        def led() -> bool:
+            parts = admin.list_topics(name, timeout=5).topics[name].partitions
+            return len(parts) == partitions and all(
+                p.leader == p.replicas[0] for p in parts.values()
+            )
+
+        wait_until(led, 30, f"preferred leaders for {name}")
+        yield name
+    finally:
+        admin.delete_topics([name], operation_timeout=30)[name].result(timeout=40)
+
+
+def _partitions(cluster: LocalCluster, name: str) -> dict[int, Any]:
+    md = AdminClient({"bootstrap.servers": cluster.spec.bootstrap}).list_topics(name, timeout=10)
+    return dict(md.topics[name].partitions)
+
+
+def _java_hash(text: str) -> int:
+    """Java's String.hashCode (ASCII text)."""
+    h = 0
+    for ch in text:
+        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def _coordinator_by_kafka(cluster: LocalCluster, group: str) -> int:
+    """The group's coordinator as the broker computes it: the leader of __consumer_offsets
+    partition Utils.abs(group.hashCode) % its partition count."""
+    parts = _partitions(cluster, "__consumer_offsets")
+    h = _java_hash(group)
+    index = 0 if h == -(1 << 31) else abs(h)
+    return int(parts[index % len(parts)].leader)
+
+
+def _group_with_offsets(cluster: LocalCluster, name: str, group: str) -> None:
+    consumer = Consumer({"bootstrap.servers": cluster.spec.bootstrap, "group.id": group})
+    try:
+        consumer.commit(offsets=[TopicPartition(name, 0, 1)], asynchronous=False)
+    finally:
+        consumer.close()
+
+
+class TestAdminClient:
+    def test_a_client_bootstraps_answers_and_closes_its_io_thread(
+        self, healthy: LocalCluster
+    ) -> None:
+        """admin_client bootstraps; close() stops its IO thread."""
+        cid = f"kconsole-adapter-{secrets.token_hex(3)}"
+        client = kafka_python.admin_client(_conf(healthy, cid))
+        try:
+            brokers = {int(b["broker_id"]) for b in client.describe_cluster()["brokers"]}
+            assert brokers == set(healthy.spec.broker_ids)
+            assert len(_io_threads(cid)) == 1
+        finally:
+            client.close()
+        assert _io_threads(cid) == []
+
+    def test_a_failed_bootstrap_leaves_no_io_thread(self, healthy: LocalCluster) -> None:
+        """Nothing listens: admin_client raises, and stops the IO thread __init__ started."""
+        cid = f"kconsole-adapter-{secrets.token_hex(3)}"
+        conf = _conf(healthy, cid)
+        conf["bootstrap_servers"] = "127.0.0.1:1"
+        conf["bootstrap_timeout_ms"] = 1500
+        with pytest.raises(KafkaError):  # 3.0.12: KafkaTimeoutError, "Unable to bootstrap"
+            kafka_python.admin_client(conf)
+        assert _io_threads(cid) == []
+
+
+class TestGroupCoordinators:
+    def test_coordinators_are_the_offsets_partition_leaders(
+        self, healthy: LocalCluster, admin: Any
+    ) -> None:
+        """group_coordinators (batched) and group_coordinator name the broker Kafka does."""
+        with topic(healthy) as name:
+            groups = [f"adapter-group-{secrets.token_hex(3)}" for _ in range(3)]
+            for group in groups:
+                _group_with_offsets(healthy, name, group)
+            expected = {g: _coordinator_by_kafka(healthy, g) for g in groups}
+            assert kafka_python.group_coordinators(admin, groups) == expected
+            for group in groups:
+                assert kafka_python.group_coordinator(admin, group) == expected[group]
+            # The client's cache answers the next time too.
+            assert kafka_python.group_coordinators(admin, groups) == expected
+
+
+class TestLogEnds:
+    def test_log_ends_are_what_was_produced(self, healthy: LocalCluster, admin: Any) -> None:
+        """log_ends_by_leader answers each leader's log-end offsets, error code 0."""
+        with topic(healthy) as name:
+            counts = {0: 7, 1: 3}
+            producer = Producer({"bootstrap.servers": healthy.spec.bootstrap, "acks": "all"})
+            for partition, n in counts.items():
+                for i in range(n):
+                    producer.produce(name, f"v{i}".encode(), partition=partition)
+            assert producer.flush(30) == 0
+            leaders = {p: int(m.leader) for p, m in _partitions(healthy, name).items()}
+            by_leader: dict[int, list[tuple[str, int]]] = {}
+            for partition, leader in leaders.items():
+                by_leader.setdefault(leader, []).append((name, partition))
+            answers = kafka_python.log_ends_by_leader(admin, by_leader, 10_000)
+            assert set(answers) == set(by_leader)
+            got: dict[tuple[str, int], tuple[int, int]] = {}
+            for leader, answer in answers.items():
+                assert not isinstance(answer, BaseException), (leader, answer)
+                got.update(answer)
+            assert got == {(name, p): (0, n) for p, n in counts.items()}
+
+    def test_a_follower_says_not_leader(self, healthy: LocalCluster, admin: Any) -> None:
+        """Asked of a follower, ListOffsets answers NOT_LEADER_OR_FOLLOWER (6): groups.py then
+        asks through kafka-python's own leader lookup."""
+        with topic(healthy, partitions=1) as name:
+            meta = _partitions(healthy, name)[0]
+            follower = next(b for b in meta.replicas if b != meta.leader)
+            answers = kafka_python.log_ends_by_leader(admin, {follower: [(name, 0)]}, 10_000)
+            answer = answers[follower]
+            assert not isinstance(answer, BaseException), answer
+            assert answer[(name, 0)][0] == 6
+
+
+class TestElection:
+    def test_election_codes_of_a_preferred_election_not_needed(
+        self, healthy: LocalCluster, admin: Any
+    ) -> None:
+        """election_codes reads ElectLeaders' answer: ELECTION_NOT_NEEDED (84) per partition."""
+        with topic(healthy) as name:
+            response = admin.elect_leaders(0, {name: [0, 1]}, raise_errors=False)
+            top, parts = kafka_python.election_codes(response)
+            assert top == 0
+            assert sorted(parts) == [(name, 0, 84), (name, 1, 84)]
