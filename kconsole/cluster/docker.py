@@ -8,7 +8,8 @@ Broker containers are found by their labels, never by name: Compose labels every
     kill    docker kill: SIGKILL
     pause   docker pause: the cgroup freezer (the JVM freezes with its sockets open)
     resume  docker unpause
-    start   docker start (the broker registers in ZooKeeper a few seconds later)
+    start   docker start (the broker registers in ZooKeeper a few seconds later); after a
+            docker kill, only once the killed broker's ZooKeeper session has expired
 
 Every engine failure becomes a ClusterError carrying the engine's own message.
 """
@@ -17,7 +18,8 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any, Protocol
 
 import docker
@@ -26,6 +28,7 @@ import requests
 from kconsole.cluster.control import BrokerAction
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.procs import ProcState
+from kconsole.cluster.settings import ZK_TICK_TIME_MS
 
 DEFAULT_PROJECT = "kconsole"
 PROJECT_LABEL = "com.docker.compose.project"
@@ -44,6 +47,10 @@ CALL_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 60
 
 _SERVICE_RE = re.compile(r"^kafka-(\d+)$")
+# A container killed by SIGKILL (docker kill, or docker stop running out of time).
+SIGKILL_EXIT = 137
+# Kafka's zookeeper.session.timeout.ms when the container's environment does not set it.
+KAFKA_DEFAULT_SESSION_TIMEOUT_MS = 18000
 # Failures of engine calls. Connection errors after the client was created are plain
 # `requests` exceptions, not DockerException (APIError is both).
 _ENGINE_ERRORS: tuple[type[Exception], ...] = (
@@ -61,6 +68,9 @@ _FITS: dict[str, frozenset[BrokerAction]] = {
     "created": frozenset({BrokerAction.START}),
     "exited": frozenset({BrokerAction.START}),
 }
+
+
+Progress = Callable[[str], None]  # hears about a long wait inside an action
 
 
 class _Container(Protocol):
@@ -107,6 +117,41 @@ def broker_id_of(labels: Mapping[str, str]) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def _env(attrs: Mapping[str, Any]) -> dict[str, str]:
+    env = (attrs.get("Config") or {}).get("Env") or []
+    return dict(item.partition("=")[::2] for item in env if isinstance(item, str))
+
+
+def _finished_at(attrs: Mapping[str, Any]) -> float | None:
+    """State.FinishedAt as epoch seconds (the engine gives RFC 3339 with nanoseconds)."""
+    raw = str((attrs.get("State") or {}).get("FinishedAt") or "")
+    m = re.match(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)$", raw)
+    if not m or raw.startswith("0001-"):
+        return None
+    frac = (m.group(2) or ".0")[:7]  # microseconds at most
+    zone = "+00:00" if m.group(3) == "Z" else m.group(3)
+    return datetime.fromisoformat(m.group(1) + frac + zone).timestamp()
+
+
+def stale_session_left_s(attrs: Mapping[str, Any], now: float) -> float:
+    """Seconds until ZooKeeper has surely expired the session of a broker container that was
+    killed (exit code 137): until then its registration stays and a broker started again finds
+    its id taken and exits. 0 when it exited cleanly (it deregistered) or long enough ago.
+
+    ZooKeeper expires a session at most the session timeout (KAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS,
+    as ZooKeeper grants it) plus one tick after the last heartbeat, which came before the kill."""
+    state = attrs.get("State") or {}
+    if state.get("ExitCode") != SIGKILL_EXIT:
+        return 0.0
+    finished = _finished_at(attrs)
+    if finished is None:
+        return 0.0
+    raw = _env(attrs).get("KAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS", "")
+    timeout_ms = int(raw) if raw.isdigit() else KAFKA_DEFAULT_SESSION_TIMEOUT_MS
+    timeout_ms = max(2 * ZK_TICK_TIME_MS, min(timeout_ms, 20 * ZK_TICK_TIME_MS))
+    return max(finished + (timeout_ms + ZK_TICK_TIME_MS) / 1000.0 - now, 0.0)
+
+
 def engine_message(exc: BaseException) -> str:
     """The engine's own words for a failure (APIError carries them as `explanation`)."""
     explanation = getattr(exc, "explanation", None)
@@ -138,10 +183,16 @@ class DockerBrokerControl:
         project: str = DEFAULT_PROJECT,
         *,
         stop_timeout: int = STOP_TIMEOUT_S,
+        progress: Callable[[str], None] | None = None,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
     ):
         self._client = client  # None: docker.from_env() on first use
         self.project = project
         self.stop_timeout = stop_timeout
+        self.progress = progress  # hears about a start waiting for a killed broker's session
+        self._clock = clock  # wall clock: compared with the engine's FinishedAt
+        self._sleep = sleep
 
     # -- discovery ------------------------------------------------------------------------
     @classmethod
@@ -222,7 +273,7 @@ class DockerBrokerControl:
     def states(self) -> dict[int, ProcState]:
         return {bid: proc_state(c.status) for bid, c in sorted(self._brokers().items())}
 
-    def act(self, action: BrokerAction, broker_id: int) -> str:
+    def act(self, action: BrokerAction, broker_id: int, progress: Progress | None = None) -> str:
         brokers = self._brokers()
         c = brokers.get(broker_id)
         if c is None:
@@ -233,14 +284,16 @@ class DockerBrokerControl:
             )
         _check_fits(action, broker_id, c)
         try:
-            return self._do(action, broker_id, c)
+            return self._do(action, broker_id, c, progress or self.progress)
         except _ENGINE_ERRORS as exc:
             raise ClusterError(
                 f"docker could not {action.value} broker {broker_id} (container {c.name}): "
                 f"{engine_message(exc)}"
             ) from exc
 
-    def _do(self, action: BrokerAction, broker_id: int, c: _Container) -> str:
+    def _do(
+        self, action: BrokerAction, broker_id: int, c: _Container, progress: Progress | None
+    ) -> str:
         where = f"container {c.name}"
         if action is BrokerAction.STOP:
             t0 = time.monotonic()
@@ -266,6 +319,7 @@ class DockerBrokerControl:
         if action is BrokerAction.RESUME:
             c.unpause()
             return f"broker {broker_id} resumed (docker unpause; {where})"
+        waited = self._wait_for_killed_session(broker_id, c, progress)
         c.start()
         c.reload()
         if c.status != "running":
@@ -273,10 +327,34 @@ class DockerBrokerControl:
                 f"broker {broker_id}: docker started {where} but it is {c.status} "
                 f"(see `docker logs {c.name}`)"
             )
-        return (
-            f"broker {broker_id} started (docker start; {where}); it registers in "
-            "ZooKeeper within seconds"
+        before = (
+            f"waited {waited:.1f} s for the killed broker's ZooKeeper session to expire; "
+            if waited
+            else ""
         )
+        # This backend does not read ZooKeeper: say what it knows, not that it registered.
+        return (
+            f"{before}broker {broker_id} started (docker start; {where}); its registration "
+            "in ZooKeeper is not confirmed by the docker backend"
+        )
+
+    def _wait_for_killed_session(
+        self, broker_id: int, c: _Container, progress: Progress | None
+    ) -> float:
+        """After a docker kill, wait until ZooKeeper has expired the killed broker's session
+        (saying so through `progress`); seconds waited."""
+        t0 = self._clock()
+        left = stale_session_left_s(c.attrs, t0)
+        if left <= 0:
+            return 0.0
+        if progress is not None:
+            progress(
+                f"broker {broker_id} was killed; waiting {left:.1f} s for its ZooKeeper session "
+                "to expire before starting it (it would find its id still registered)"
+            )
+        while (left := stale_session_left_s(c.attrs, self._clock())) > 0:
+            self._sleep(min(left, 0.5))
+        return self._clock() - t0
 
 
 def _rank(c: _Container) -> int:

@@ -27,9 +27,12 @@ from kconsole.cluster import jars
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.local_dir import LocalClusterDir
 from kconsole.cluster.local_probes import (
+    Registration,
     check_port_free,
+    fresh_registrations,
     partitions_fully_in_sync,
     port_owner,
+    read_registrations,
     wait_for,
     zk_ruok,
 )
@@ -38,9 +41,11 @@ from kconsole.cluster.local_spec import (
     ZK_PREFIX,
     LocalClusterSpec,
     broker_properties,
+    broker_session_timeout_ms,
     ephemeral_port_range,
     parse_set_options,
     render_properties,
+    session_expiry_bound_s,
     zookeeper_properties,
 )
 from kconsole.cluster.local_status import ClusterStatus, ProcessStatus, read_status
@@ -50,11 +55,13 @@ from kconsole.cluster.settings import TEST_TOPIC, TEST_TOPIC_PARTITIONS, TEST_TO
 __all__ = [
     "LOG4J_PROPERTIES",
     "ZK_PREFIX",
+    "BrokerStart",
     "ClusterStatus",
     "LocalCluster",
     "LocalClusterSpec",
     "ProcessStatus",
     "Progress",
+    "Registration",
     "UpResult",
     "broker_properties",
     "check_port_free",
@@ -70,6 +77,12 @@ __all__ = [
 
 Progress = Callable[[str], None]
 
+# Beyond the computed bound, how long a previous session's registration may take to go away
+# (a busy ZooKeeper) before start says something else holds the broker id.
+EXPIRY_MARGIN_S = 10.0
+# How often progress repeats "still waiting" while a previous session expires.
+PROGRESS_EVERY_S = 2.0
+
 
 @dataclass
 class UpResult:
@@ -79,6 +92,39 @@ class UpResult:
     topic_created: bool = False
     controller: int | None = None
     elapsed_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class BrokerStart:
+    """What start_broker did: the wait for a previous session, then the start."""
+
+    broker_id: int
+    pid: int | None
+    waited_s: float = 0.0  # for the previous process's registration to expire
+    stale_owner: int | None = None  # the session that held /brokers/ids/<id> before the start
+    started_s: float = 0.0  # from the spawn until its own registration (or the spawn only)
+    owner: int | None = None  # the new process's session; None when not waited for
+
+    @property
+    def elapsed_s(self) -> float:
+        return self.waited_s + self.started_s
+
+    @property
+    def message(self) -> str:
+        """One line saying what really happened."""
+        b = self.broker_id
+        waited = ""
+        if self.stale_owner is not None:
+            waited = (
+                f"waited {self.waited_s:.1f} s for broker {b}'s previous ZooKeeper session "
+                f"(0x{self.stale_owner:x}, not shut down cleanly) to expire; "
+            )
+        if self.owner is None:
+            return f"{waited}broker {b} started (pid {self.pid}); not waiting for it to register"
+        return (
+            f"{waited}broker {b} started (pid {self.pid}) and registered in ZooKeeper after "
+            f"{self.started_s:.1f} s (session 0x{self.owner:x})"
+        )
 
 
 class LocalCluster(LocalClusterDir):
@@ -137,13 +183,19 @@ class LocalCluster(LocalClusterDir):
                 self._spawn("zookeeper", lib)
                 started.append("zookeeper")
             self._wait_zookeeper(deadline, started)
-            for name in to_start:
-                if name != "zookeeper":
+            brokers = [name for name in to_start if name != "zookeeper"]
+            with self.zk_client_until(deadline) as zk:
+                # A broker that died without deregistering (killed, or a machine that went
+                # down with ZooKeeper, whose sessions survive a restart) would find its id
+                # taken and exit: wait for those registrations to expire first.
+                stale = self._stale_owners(zk, [_broker_id(n) for n in brokers], deadline)
+                self._wait_stale_expired(zk, stale, say)
+                for name in brokers:
                     say(f"starting {name} on port {self.port_of(name)}")
                     self._spawn(name, lib)
                     started.append(name)
-            say("waiting for every broker to register and a controller to be elected")
-            result.controller = self._wait_registered(deadline, started)
+                say("waiting for every broker to register and a controller to be elected")
+                result.controller = self._wait_registered(zk, deadline, started, stale)
             if create_topic:
                 result.topic_created = self._ensure_test_topic(deadline, say)
         except BaseException:
@@ -180,30 +232,85 @@ class LocalCluster(LocalClusterDir):
                 raise self._timeout_error("ZooKeeper to answer", ["zookeeper"])
             time.sleep(0.1)
 
-    def _wait_registered(self, deadline: float, started: list[str]) -> int:
+    def _wait_registered(
+        self, zk: object, deadline: float, started: list[str], stale: dict[int, int]
+    ) -> int:
+        """Wait until every broker is registered, those in `stale` by a new session, and a
+        controller is elected; its id."""
         expected = set(self.spec.broker_ids)
         missing: set[int] = expected
-        with self.zk_client_until(deadline) as zk:
-            while True:
-                self._fail_if_exited(started)
-                read = self.poll_zk(
-                    lambda: (self.read_registered(zk), self.read_controller(zk)), deadline
+        while True:
+            self._fail_if_exited(started)
+            read = self.poll_zk(
+                lambda: (read_registrations(zk), self.read_controller(zk)), deadline
+            )
+            if read is None:
+                continue
+            missing = expected - fresh_registrations(read[0], stale)
+            controller = read[1]
+            if not missing and controller is not None:
+                return controller
+            if time.monotonic() > deadline:
+                what = (
+                    f"brokers {sorted(missing)} to register in ZooKeeper"
+                    if missing
+                    else "a controller to be elected"
                 )
-                if read is None:
-                    continue
-                missing = expected - read[0]
-                controller = read[1]
-                if not missing and controller is not None:
-                    return controller
-                if time.monotonic() > deadline:
-                    what = (
-                        f"brokers {sorted(missing)} to register in ZooKeeper"
-                        if missing
-                        else "a controller to be elected"
+                names = [f"broker-{min(missing)}"] if missing else started
+                raise self._timeout_error(what, names)
+            time.sleep(0.1)
+
+    def _stale_owners(self, zk: object, broker_ids: list[int], deadline: float) -> dict[int, int]:
+        """The sessions still holding the registrations of brokers about to be started (none of
+        them runs, so each is a previous process's that did not deregister), by broker id."""
+        while (regs := self.poll_zk(lambda: read_registrations(zk), deadline)) is None:
+            pass
+        return {bid: regs[bid].owner for bid in broker_ids if bid in regs}
+
+    def _wait_stale_expired(self, zk: object, stale: dict[int, int], say: Progress) -> float:
+        """Wait until the registrations in `stale` are gone (ZooKeeper expired the sessions of
+        processes that died without deregistering), saying so and how long it may take.
+        Returns seconds waited; raises ClusterError when one outlives its session timeout."""
+        if not stale:
+            return 0.0
+        t0 = time.monotonic()
+        bound = t0 + max(session_expiry_bound_s(self.spec, b) for b in stale)
+        deadline = bound + EXPIRY_MARGIN_S
+        ids = ", ".join(map(str, sorted(stale)))
+        sessions = ", ".join(f"0x{o:x}" for _b, o in sorted(stale.items()))
+        next_say = t0
+        waiting = set(stale)
+        while True:
+            now = time.monotonic()
+            if now >= next_say:
+                left = max(bound - now, 0.0)
+                if next_say == t0:
+                    say(
+                        f"broker {ids} is still registered in ZooKeeper by the previous "
+                        f"process's session ({sessions}); waiting for it to expire "
+                        f"(at most {left:.0f} s)"
                     )
-                    names = [f"broker-{min(missing)}"] if missing else started
-                    raise self._timeout_error(what, names)
-                time.sleep(0.1)
+                else:
+                    say(f"still waiting for session {sessions} to expire ({left:.0f} s left)")
+                next_say = now + PROGRESS_EVERY_S
+            regs = self.poll_zk(lambda: read_registrations(zk), deadline)
+            if regs is not None:
+                waiting = {b for b in waiting if b in regs}
+                if not waiting:
+                    waited = time.monotonic() - t0
+                    say(f"the previous session expired after {waited:.1f} s")
+                    return waited
+            if time.monotonic() > deadline:
+                b = min(waiting)
+                owner = port_owner(self.port_of(f"broker-{b}"))
+                on_port = f"; its port is held by {owner}" if owner else ""
+                raise ClusterError(
+                    f"broker {b} is still registered in ZooKeeper {time.monotonic() - t0:.0f} s "
+                    f"later, longer than its session timeout "
+                    f"({broker_session_timeout_ms(self.spec, b) / 1000:.0f} s) allows: another "
+                    f"process with broker.id {b} may be running{on_port}; not starting it"
+                )
+            time.sleep(0.05)
 
     def _ensure_test_topic(self, deadline: float, say: Progress) -> bool:
         """Create test-topic if missing, then wait until every partition has a full ISR."""
@@ -403,9 +510,22 @@ class LocalCluster(LocalClusterDir):
         proc.signal(signal.SIGCONT)
         wait_for(lambda: proc.state() is ProcState.RUNNING, 5.0)
 
-    def start_broker(self, broker_id: int, *, wait: bool = True, timeout: float = 90.0) -> float:
-        """Start a stopped broker with its existing config and data dir; optionally wait until
-        it is registered in ZooKeeper. Returns seconds taken."""
+    def start_broker(
+        self,
+        broker_id: int,
+        *,
+        wait: bool = True,
+        timeout: float = 90.0,
+        progress: Progress | None = None,
+    ) -> BrokerStart:
+        """Start a stopped broker with its existing config and data dir.
+
+        If the broker's previous process died without deregistering (SIGKILL), its
+        registration stays until ZooKeeper expires that session, and a broker started before
+        then finds its id taken and exits: so wait for that first, through `progress`. Then
+        start, and with `wait`, wait until the new process itself is registered (a session
+        other than the previous one). Raises ClusterError when it exits or never registers."""
+        say = progress or (lambda _msg: None)
         name = f"broker-{broker_id}"
         proc = self.broker(broker_id)
         if proc.state() is not ProcState.STOPPED:
@@ -417,25 +537,48 @@ class LocalCluster(LocalClusterDir):
                 f"broker {broker_id} has no configuration; use `kconsole cluster up`"
             )
         check_port_free(self.spec.host, self.port_of(name), name)
+        lib = jars.ensure_kafka_jars(self.spec.kafka_version)
         t0 = time.monotonic()
-        self._spawn(name, jars.ensure_kafka_jars(self.spec.kafka_version))
-        if wait:
-            deadline = t0 + timeout
-            with self.zk_client_until(deadline) as zk:
-                while broker_id not in (
-                    self.poll_zk(lambda: self.read_registered(zk), deadline) or set()
-                ):
-                    self._fail_if_exited([name])
-                    if time.monotonic() > deadline:
-                        raise self._timeout_error(f"broker {broker_id} to register", [name])
-                    time.sleep(0.05)
-        return time.monotonic() - t0
+        with self.zk_client_until(t0 + timeout) as zk:
+            stale = self._stale_owners(zk, [broker_id], t0 + timeout)
+            waited = self._wait_stale_expired(zk, stale, say)
+            if stale:
+                check_port_free(self.spec.host, self.port_of(name), name)
+                say(f"starting {name} on port {self.port_of(name)}")
+            t1 = time.monotonic()
+            pid = self._spawn(name, lib)
+            start = BrokerStart(broker_id, pid, waited, stale.get(broker_id))
+            if not wait:
+                return replace(start, started_s=time.monotonic() - t1)
+            owner = self._wait_own_registration(zk, broker_id, stale, t1 + timeout)
+            return replace(start, started_s=time.monotonic() - t1, owner=owner)
+
+    def _wait_own_registration(
+        self, zk: object, broker_id: int, stale: dict[int, int], deadline: float
+    ) -> int:
+        """Wait until the broker just started is registered by a session of its own (not the
+        one in `stale`) while its process runs; that session id."""
+        name = f"broker-{broker_id}"
+        while True:
+            self._fail_if_exited([name])
+            regs = self.poll_zk(lambda: read_registrations(zk), deadline)
+            if regs is not None and broker_id in fresh_registrations(regs, stale):
+                # Registered, and still running after that read: the registration is its own.
+                self._fail_if_exited([name])
+                return regs[broker_id].owner
+            if time.monotonic() > deadline:
+                raise self._timeout_error(f"broker {broker_id} to register", [name])
+            time.sleep(0.05)
 
     def _running(self, broker_id: int, verb: str) -> ManagedProcess:
         proc = self.broker(broker_id)
         if proc.state() is ProcState.STOPPED:
             raise ClusterError(f"cannot {verb} broker {broker_id}: it is not running")
         return proc
+
+
+def _broker_id(name: str) -> int:
+    return int(name.split("-", 1)[1])
 
 
 def with_spec_changes(cluster: LocalCluster, **changes: object) -> LocalClusterSpec:

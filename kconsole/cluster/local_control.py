@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 from kconsole.cluster.control import BrokerAction
-from kconsole.cluster.local import LocalCluster
+from kconsole.cluster.local import LocalCluster, Progress
 from kconsole.cluster.procs import ProcState
 
 
 class LocalBrokerControl:
-    """BrokerControl for the embedded local cluster: signals to the JVMs kconsole started."""
+    """BrokerControl for the embedded local cluster: signals to the JVMs kconsole started.
+
+    `progress` hears about long waits inside an action (a start waiting for the killed
+    process's ZooKeeper session to expire); the returned line says what happened in the end."""
 
     name = "local"
 
-    def __init__(self, cluster: LocalCluster):
+    def __init__(self, cluster: LocalCluster, progress: Progress | None = None):
         self.cluster = cluster
+        self.progress = progress
 
     def states(self) -> dict[int, ProcState]:
         return {
@@ -21,7 +25,7 @@ class LocalBrokerControl:
             for bid in self.cluster.known_broker_ids()
         }
 
-    def act(self, action: BrokerAction, broker_id: int) -> str:
+    def act(self, action: BrokerAction, broker_id: int, progress: Progress | None = None) -> str:
         c = self.cluster
         if action is BrokerAction.STOP:
             secs = c.stop_broker(broker_id)
@@ -35,5 +39,4 @@ class LocalBrokerControl:
         if action is BrokerAction.RESUME:
             c.resume_broker(broker_id)
             return f"broker {broker_id} resumed (SIGCONT)"
-        secs = c.start_broker(broker_id)
-        return f"broker {broker_id} started and registered in ZooKeeper after {secs:.1f} s"
+        return c.start_broker(broker_id, progress=progress or self.progress).message

@@ -148,11 +148,12 @@ class LocalClusterDir:
     def _all_names(self) -> list[str]:
         return ["zookeeper", *[f"broker-{i}" for i in self.known_broker_ids()]]
 
-    def _spawn(self, name: str, lib: Path) -> None:
+    def _spawn(self, name: str, lib: Path) -> int:
+        """Start `name`'s JVM; its pid."""
         env = dict(os.environ)
         for var in ("KAFKA_OPTS", "KAFKA_HEAP_OPTS", "JVMFLAGS", "CLASSPATH"):
             env.pop(var, None)
-        self.process(name).spawn(self._argv(name, lib), cwd=self.proc_dir(name), env=env)
+        return self.process(name).spawn(self._argv(name, lib), cwd=self.proc_dir(name), env=env)
 
     def _fail_if_exited(self, started: list[str]) -> None:
         for name in started:

@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from typing import TypeVar
 
 import psutil
@@ -93,6 +94,36 @@ def read_registered(client: object) -> set[int]:
     """The broker ids registered in ZooKeeper (/brokers/ids)."""
     ids = client.get_children("/brokers/ids") if client.exists("/brokers/ids") else []  # type: ignore[attr-defined]
     return {int(i) for i in ids}
+
+
+@dataclass(frozen=True)
+class Registration:
+    """A broker's /brokers/ids/<id> znode: who created it and when."""
+
+    broker_id: int
+    owner: int  # ephemeralOwner: the id of the ZooKeeper session that created it
+    ctime_ms: int  # creation time, ZooKeeper's clock (epoch ms)
+
+
+def read_registrations(client: object) -> dict[int, Registration]:
+    """Every broker registration in ZooKeeper, by broker id."""
+    out: dict[int, Registration] = {}
+    for bid in read_registered(client):
+        stat = client.exists(f"/brokers/ids/{bid}")  # type: ignore[attr-defined]
+        if stat is not None:  # None: it went away since the listing
+            out[bid] = Registration(bid, int(stat.ephemeralOwner), int(stat.ctime))
+    return out
+
+
+def fresh_registrations(
+    registrations: Mapping[int, Registration], stale: Mapping[int, int]
+) -> set[int]:
+    """The broker ids registered by a session other than their `stale` one.
+
+    A SIGKILLed broker's registration stays until ZooKeeper expires its session; it is the
+    dead process's, not a sign that a broker started since then is up. `stale` maps a broker id
+    to the session that owned its registration before the start (absent: it had none)."""
+    return {bid for bid, reg in registrations.items() if stale.get(bid) != reg.owner}
 
 
 def read_controller(client: object) -> int | None:

@@ -176,3 +176,31 @@ def ephemeral_port_range() -> tuple[int, int]:
         return int(low), int(high)
     except (OSError, ValueError):
         return 49152, 65535
+
+
+# Kafka's default when server.properties does not set zookeeper.session.timeout.ms.
+KAFKA_DEFAULT_SESSION_TIMEOUT_MS = 18000
+
+
+def broker_session_timeout_ms(spec: LocalClusterSpec, broker_id: int) -> int:
+    """The ZooKeeper session timeout a broker gets: the broker's zookeeper.session.timeout.ms
+    clamped to ZooKeeper's minSessionTimeout..maxSessionTimeout (2 and 20 x tickTime unless
+    zoo.cfg sets them), as ZooKeeper negotiates it."""
+    props = broker_properties(spec, broker_id, Path("/"))
+    zk = zookeeper_properties(spec, Path("/"))
+    try:
+        wanted = int(props.get("zookeeper.session.timeout.ms", KAFKA_DEFAULT_SESSION_TIMEOUT_MS))
+        tick = int(zk["tickTime"])
+        low = int(zk.get("minSessionTimeout", 2 * tick))
+        high = int(zk.get("maxSessionTimeout", 20 * tick))
+    except ValueError as exc:
+        raise ClusterError(f"a session timeout or tickTime setting is not a number: {exc}") from exc
+    return max(low, min(wanted, high))
+
+
+def session_expiry_bound_s(spec: LocalClusterSpec, broker_id: int) -> float:
+    """At most this many seconds from now, ZooKeeper expires the session of a broker that
+    died now or earlier: the session timeout after its last heartbeat, rounded up to the next
+    tick (ZooKeeper checks expiry once a tick)."""
+    tick = int(zookeeper_properties(spec, Path("/"))["tickTime"])
+    return (broker_session_timeout_ms(spec, broker_id) + tick) / 1000.0

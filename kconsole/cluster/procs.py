@@ -121,11 +121,28 @@ class ManagedProcess:
         """Wait until the process is gone; True if it exited within `timeout` seconds."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.process() is None:
+            if self.process() is None and not self._threads_exiting():
                 self._forget()
                 return True
-            time.sleep(0.05)
+            time.sleep(0.02)
         return self.process() is None
+
+    def _threads_exiting(self) -> bool:
+        """Whether our process's main thread is a zombie while other threads are still exiting.
+
+        psutil calls the process gone then, but the JVM still holds its files and listening
+        sockets until its last thread is gone: a broker started again at once would find its
+        port taken."""
+        rec = self.record()
+        if rec is None:
+            return False
+        try:
+            proc = psutil.Process(rec.pid)
+            if abs(proc.create_time() - rec.create_time) > 0.5:
+                return False
+            return len(os.listdir(f"/proc/{rec.pid}/task")) > 1
+        except (OSError, psutil.Error):
+            return False  # gone, or not Linux (nothing to wait for there)
 
     def terminate(self, timeout: float) -> bool:
         """SIGTERM (resuming it first if paused, or it could not act on the signal)."""

@@ -223,6 +223,43 @@ class TestBrokerControl:
         assert healthy.broker(victim).pid != old_pid
         assert victim in registered(zk)
 
+    def test_start_at_once_after_kill_waits_for_the_old_session(
+        self, healthy: LocalCluster, zk: KazooClient
+    ) -> None:
+        """Issue 24: start right after kill returns only once the NEW process registered.
+
+        The killed JVM's registration stays until its session expires; a start that counted it
+        said "started" at once while the new broker died on "node already exists"."""
+        victim = next(b for b in (1, 2, 3) if b != controller(zk))
+        old_owner = zk.exists(f"/brokers/ids/{victim}").ephemeralOwner
+        old_pid = healthy.broker(victim).pid
+        healthy.kill_broker(victim)
+        said: list[str] = []
+        result = healthy.start_broker(victim, progress=said.append)
+
+        assert result.stale_owner == old_owner
+        assert result.waited_s > 1.0  # zookeeper.session.timeout.ms=6000
+        assert any("waiting for it to expire" in line for line in said), said
+        assert result.message.startswith(f"waited {result.waited_s:.1f} s for broker {victim}'s")
+        assert "registered in ZooKeeper" in result.message
+        # The registration start returned on is the new process's own session.
+        stat = zk.exists(f"/brokers/ids/{victim}")
+        assert stat is not None and stat.ephemeralOwner == result.owner != old_owner
+        new_pid = healthy.broker(victim).pid
+        assert new_pid is not None and new_pid != old_pid and new_pid == result.pid
+        # ...and it stays: the broker catches up into every ISR under the same session.
+        wait_until(
+            lambda: all(
+                victim in partition_state(zk, TEST_TOPIC, p)["isr"]
+                for p in range(TEST_TOPIC_PARTITIONS)
+            ),
+            90,
+            f"broker {victim} back in every ISR",
+        )
+        assert zk.exists(f"/brokers/ids/{victim}").ephemeralOwner == result.owner
+        assert healthy.broker(victim).state() is ProcState.RUNNING
+        assert healthy.broker(victim).pid == new_pid
+
     def test_up_twice_is_harmless(self, healthy: LocalCluster) -> None:
         """`up` on a running cluster starts nothing and keeps every pid."""
         before = {p.name: p.pid for p in healthy.status().processes}
