@@ -3,7 +3,7 @@
 
     .venv/bin/python bench/cluster_start.py [--runs 3] [--cold]
 
-Runs on its own ports (24181 / 29092..) in temporary dirs; prints a Markdown table.
+Runs on free ports (bench/_cluster.py) in temporary dirs; prints a Markdown table.
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ import time
 from pathlib import Path
 
 import psutil
+from _cluster import free_ports
+
+from kconsole.defaults import DEFAULT_BROKERS
 
 
 def kconsole(state: Path, env: dict[str, str], *args: str) -> float:
@@ -45,8 +48,13 @@ def leftovers(state: Path) -> list[int]:
 def one_run(env: dict[str, str]) -> tuple[float, float, int]:
     with tempfile.TemporaryDirectory() as tmp:
         state = Path(tmp) / "c"
-        up = kconsole(state, env, "up", "--zk-port", "24181", "--base-port", "29092")
-        down = kconsole(state, env, "down")
+        zk_port, base_port = free_ports(DEFAULT_BROKERS)
+        try:
+            up = kconsole(
+                state, env, "up", "--zk-port", str(zk_port), "--base-port", str(base_port)
+            )
+        finally:  # a failed up may have left some of the processes running
+            down = kconsole(state, env, "down")
         return up, down, len(leftovers(state))
 
 

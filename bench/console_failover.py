@@ -2,8 +2,8 @@
 
     .venv/bin/python bench/console_failover.py [--runs 5] [--kill-runs 3]
 
-Starts its own throw-away 3-broker cluster (ZooKeeper 23181, brokers 21092-21094) in a temporary
-dir, and always takes it down again. The real console runs headless (Textual's run_test) on the
+Starts its own throw-away 3-broker cluster on free ports in a temporary dir (bench/_cluster.py),
+and always takes it down again. The real console runs headless (Textual's run_test) on the
 live ClusterObserver. Each run:
 
   1. the victim is the current leader of test-topic/0 on the app's snapshot;
@@ -29,7 +29,6 @@ import os
 import shlex
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -37,11 +36,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
+from _cluster import describe_ports, temporary_cluster, to_stderr
 from _common import code_revision, elect_preferred, load
 from confluent_kafka import TopicPartition
 from kazoo.client import KazooClient
 
-from kconsole.cluster.local import LocalCluster, LocalClusterSpec
+from kconsole.cluster.local import LocalCluster
 from kconsole.cluster.local_control import LocalBrokerControl
 from kconsole.cluster.settings import TEST_TOPIC
 from kconsole.config import Settings
@@ -51,8 +51,6 @@ from kconsole.ui import format as fmt
 from kconsole.ui.app import KConsoleApp, make_app
 from kconsole.ui.widgets.tables import PartitionsTable
 
-ZK_PORT = 23181
-BASE_PORT = 21092
 POLL_S = 0.01
 
 
@@ -347,13 +345,15 @@ def summary(name: str, runs: list[Run]) -> list[str]:
     return out
 
 
-def report(runs: list[Run], restores: list[float], args: argparse.Namespace, revision: str) -> None:
+def report(
+    runs: list[Run], restores: list[float], args: argparse.Namespace, revision: str, ports: str
+) -> None:
     cmd = " ".join(shlex.quote(a) for a in [".venv/bin/python", *sys.argv])
     mem = psutil.virtual_memory().total / 2**30
     print(f"command: `{cmd}`  ")
     print(f"code: {revision}  ")
     print(f"machine: {os.cpu_count()} cores, {mem:.0f} GiB; 3 brokers (512 MB heap), ", end="")
-    print(f"ZooKeeper {ZK_PORT}, brokers {BASE_PORT}-{BASE_PORT + 2}; {TEST_TOPIC} 4 x RF3; ")
+    print(f"{ports}; {TEST_TOPIC} 4 x RF3; ")
     print(
         "console: real app, headless (run_test, 160x48), live ClusterObserver (ZooKeeper watches, "
         f"Admin poll every 1 s); screen polled every {POLL_S * 1000:.0f} ms.\n"
@@ -398,26 +398,19 @@ def main() -> None:
     logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
     revision = code_revision()
     load_start = load()
-    with tempfile.TemporaryDirectory(prefix="kc-bench-failover-") as tmp:
-        spec = LocalClusterSpec(brokers=3, zk_port=ZK_PORT, base_port=BASE_PORT)
-        cluster = LocalCluster(Path(tmp) / "cluster", spec)
-        try:
-            t = time.monotonic()
-            cluster.up(timeout=180, progress=lambda m: print(m, file=sys.stderr))
-            print(f"cluster up in {time.monotonic() - t:.1f} s", file=sys.stderr)
-            runs, restores = asyncio.run(drive(cluster, args))
-        finally:
-            stopped = cluster.down(timeout=30)
-            print(f"cluster down: {', '.join(stopped)}", file=sys.stderr)
+    with temporary_cluster("kc-bench-failover-", progress=to_stderr) as (cluster, _tmp):
+        ports = describe_ports(cluster.spec)
+        runs, restores = asyncio.run(drive(cluster, args))
     if args.json is not None:
-        keep = ("action", "n", "victim", "was_controller", "exited_s", "zk_s", "published_s")
-        keep += ("snapshot_s", "screen_s", "stall_ms")
+        keep: tuple[str, ...] = ("action", "n", "victim", "was_controller", "exited_s", "zk_s")
+        keep += ("published_s", "snapshot_s", "screen_s", "stall_ms")
         args.json.write_text(json.dumps([{k: getattr(r, k) for k in keep} for r in runs], indent=1))
     report(
         runs,
         restores,
         args,
         f"{revision}  \nload average (1 min): {load_start} at start, {load()} at end",
+        ports,
     )
 
 

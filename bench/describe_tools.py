@@ -4,8 +4,8 @@ listing when kcat is installed, on the same cluster, side by side.
 
     .venv/bin/python bench/describe_tools.py [--runs 5] [--topics 20] [--groups 20] [--json out]
 
-Starts its own throw-away 3-broker cluster (ZooKeeper 27181, brokers 27092-27094) and always
-takes it down again; creates `--topics` topics of 100 partitions (RF 3) and `--groups` consumer
+Starts its own throw-away 3-broker cluster on free ports (bench/_cluster.py) and always takes
+it down again; creates `--topics` topics of 100 partitions (RF 3) and `--groups` consumer
 groups with committed offsets, so there is something to describe. Each tool runs as a fresh
 process (start-up included, as a user runs it); the runs alternate.
 """
@@ -18,20 +18,16 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _cluster import temporary_cluster
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconsole.cluster import jars
-from kconsole.cluster.local import LocalCluster, LocalClusterSpec
-
-ZK_PORT = 27181
-BASE_PORT = 27092
 
 
 def timed(cmd: list[str], env: dict[str, str] | None = None) -> float:
@@ -72,35 +68,30 @@ def populate(bootstrap: str, topics: int, groups: int) -> None:
 def run(runs: int, topics: int, groups: int) -> dict[str, list[float]]:
     kconsole = str(Path(sys.executable).with_name("kconsole"))
     out: dict[str, list[float]] = {}
-    with tempfile.TemporaryDirectory(prefix="kc-bench-describe-") as tmp:
-        spec = LocalClusterSpec(brokers=3, zk_port=ZK_PORT, base_port=BASE_PORT)
-        cluster = LocalCluster(Path(tmp) / "cluster", spec)
-        try:
-            cluster.up(timeout=180)
-            populate(spec.bootstrap, topics, groups)
-            lib = jars.ensure_kafka_jars(spec.kafka_version)
-            java = [jars.java_executable(), "-Xmx256m", "-cp", f"{lib}/*"]
-            tools = {
-                "kconsole describe --json": [
-                    kconsole, "-b", spec.bootstrap, "-z", spec.zk_connect, "--backend", "none",
-                    "describe", "--json",
-                ],
-                "kafka-topics --describe": [
-                    *java, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server",
-                    spec.bootstrap, "--describe",
-                ],
-                "kafka-consumer-groups --describe --all-groups": [
-                    *java, "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
-                    "--bootstrap-server", spec.bootstrap, "--describe", "--all-groups",
-                ],
-            }  # fmt: skip
-            if shutil.which("kcat"):
-                tools["kcat -L"] = ["kcat", "-b", spec.bootstrap, "-L"]
-            for _ in range(runs):
-                for name, cmd in tools.items():
-                    out.setdefault(name, []).append(timed(cmd))
-        finally:
-            cluster.down(timeout=30)
+    with temporary_cluster("kc-bench-describe-") as (cluster, _tmp):
+        spec = cluster.spec
+        populate(spec.bootstrap, topics, groups)
+        lib = jars.ensure_kafka_jars(spec.kafka_version)
+        java = [jars.java_executable(), "-Xmx256m", "-cp", f"{lib}/*"]
+        tools = {
+            "kconsole describe --json": [
+                kconsole, "-b", spec.bootstrap, "-z", spec.zk_connect, "--backend", "none",
+                "describe", "--json",
+            ],
+            "kafka-topics --describe": [
+                *java, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server",
+                spec.bootstrap, "--describe",
+            ],
+            "kafka-consumer-groups --describe --all-groups": [
+                *java, "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+                "--bootstrap-server", spec.bootstrap, "--describe", "--all-groups",
+            ],
+        }  # fmt: skip
+        if shutil.which("kcat"):
+            tools["kcat -L"] = ["kcat", "-b", spec.bootstrap, "-L"]
+        for _ in range(runs):
+            for name, cmd in tools.items():
+                out.setdefault(name, []).append(timed(cmd))
     return out
 
 

@@ -3,8 +3,8 @@
     .venv/bin/python bench/jobs_keyed_counts.py [--rate 100] [--duration 60] [--triggers 0,1]
         [--backlog 500000] [--out bench/results/jobs_keyed_counts.md]
 
-Starts its own throw-away 3-broker cluster (ZooKeeper 23181, brokers 21092-21094) in a temporary
-dir, and always takes it and every job it started down again. The job runs as the console runs
+Starts its own throw-away 3-broker cluster on free ports in a temporary dir (bench/_cluster.py),
+and always takes it and every job it started down again. The job runs as the console runs
 it (JobManager: a background `python jobs/keyed_counts.py` process), with --master local[2],
 2 shuffle partitions, 10 s windows, update output mode, writing to an output topic.
 
@@ -29,25 +29,24 @@ import os
 import signal
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import psutil
+from _cluster import describe_ports, temporary_cluster, to_stderr
 from _common import code_revision, load
 from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kconsole.cluster.local import LocalCluster, LocalClusterSpec
 from kconsole.config import Settings
-from kconsole.jobs import JobManager, JobRun, JobState
+from kconsole.jobs import JobRun, JobState
+from kconsole.jobs.manager import JobManager
 
-ZK_PORT = 23181
-BASE_PORT = 21092
 KEYS = 50
 WINDOW_MS = 10_000
 SPARK = {
@@ -76,7 +75,7 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
     raise RuntimeError(f"{name} has no leaders")
 
 
-def wait_for(cond, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
+def wait_for(cond: Callable[[], bool], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if cond():
@@ -114,9 +113,9 @@ class OutputReader(threading.Thread):
         while not self.stop.is_set():
             m = self.c.poll(0.05)
             self.ready.set()  # the first poll resolved OFFSET_END
-            if m is None or m.error():
+            if m is None or m.error() or (value := m.value()) is None:
                 continue
-            v = json.loads(m.value())
+            v = json.loads(value)
             self.seen.append((time.time(), v["window_start"], v["key"], int(v["count"])))
         self.c.close()
 
@@ -253,7 +252,7 @@ def throughput_run(manager: JobManager, bootstrap: str, topic: str, backlog: int
             r = manager.get(run.run_id)
             if not r.active:
                 raise RuntimeError(f"job ended: {r.state.value} {r.error}")
-            return bool(r.latest) and sum(r.latest.end_offsets.values()) >= backlog  # type: ignore[union-attr]
+            return r.latest is not None and sum(r.latest.end_offsets.values()) >= backlog
 
         wait_for(done, 900, "the backlog to be processed")
         r = manager.get(run.run_id)
@@ -292,12 +291,11 @@ def main() -> None:
     load_start = load()
     rev = code_revision(("kconsole", "jobs"))
     lat: dict[str, dict[str, float]] = {}
-    with tempfile.TemporaryDirectory(prefix="kc-bench-jobs-") as tmp:
-        spec = LocalClusterSpec(brokers=3, zk_port=ZK_PORT, base_port=BASE_PORT)
-        cluster = LocalCluster(Path(tmp) / "cluster", spec)
-        manager = JobManager(Path(tmp) / "state", Settings(bootstrap=spec.bootstrap, zookeeper=""))
+    with temporary_cluster("kc-bench-jobs-", progress=to_stderr) as (cluster, tmp):
+        spec = cluster.spec
+        ports = describe_ports(spec)
+        manager = JobManager(tmp / "state", Settings(bootstrap=spec.bootstrap, zookeeper=""))
         try:
-            cluster.up(timeout=180, progress=lambda m: print(m, file=sys.stderr))
             for trigger in args.triggers.split(","):
                 topic = f"bench-lat-{trigger.replace('.', '_')}"
                 create_topic(spec.bootstrap, topic, 4)
@@ -311,12 +309,11 @@ def main() -> None:
             thr = throughput_run(manager, spec.bootstrap, "bench-backlog", args.backlog)
             print(thr, file=sys.stderr)
         finally:
-            for r in manager.runs():
-                if r.active:
-                    manager.stop(r.run_id, timeout_s=30)
-            left = [r.run_id for r in manager.runs() if r.state is not JobState.STOPPED]
-            stopped = cluster.down(timeout=30)
-            print(f"cluster down: {', '.join(stopped)}; runs not stopped: {left}", file=sys.stderr)
+            for job in manager.runs():
+                if job.active:
+                    manager.stop(job.run_id, timeout_s=30)
+            left = [job.run_id for job in manager.runs() if job.state is not JobState.STOPPED]
+            print(f"runs not stopped: {left}", file=sys.stderr)
     mem = psutil.virtual_memory().total / 2**30
     cmd = "`.venv/bin/python bench/jobs_keyed_counts.py" + (
         "" if sys.argv[1:] == [] else " " + " ".join(sys.argv[1:])
@@ -326,7 +323,7 @@ def main() -> None:
         f"code: {rev}  ",
         f"load average (1 min): {load_start} at start, {load()} at end  ",
         f"machine: {os.cpu_count()} cores, {mem:.0f} GiB; 3 brokers (512 MB heap) on the same "
-        "machine, ZooKeeper 23181, brokers 21092-21094; input topics 4 partitions x RF3.  ",
+        f"machine, {ports}; input topics 4 partitions x RF3.  ",
         "job: keyed-counts via JobManager, --master local[2], 2 shuffle partitions, 10 s windows, "
         "30 s watermark, update mode, output topic + JSON-lines sink.",
         "",

@@ -5,8 +5,8 @@ record size, on the same cluster in the same minute.
     .venv/bin/python bench/produce_throughput.py [--acks 1,all] [--sizes 100,1024]
         [--count 200000] [--runs 3] [--sides plain,console,cli,perf] [--json out]
 
-Starts its own throw-away 3-broker cluster (ZooKeeper 25181, brokers 25092-25094) in a temporary
-dir, and always takes it down again. Each cell (acks x value size) gets a fresh topic of one
+Starts its own throw-away 3-broker cluster on free ports in a temporary dir (bench/_cluster.py),
+and always takes it down again. Each cell (acks x value size) gets a fresh topic of one
 partition, RF 3 (min.insync.replicas 2), so that every side writes to the same single leader:
 the keyed sides send one key, and the perf tool sends null keys, which a multi-partition topic
 would spread over every leader. The topic is deleted when its cell is done. Per cell: a warm-up
@@ -16,7 +16,7 @@ reversed on every other round:
 
   - plain: Producer.produce() in a loop (poll(0) each, BufferError -> poll and retry), a
     delivery callback that only counts, then flush(); the producer configuration is the
-    product's own (kconsole.cluster.produce.producer_config with the topic's max.message.bytes,
+    product's own (kconsole.cluster.produce_send.producer_config with the topic's max.message.bytes,
     as the dialog and the CLI build it). Timed from the first produce() to the end of flush().
   - console: the real app headless (Textual run_test), the produce dialog filled in (topic, key,
     value, count, and the Acks select set as a user sets it) and sent (ctrl+s's action); the
@@ -62,26 +62,25 @@ import shlex
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from _cluster import temporary_cluster
 from _common import code_revision, load
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from kconsole.cluster import jars
 from kconsole.cluster.local import LocalCluster, LocalClusterSpec
-from kconsole.cluster.produce import producer_config, read_topic_limits
+from kconsole.cluster.produce import read_topic_limits
+from kconsole.cluster.produce_send import producer_config
 from kconsole.commands import Commands
 from kconsole.config import Settings
 from kconsole.observer import ClusterObserver
 from kconsole.ui.app import make_app
 from kconsole.ui.screens.produce import ProduceScreen
 
-ZK_PORT = 25181
-BASE_PORT = 25092
 KEY = "bench-key"
 SIDES = ("plain", "console", "cli", "perf")
 SIDE_NAMES = {
@@ -136,7 +135,7 @@ async def console_send(
     settings: Settings, topic: str, count: int, value: bytes, acks: str
 ) -> tuple[int, float, float]:
     """(acked, the dialog's time from send to finish, produce_records' own part of it)."""
-    from textual.widgets import Select
+    from textual.widgets import Input, Select, TextArea
 
     # The console's own command layer (Commands.for_settings, as kconsole's main builds it):
     # the audit-log entry and its cluster id are part of the dialog's path.
@@ -146,8 +145,8 @@ async def console_send(
     async with app.run_test(size=(140, 40)) as pilot:
         screen = ProduceScreen(topic=topic, key=KEY)
         await app.push_screen(screen)
-        screen.query_one("#count").value = str(count)  # type: ignore[attr-defined]
-        screen.query_one("#value").text = value.decode()  # type: ignore[attr-defined]
+        screen.query_one("#count", Input).value = str(count)
+        screen.query_one("#value", TextArea).text = value.decode()
         screen.query_one("#acks", Select).value = acks
         await pilot.pause()
         request = screen.form_request()
@@ -267,59 +266,54 @@ def run(
     acks_list: list[str], sizes: list[int], count: int, runs: int, sides: list[str]
 ) -> list[Row]:
     rows: list[Row] = []
-    with tempfile.TemporaryDirectory(prefix="kc-bench-produce-") as tmp:
+    with temporary_cluster("kc-bench-produce-", up_timeout=240, create_topic=False) as (local, tmp):
         # The audit log of the console's and the CLI's sends goes here, not to the user's.
-        os.environ["KCONSOLE_STATE_DIR"] = str(Path(tmp) / "state")
+        os.environ["KCONSOLE_STATE_DIR"] = str(tmp / "state")
         env = {k: v for k, v in os.environ.items() if not k.startswith("KCONSOLE_")}
         env["KCONSOLE_STATE_DIR"] = os.environ["KCONSOLE_STATE_DIR"]
         if "KCONSOLE_CACHE_DIR" in os.environ:
             env["KCONSOLE_CACHE_DIR"] = os.environ["KCONSOLE_CACHE_DIR"]
-        config = Path(tmp) / "config.toml"  # no user config (profiles, -X, read-only) applies
+        config = tmp / "config.toml"  # no user config (profiles, -X, read-only) applies
         config.write_text("")
-        spec = LocalClusterSpec(brokers=3, zk_port=ZK_PORT, base_port=BASE_PORT)
-        local = LocalCluster(Path(tmp) / "cluster", spec)
-        try:
-            local.up(timeout=240, create_topic=False)
-            settings = Settings(bootstrap=spec.bootstrap, zookeeper=spec.zk_connect, backend="none")
-            lib = jars.ensure_kafka_jars(spec.kafka_version) if "perf" in sides else Path()
-            for acks in acks_list:
-                for size in sizes:
-                    topic = f"bench-produce-acks{acks}-{size}"
-                    create_topic(local, topic)
-                    value = b"x" * size
-                    warm_up(spec, topic, value, acks)
-                    for r in range(1, runs + 1):
-                        order = sides if r % 2 else list(reversed(sides))
-                        for side in order:
-                            row = Row(side=side, acks=acks, size=size, run=r, count=count)
-                            if side == "plain":
-                                row["acked"], row["seconds"] = plain_loop(
-                                    settings, topic, count, value, acks
-                                )
-                            elif side == "console":
-                                acked, took, inner = asyncio.run(
-                                    console_send(settings, topic, count, value, acks)
-                                )
-                                row.update(acked=acked, seconds=took, produce_seconds=inner)
-                            elif side == "cli":
-                                row["acked"], row["seconds"], row["wall_seconds"] = cli_send(
-                                    settings, topic, count, value, acks, env, config
-                                )
-                                row["produce_seconds"] = row["seconds"]
-                            else:
-                                row["acked"], row["seconds"], row["wall_seconds"] = perf_tool(
-                                    spec.bootstrap, topic, count, size, acks, lib
-                                )
-                            rows.append(row)
-                            print(
-                                f"acks={acks} {size} B run {r} {side:<7}: {row['acked']} acked "
-                                f"in {row['seconds']:.2f} s ({row.rate:,.0f}/s)",
-                                file=sys.stderr,
-                                flush=True,
+        spec = local.spec
+        settings = Settings(bootstrap=spec.bootstrap, zookeeper=spec.zk_connect, backend="none")
+        lib = jars.ensure_kafka_jars(spec.kafka_version) if "perf" in sides else Path()
+        for acks in acks_list:
+            for size in sizes:
+                topic = f"bench-produce-acks{acks}-{size}"
+                create_topic(local, topic)
+                value = b"x" * size
+                warm_up(spec, topic, value, acks)
+                for r in range(1, runs + 1):
+                    order = sides if r % 2 else list(reversed(sides))
+                    for side in order:
+                        row = Row(side=side, acks=acks, size=size, run=r, count=count)
+                        if side == "plain":
+                            row["acked"], row["seconds"] = plain_loop(
+                                settings, topic, count, value, acks
                             )
-                    delete_topic(spec.bootstrap, topic)
-        finally:
-            local.down(timeout=30)
+                        elif side == "console":
+                            acked, took, inner = asyncio.run(
+                                console_send(settings, topic, count, value, acks)
+                            )
+                            row.update(acked=acked, seconds=took, produce_seconds=inner)
+                        elif side == "cli":
+                            row["acked"], row["seconds"], row["wall_seconds"] = cli_send(
+                                settings, topic, count, value, acks, env, config
+                            )
+                            row["produce_seconds"] = row["seconds"]
+                        else:
+                            row["acked"], row["seconds"], row["wall_seconds"] = perf_tool(
+                                spec.bootstrap, topic, count, size, acks, lib
+                            )
+                        rows.append(row)
+                        print(
+                            f"acks={acks} {size} B run {r} {side:<7}: {row['acked']} acked "
+                            f"in {row['seconds']:.2f} s ({row.rate:,.0f}/s)",
+                            file=sys.stderr,
+                            flush=True,
+                        )
+                delete_topic(spec.bootstrap, topic)
     return rows
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._common import code_revision, load
+from _common import code_revision, load
+
 from kconsole.models import Broker, ClusterSnapshot, Partition, Topic
 from kconsole.reassign import diff, drain, generate, validate
 

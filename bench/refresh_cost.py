@@ -4,8 +4,8 @@ console idling against it.
     .venv/bin/python bench/refresh_cost.py [--topics 20] [--partitions 99] [--rf 3] [--reps 20]
                                            [--idle 30] [--no-baseline]
 
-Starts its own throw-away 3-broker cluster (ZooKeeper 23181, brokers 21092-21094) in a temporary
-dir, and always takes it down again. With the baseline (default), the idle console is first
+Starts its own throw-away 3-broker cluster on free ports in a temporary dir (bench/_cluster.py),
+and always takes it down again. With the baseline (default), the idle console is first
 measured on the bare cluster (test-topic only); then `--topics` x `--partitions` topics with
 RF `--rf` are created and waited for (every partition led, ISR full, in ZooKeeper and in the
 metadata), and measured:
@@ -40,7 +40,6 @@ import pstats
 import shlex
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -49,12 +48,13 @@ from typing import Any
 
 import _common
 import psutil
+from _cluster import describe_ports, temporary_cluster
 from _common import code_revision, load
 from confluent_kafka import KafkaException
 from kazoo.client import KazooClient
 
 from kconsole.cluster.admin import AdminReader, AdminState
-from kconsole.cluster.local import LocalCluster, LocalClusterSpec
+from kconsole.cluster.local import LocalCluster
 from kconsole.cluster.local_control import LocalBrokerControl
 from kconsole.cluster.zk import ZkReader, ZkState
 from kconsole.config import Settings
@@ -64,8 +64,6 @@ from kconsole.timeline import diff
 from kconsole.ui.app import make_app
 from kconsole.ui.widgets.tables import PartitionsTable
 
-ZK_PORT = 23181
-BASE_PORT = 21092
 SIZE = (160, 48)
 
 Row = tuple[str, str, str, str]  # step, median, p95, note
@@ -126,7 +124,7 @@ def wait_ready(cluster: LocalCluster, zk: KazooClient, expected: int, timeout: f
         if total >= expected and good == total:
             try:
                 st = reader.read_cluster()
-                parts = [p for ps in st.topics.values() for p in ps]
+                parts = [p for ps in (st.topics or {}).values() for p in ps]
                 led_md = sum(1 for p in parts if p.leader >= 0)
                 if len(parts) >= expected and led_md == len(parts):
                     return time.monotonic() - t0
@@ -208,7 +206,12 @@ def data_path(
     paths = [f"/brokers/topics/{t}/partitions/{p}/state" for t, p in third]
     wreader = ZkReader(zk)
     wreader.read_all()
-    xs, _ = timed(lambda: [wreader.read_path(p) for p in paths], max(3, reps // 4))
+
+    def reread() -> None:
+        for p in paths:
+            wreader.read_path(p)
+
+    xs, _ = timed(reread, max(3, reps // 4))
     rows.append(
         row(
             "a. watcher re-read of 1/3 of the states, read_path() each",
@@ -222,7 +225,7 @@ def data_path(
     t = time.perf_counter()
     admin = admin_reader.read_cluster()
     first = time.perf_counter() - t
-    topics = len(admin.topics)
+    topics = len(admin.topics or {})
     rows.append(
         (
             "b. Admin read_cluster(), first call",
@@ -494,9 +497,10 @@ async def idle(cluster: LocalCluster, seconds: float, label: str) -> list[str]:
     ]
     for g, c in sorted(by_group.items(), key=lambda kv: -kv[1]):
         out.append(f"| &nbsp;&nbsp;{g} | {c / wall * 100:.1f} |")
-    for name in jvm0:
-        if jvm0[name] is not None and jvm1[name] is not None:
-            out.append(f"| (for scale) JVM {name} | {(jvm1[name] - jvm0[name]) / wall * 100:.1f} |")
+    for name, start in jvm0.items():
+        end = jvm1[name]
+        if start is not None and end is not None:
+            out.append(f"| (for scale) JVM {name} | {(end - start) / wall * 100:.1f} |")
     busy = sum(lates)
     worst = max(lates, default=0.0)
     out += [
@@ -596,18 +600,11 @@ def main() -> None:
     logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
     revision = code_revision()
     load_start = load()
+    ports = "no cluster started"  # replaced once it is up
     try:
-        with tempfile.TemporaryDirectory(prefix="kc-bench-refresh-") as tmp:
-            spec = LocalClusterSpec(brokers=3, zk_port=ZK_PORT, base_port=BASE_PORT)
-            cluster = LocalCluster(Path(tmp) / "cluster", spec)
-            try:
-                t = time.monotonic()
-                cluster.up(timeout=180, progress=say)
-                say(f"cluster up in {time.monotonic() - t:.1f} s")
-                run(cluster, args)
-            finally:
-                stopped = cluster.down(timeout=60)
-                say(f"cluster down: {', '.join(stopped)}")
+        with temporary_cluster("kc-bench-refresh-", down_timeout=60, progress=say) as (cluster, _):
+            ports = describe_ports(cluster.spec)
+            run(cluster, args)
     finally:  # whatever was measured, even when a later step failed
         cmd = " ".join(shlex.quote(a) for a in [".venv/bin/python", *sys.argv])
         mem = psutil.virtual_memory().total / 2**30
@@ -616,7 +613,7 @@ def main() -> None:
         print(f"load average (1 min): {load_start} at start, {load()} at end  ")
         print(
             f"machine: {os.cpu_count()} cores, {mem:.0f} GiB; 3 brokers (512 MB heap) + ZooKeeper "
-            f"on the same machine (ZooKeeper {ZK_PORT}, brokers {BASE_PORT}-{BASE_PORT + 2}); "
+            f"on the same machine ({ports}); "
             f"UI headless (run_test {SIZE[0]}x{SIZE[1]}: everything but writing escape codes to "
             "a terminal).\n"
         )

@@ -41,6 +41,7 @@ from kconsole.models import ClusterSnapshot, SourceName
 from kconsole.observer import SnapshotBuilder
 from kconsole.timeline import diff
 from kconsole.ui.app import make_app
+from kconsole.ui.widgets.tables import PartitionsTable
 
 SEQ = itertools.count(1)  # ZkState.seq, as a ZkReader numbers them
 REG = {i: {"host": "127.0.0.1", "port": 19091 + i, "timestamp": "1000"} for i in (1, 2, 3)}
@@ -164,8 +165,8 @@ async def one_run(n: int) -> dict[str, float]:
             tabs.append(((time.thread_time() - t0) * 1000, stalls.longest * 1000))
         out["key: tab to the next pane (ms CPU)"] = statistics.median(c for c, _ in tabs)
         out["longest frame: tab (ms)"] = statistics.median(f for _, f in tabs)
-        table = app.query_one("#partitions")
-        assert table.row_count == n, f"table shows {table.row_count} rows of {n}"  # type: ignore[attr-defined]
+        table = app.query_one("#partitions", PartitionsTable)
+        assert table.row_count == n, f"table shows {table.row_count} rows of {n}"
         stalls.stop()
     gc.collect()
     out["RSS after (MiB)"] = psutil.Process(os.getpid()).memory_info().rss / 2**20

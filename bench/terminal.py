@@ -4,8 +4,8 @@ frame, idle CPU, and change -> screen for the controller, a broker, partition le
     .venv/bin/python bench/terminal.py [--runs 5] [--idle 30] [--json out.json]
                                        [--topics T --partitions P --groups G]
 
-Starts its own throw-away 3-broker cluster (ZooKeeper 26181, brokers 26092-26094) in a
-temporary dir and always takes it down again; needs tmux. With `--topics`, T topics x P
+Starts its own throw-away 3-broker cluster on free ports in a temporary dir
+(bench/_cluster.py) and always takes it down again; needs tmux. With `--topics`, T topics x P
 partitions (RF 3, named topic-00.. so that they sort after test-topic, whose rows stay at the
 top of the partitions pane) are created first, and waited for (every partition led by its
 preferred replica with a full ISR, in ZooKeeper and in the metadata); with `--groups`, G
@@ -59,7 +59,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -74,6 +73,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import _common
 import zk_reads
+from _cluster import temporary_cluster
 from _common import elect_preferred
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -81,10 +81,8 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import ZnodeStat
 
-from kconsole.cluster.local import LocalCluster, LocalClusterSpec
+from kconsole.cluster.local import LocalCluster
 
-ZK_PORT = 26181
-BASE_PORT = 26092
 SOCKET = "kc-bench-terminal"  # a tmux server of our own (tmux -L)
 SESSION = "kc-bench-terminal"
 SIZE = ("160", "48")
@@ -786,15 +784,13 @@ def run(
     if nice_brokers:
         info["nice_brokers"] = nice_brokers
     kconsole = str(Path(sys.executable).with_name("kconsole"))
-    with tempfile.TemporaryDirectory(prefix="kc-bench-term-") as tmp:
-        spec = LocalClusterSpec(brokers=3, zk_port=ZK_PORT, base_port=BASE_PORT)
-        cluster = LocalCluster(Path(tmp) / "cluster", spec)
+    subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)  # a stale one
+    say("cluster up")
+    with temporary_cluster("kc-bench-term-") as (cluster, tmp):
+        spec = cluster.spec
         zk = KazooClient(hosts=spec.zk_connect)
         console: Console | None = None
-        subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)  # a stale one
         try:
-            say("cluster up")
-            cluster.up(timeout=180)
             renice_brokers(cluster, nice_brokers)
             zk.start(timeout=30)
             names: list[str] = []
@@ -817,13 +813,13 @@ def run(
             info.update(partitions=total, groups=groups)
             say(f"cluster ready: {total} partitions, {groups} groups")
             if topics:  # what re-reading every partition state costs (bench/zk_reads.py)
-                reads = zk_reads.run(spec.zk_connect, runs)
-                out["zk_reads_kazoo_ms"] = reads["kazoo_wall_ms"]  # type: ignore[assignment]
-                out["zk_reads_kconsole_ms"] = reads["kconsole_wall_ms"]  # type: ignore[assignment]
-                out["zk_reads_reader_ms"] = reads["reader_wall_ms"]  # type: ignore[assignment]
-                out["zk_reads_reader_all_ms"] = reads["reader_all_in_flight_wall_ms"]  # type: ignore[assignment]
+                _paths, reads = zk_reads.timings(spec.zk_connect, runs)
+                out["zk_reads_kazoo_ms"] = reads["kazoo_wall_ms"]
+                out["zk_reads_kconsole_ms"] = reads["kconsole_wall_ms"]
+                out["zk_reads_reader_ms"] = reads["reader_wall_ms"]
+                out["zk_reads_reader_all_ms"] = reads["reader_all_in_flight_wall_ms"]
             cmd = [kconsole, "-b", spec.bootstrap, "-z", spec.zk_connect, "--backend", "none"]
-            state_dir = Path(tmp) / "state"
+            state_dir = tmp / "state"
 
             def ready(f: Frame) -> bool:
                 return complete(f, total, test_parts)
@@ -862,7 +858,6 @@ def run(
             subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
             zk.stop()
             zk.close()
-            cluster.down(timeout=30)
     return {**out, "info": info}
 
 
