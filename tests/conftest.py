@@ -21,3 +21,26 @@ logging.getLogger("kazoo").setLevel(logging.CRITICAL)
 if not os.environ.get("KCONSOLE_TEST_STATE_DIR"):
     os.environ["KCONSOLE_TEST_STATE_DIR"] = tempfile.mkdtemp(prefix="kconsole-test-state-")
 os.environ["KCONSOLE_STATE_DIR"] = os.environ["KCONSOLE_TEST_STATE_DIR"]
+
+
+# The door, checked in every test (tests/door_guard.py): a backend's modifying method called by
+# kconsole code outside kconsole.commands fails the test that did it.
+from collections.abc import Iterator  # noqa: E402
+
+import pytest  # noqa: E402
+
+from tests import door_guard  # noqa: E402
+
+door_guard.install()
+
+
+@pytest.fixture(autouse=True)
+def _the_door_holds() -> Iterator[None]:
+    door_guard.take()
+    yield
+    found = door_guard.take()
+    if found:
+        pytest.fail(
+            "an action went around the command layer:\n" + "\n".join(f"  {v}" for v in found),
+            pytrace=False,
+        )

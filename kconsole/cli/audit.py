@@ -33,10 +33,14 @@ def audit(as_json: bool, limit: int, show_path: bool) -> None:
     if not entries:
         click.echo(f"no entries yet ({log.path})")
         return
-    click.echo(f"{'time':<23} {'user':<10} {'command':<14} {'target':<28} {'outcome':<8} error")
+    click.echo(
+        f"{'time':<23} {'user':<10} {'command':<14} {'target':<28} {'outcome':<8} result / error"
+    )
     for e in entries:
         when = str(e.get("time") or "?").replace("T", " ")[:23]
+        result = e.get("result") or {}
+        said = e.get("error") or ", ".join(f"{k} {v}" for k, v in result.items())
         click.echo(
             f"{when:<23} {e.get('user') or '?'!s:<10} {e.get('command')!s:<14} "
-            f"{e.get('target') or ''!s:<28} {e.get('outcome')!s:<8} {e.get('error') or ''}"
+            f"{e.get('target') or ''!s:<28} {e.get('outcome')!s:<8} {said}"
         )

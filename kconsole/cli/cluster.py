@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,18 +13,16 @@ from kconsole.cli.common import commands, confirmation, fail
 from kconsole.cli.common import follow as follow_file
 from kconsole.cli.main import main
 from kconsole.cluster import jars
-from kconsole.cluster.backends import LocalBrokerControl
 from kconsole.cluster.control import BrokerAction
-from kconsole.cluster.local import (
-    ClusterStatus,
-    LocalCluster,
-    LocalClusterSpec,
-    UpResult,
-    parse_set_options,
-)
+from kconsole.cluster.local_spec import LocalClusterSpec, parse_set_options
+from kconsole.cluster.local_status import ClusterStatus
 from kconsole.cluster.procs import tail_lines
 from kconsole.cluster.settings import KAFKA_VERSION, TEST_TOPIC, ZOOKEEPER_VERSION
+from kconsole.commands.views import LocalView
 from kconsole.errors import ClusterError
+
+if TYPE_CHECKING:
+    from kconsole.cluster.local import UpResult
 
 
 @main.group()
@@ -40,9 +39,10 @@ def cluster(ctx: click.Context, state_dir: Path | None) -> None:
     ctx.obj["state_dir"] = state_dir or ctx.obj["settings"].cluster_dir
 
 
-def _local(ctx: click.Context) -> LocalCluster:
+def _local(ctx: click.Context) -> LocalView:
+    """The local cluster in --state-dir, read-only (acting on it is the command layer's)."""
     try:
-        return LocalCluster(ctx.obj["state_dir"])
+        return commands(ctx).local_view()
     except ClusterError as exc:
         fail(exc)
 
@@ -87,8 +87,7 @@ def up(
     door = commands(ctx)
     try:
         door.refuse("cluster.up", str(ctx.obj["state_dir"]))
-        current = LocalCluster(ctx.obj["state_dir"])
-        base = current.spec
+        base = door.local_view().spec
         overrides, zk_overrides = parse_set_options(sets)
         spec = LocalClusterSpec(
             brokers=brokers if brokers is not None else base.brokers,
@@ -98,21 +97,20 @@ def up(
             overrides={**base.overrides, **overrides} if sets else base.overrides,
             zk_overrides={**base.zk_overrides, **zk_overrides} if sets else base.zk_overrides,
         )
-        local = LocalCluster(ctx.obj["state_dir"], spec)
         if not jars.kafka_jars_ready(spec.kafka_version):
             click.echo(f"fetching Kafka {spec.kafka_version} jars with Maven (first run only)...")
         result = door.cluster_up(
-            local,
+            spec,
             timeout=timeout,
             create_topic=not no_topic,
             progress=lambda m: click.echo(f"  {m}"),
         )
     except ClusterError as exc:
         fail(exc)
-    _print_up(local, result)
+    _print_up(door.local_view(), result)
 
 
-def _print_up(local: LocalCluster, result: UpResult) -> None:
+def _print_up(local: LocalView, result: UpResult) -> None:
     if result.already_running and not result.started and not result.resumed:
         click.echo("already running: " + ", ".join(result.already_running))
     else:
@@ -194,7 +192,7 @@ def down(ctx: click.Context, purge: bool, assume_yes: bool) -> None:
     local = _local(ctx)
     t0 = time.monotonic()
     try:
-        stopped = commands(ctx).cluster_down(local, purge=purge, confirm=confirmation(assume_yes))
+        stopped = commands(ctx).cluster_down(purge=purge, confirm=confirmation(assume_yes))
     except ClusterError as exc:
         fail(exc)
     took = time.monotonic() - t0
@@ -213,7 +211,7 @@ def logs(ctx: click.Context, target: str, lines: int, follow: bool) -> None:
     name = "zookeeper" if target.lower() in ("zk", "zookeeper") else None
     if name is None:
         try:
-            name = local.broker(int(target)).name
+            name = local.broker_process_name(int(target))
         except ValueError:
             fail(ClusterError(f"TARGET is a broker id or 'zookeeper', not {target!r}"))
         except ClusterError as exc:
@@ -233,9 +231,13 @@ def _broker_command(action: BrokerAction) -> click.Command:
     @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
     @click.pass_context
     def command(ctx: click.Context, broker: int, yes: bool) -> None:
-        door = commands(ctx, LocalBrokerControl(_local(ctx)))
+        # The local cluster in --state-dir, whatever --backend says (see `kconsole --help`).
+        door = commands(ctx, backend="local")
         try:
-            click.echo(door.broker(action, broker, confirmation(yes)))
+            said = door.broker(
+                action, broker, confirmation(yes), progress=lambda m: click.echo(f"  {m}")
+            )
+            click.echo(said)
         except ClusterError as exc:
             fail(exc)
 

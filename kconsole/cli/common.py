@@ -10,7 +10,6 @@ from typing import NoReturn
 
 import click
 
-from kconsole.cluster.control import BrokerControl
 from kconsole.commands import Commands, Confirm, yes
 from kconsole.config import Settings
 from kconsole.errors import NotConfirmed, ReadOnlyError
@@ -43,19 +42,20 @@ def confirmation(assume_yes: bool) -> Confirm:
     return yes if assume_yes else confirm_on_terminal
 
 
-def backend(settings: Settings) -> tuple[BrokerControl | None, str]:
-    """The broker control for these settings (local cluster, docker compose) or why none."""
-    from kconsole.cluster.backends import choose_backend
-
-    return choose_backend(settings)
-
-
-def commands(
-    ctx: click.Context, control: BrokerControl | None = None, reason: str = ""
-) -> Commands:
-    """The command layer for this invocation's settings (read-only decided there)."""
+def commands(ctx: click.Context, *, backend: str | None = None, origin: str = "cli") -> Commands:
+    """The command layer for this invocation's settings (read-only decided there), holding
+    every backend: broker control (`backend`, default the settings' choice), jobs (in
+    `--state-dir` of `kconsole jobs`), reassignment, tails, and the local cluster (in
+    `--state-dir` of `kconsole cluster`). Subcommands pass data to it and read through its
+    views."""
     settings: Settings = ctx.obj["settings"]
-    return Commands.for_settings(settings, control, control_reason=reason, origin="cli")
+    return Commands.for_settings(
+        settings,
+        backend=backend,
+        cluster_dir=ctx.obj.get("state_dir"),
+        jobs_state_dir=ctx.obj.get("jobs_state_dir"),
+        origin=origin,
+    )
 
 
 def follow(path: Path) -> None:

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import click
 
-from kconsole.cli.common import backend, commands, confirmation, fail
+from kconsole.cli.common import commands, confirmation, fail
 from kconsole.cli.main import main
-from kconsole.config import Settings
 from kconsole.errors import ClusterError
 
 
@@ -93,9 +92,8 @@ def drill_run(
     It shows the blast radius and asks for the target broker's id before anything is written
     (--yes skips that); read-only mode refuses it before anything starts.
     """
-    from kconsole.drills.runner import DrillSpec
+    from kconsole.drills.spec import DrillSpec
 
-    settings: Settings = ctx.obj["settings"]
     try:
         spec = DrillSpec(
             fault=fault,
@@ -108,10 +106,7 @@ def drill_run(
             rate=rate,
             topic=topic,
         )
-        control, reason = backend(settings)
-        report = commands(ctx, control, f"a drill needs broker control: {reason}").drill_run(
-            settings, spec, confirmation(assume_yes), progress=click.echo
-        )
+        report = commands(ctx).drill_run(spec, confirmation(assume_yes), progress=click.echo)
     except ClusterError as exc:
         fail(exc)
     json_path, md_path = report.write(report_path)

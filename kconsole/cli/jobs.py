@@ -12,8 +12,11 @@ from kconsole.cli.common import commands, fail
 from kconsole.cli.common import follow as follow_file
 from kconsole.cli.main import main
 from kconsole.cluster import jars
+from kconsole.commands.views import JobsView
 from kconsole.errors import ClusterError
-from kconsole.jobs import JobManager, JobProgress, JobRun, available_jobs
+from kconsole.jobs.progress import JobProgress
+from kconsole.jobs.runs import JobRun
+from kconsole.jobs.specs import available_jobs
 
 
 @main.group()
@@ -33,8 +36,11 @@ def jobs(ctx: click.Context, state_dir: Path | None) -> None:
     ctx.obj["jobs_state_dir"] = state_dir
 
 
-def _jobs_manager(ctx: click.Context) -> JobManager:
-    return JobManager(ctx.obj.get("jobs_state_dir"), ctx.obj["settings"])
+def _runs(ctx: click.Context) -> JobsView:
+    """The job runs in this invocation's state dir, read-only."""
+    view = commands(ctx).jobs_view()
+    assert view is not None  # the command layer of the CLI always has a job manager
+    return view
 
 
 @jobs.command("list")
@@ -101,10 +107,10 @@ def _parse_job_options(items: tuple[str, ...]) -> dict[str, str | list[str]]:
 @click.pass_context
 def jobs_start(ctx: click.Context, job: str, opts: tuple[str, ...], detach: bool) -> None:
     """Start JOB in the background and print its run id."""
-    manager = _jobs_manager(ctx)
+    door = commands(ctx)
     try:
         options = _parse_job_options(opts)
-        run = commands(ctx).start_job(manager, job, options, detached=detach)
+        run = door.start_job(job, options, detached=detach)
     except ClusterError as exc:
         fail(exc)
     click.echo(f"started {run.run_id} (pid {run.pid})")
@@ -113,18 +119,24 @@ def jobs_start(ctx: click.Context, job: str, opts: tuple[str, ...], detach: bool
     if detach:
         click.echo(f"stop it with: kconsole jobs stop {run.run_id}")
         return
+    view = door.jobs_view()
+    assert view is not None
     try:
-        _follow_run(manager, run.run_id)
+        _follow_run(view, run.run_id)
     except KeyboardInterrupt:
         click.echo("stopping ...")
     finally:
-        for final in manager.stop_attached():
+        # Through the door: each stop is a job.stop in the audit log, refused read-only.
+        for final in door.stop_attached_jobs():
+            if isinstance(final, ClusterError):
+                click.echo(f"could not stop: {final.message}")
+                continue
             click.echo(_run_summary(final))
             if final.error:
                 click.echo(f"  reason: {final.error}")
 
 
-def _follow_run(manager: JobManager, run_id: str) -> None:
+def _follow_run(manager: JobsView, run_id: str) -> None:
     shown = -1.0
     state = None
     while True:
@@ -161,7 +173,7 @@ def _run_summary(run: JobRun) -> str:
 def jobs_stop(ctx: click.Context, run_id: str, timeout: float) -> None:
     """Stop a run: SIGTERM (the query stops cleanly), SIGKILL after --timeout."""
     try:
-        run = commands(ctx).stop_job(_jobs_manager(ctx), run_id, timeout_s=timeout)
+        run = commands(ctx).stop_job(run_id, timeout_s=timeout)
     except ClusterError as exc:
         fail(exc)
     click.echo(_run_summary(run))
@@ -174,7 +186,7 @@ def jobs_stop(ctx: click.Context, run_id: str, timeout: float) -> None:
 @click.pass_context
 def jobs_status(ctx: click.Context, run_id: str | None, as_json: bool, limit: int) -> None:
     """Runs: state, pid, the newest batch, rows per second, offsets behind, and why it failed."""
-    manager = _jobs_manager(ctx)
+    manager = _runs(ctx)
     try:
         runs = [manager.get(run_id)] if run_id else manager.runs()[-limit:]
     except ClusterError as exc:
@@ -247,7 +259,7 @@ def _run_json(run: JobRun) -> dict[str, object]:
 @click.pass_context
 def jobs_logs(ctx: click.Context, run_id: str, lines: int, follow: bool) -> None:
     """Print a run's log (Spark's and Kafka's stderr)."""
-    manager = _jobs_manager(ctx)
+    manager = _runs(ctx)
     try:
         run = manager.get(run_id)
     except ClusterError as exc:

@@ -9,12 +9,9 @@ from pathlib import Path
 import click
 
 from kconsole import __version__, paths
-from kconsole.cli.common import backend as broker_backend
-from kconsole.cli.common import fail
-from kconsole.commands import Commands
+from kconsole.cli.common import commands, fail
 from kconsole.config import BACKENDS, Settings, load_settings
 from kconsole.errors import ClusterError
-from kconsole.jobs import JobManager
 
 
 def _quiet_libraries() -> None:
@@ -115,10 +112,10 @@ def main(
     ctx.obj["settings"] = settings
     ctx.obj["read_only"] = settings.read_only
     if ctx.invoked_subcommand is None:
-        _run_console(settings)
+        _run_console(ctx, settings)
 
 
-def _run_console(settings: Settings) -> None:
+def _run_console(ctx: click.Context, settings: Settings) -> None:
     from kconsole.observer import ClusterObserver
 
     log_file = paths.state_dir() / "kconsole.log"
@@ -132,19 +129,17 @@ def _run_console(settings: Settings) -> None:
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
 
-    control, reason = broker_backend(settings)
-    observer = ClusterObserver(settings, proc_states=control.states if control else None)
+    door = commands(ctx, origin="console")
+    # Picks the broker control now, before the screen asks whether its keys are available.
+    observer = ClusterObserver(settings, proc_states=door.broker_states())
     from kconsole.ui.app import make_app
 
     app = make_app(
         observer,
-        commands=Commands.for_settings(
-            settings, control, control_reason="" if control else reason, origin="console"
-        ),
+        commands=door,
         refresh_s=settings.refresh_s,
         group_refresh_s=settings.group_refresh_s,
         settings=settings,
-        jobs=JobManager(settings=settings),
         freeze_gc=True,
     )
     app.run()
@@ -159,8 +154,8 @@ def describe(ctx: click.Context, as_json: bool) -> None:
     from kconsole.observer import ClusterObserver
 
     settings: Settings = ctx.obj["settings"]
-    control, _reason = broker_backend(settings)
-    snap = ClusterObserver(settings, proc_states=control.states if control else None).read_once()
+    states = commands(ctx).broker_states()
+    snap = ClusterObserver(settings, proc_states=states).read_once()
     if as_json:
         click.echo(snap.to_json(indent=2, default=str))
     else:

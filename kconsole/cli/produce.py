@@ -146,7 +146,6 @@ def produce(
 
     try:
         result = door.produce(
-            settings,
             topic,
             records,
             acks=acks,

@@ -3,9 +3,9 @@
     none    broker control disabled
     local   the embedded local cluster in settings.cluster_dir (it must have a cluster.json)
     docker  the broker containers of a docker compose project
-    auto    local when kconsole started the cluster the settings point at (its cluster.json
-            names the same bootstrap servers), else docker when the compose project's brokers
-            publish the bootstrap ports, else none
+    auto    local when kconsole started the cluster the settings point at (every bootstrap
+            server is one of its brokers, whatever their number), else docker when the compose
+            project's brokers publish the bootstrap ports, else none
 
 Acting on the wrong cluster is the failure to avoid: "auto" only picks a backend whose brokers
 are the ones the console shows.
@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # the cluster layer does not depend on the settings module at
     from kconsole.config import Settings
 
 # LocalBrokerControl is importable from here too: callers pick backends in one place.
-__all__ = ["LocalBrokerControl", "choose_backend"]
+__all__ = ["LocalBrokerControl", "choose_backend", "serves"]
 
 
 def choose_backend(
@@ -48,7 +48,7 @@ def choose_backend(
     # auto
     local, why_not_local = _local_cluster(settings)
     if local is not None:
-        if local.spec.bootstrap == settings.bootstrap:
+        if serves(local.spec.bootstrap, settings.bootstrap):
             return LocalBrokerControl(local), f"local cluster in {local.state_dir}"
         why_not_local = (
             f"the local cluster in {local.state_dir} serves {local.spec.bootstrap}, "
@@ -64,6 +64,21 @@ def choose_backend(
         f"kconsole did not start this cluster ({why_not_local}) and no docker compose project "
         f"{project!r} was found serving it: {why_not_docker}"
     )
+
+
+def serves(brokers: str, bootstrap: str) -> bool:
+    """True when every server in `bootstrap` is one of `brokers` (both HOST:PORT,...): a
+    client bootstrapping there reaches that cluster, however many more brokers it has."""
+    theirs = {_address(a) for a in brokers.split(",") if a.strip()}
+    wanted = {_address(a) for a in bootstrap.split(",") if a.strip()}
+    return bool(wanted) and wanted <= theirs
+
+
+def _address(server: str) -> tuple[str, int]:
+    host, _, port = server.strip().rpartition(":")
+    # localhost and 127.0.0.1 are one address for a local cluster
+    host = "127.0.0.1" if host in ("localhost", "127.0.0.1", "") else host
+    return host, int(port) if port.isdigit() else -1
 
 
 def _local_cluster(settings: Settings) -> tuple[LocalCluster | None, str]:

@@ -6,6 +6,7 @@ kconsole.cluster.docker (docker compose containers); kconsole.cluster.backends p
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
@@ -35,6 +36,10 @@ class BrokerControl(Protocol):
         """Process state per broker id, as far as the backend can tell."""
         ...
 
-    def act(self, action: BrokerAction, broker_id: int) -> str:
-        """Carry out `action`; return a one-line description of what happened."""
+    def act(
+        self, action: BrokerAction, broker_id: int, progress: Callable[[str], None] | None = None
+    ) -> str:
+        """Carry out `action`; return a one-line description of what really happened (a
+        start: the new process registered, and any wait before it). `progress` hears about a
+        long wait while it lasts."""
         ...

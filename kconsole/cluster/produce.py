@@ -15,14 +15,24 @@ the one name callers need:
 
     produce_trace     partition_for, the key -> partition -> leader Trace
     produce_request   parsing user input, ProduceRequest from a form, validation, TopicLimits
-    produce_send      produce_records and its delivery accounting (Delivery, ProduceResult,
-                      Tally)
-    clients           the producer configuration shared with the drill workload
+    produce_outcome   what a send did (Delivery, ProduceResult) and its live Tally
+
+Sending itself (kconsole.cluster.produce_send: produce_records) is not gathered here: only the
+command layer sends (Commands.produce), so screens and CLI commands that import this module
+cannot reach the producer through it.
 """
 
 from __future__ import annotations
 
 from kconsole.cluster.clients import RDKAFKA_LOG
+from kconsole.cluster.produce_outcome import (
+    Delivery,
+    OnProgress,
+    ProduceResult,
+    Tally,
+    TallyView,
+    latency_summary,
+)
 from kconsole.cluster.produce_request import (
     ACKS_CHOICES,
     COMPRESSIONS,
@@ -47,16 +57,6 @@ from kconsole.cluster.produce_request import (
     read_topic_limits,
     record_size,
     validate,
-)
-from kconsole.cluster.produce_send import (
-    Delivery,
-    OnProgress,
-    ProduceResult,
-    Tally,
-    TallyView,
-    latency_summary,
-    produce_records,
-    producer_config,
 )
 from kconsole.cluster.produce_trace import Trace, partition_for, trace
 
@@ -90,8 +90,6 @@ __all__ = [
     "parse_headers",
     "parse_line",
     "partition_for",
-    "produce_records",
-    "producer_config",
     "read_topic_limits",
     "record_size",
     "trace",

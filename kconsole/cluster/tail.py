@@ -227,6 +227,8 @@ class Tailer:
         self.paused = False
         self._consumer: Consumer | None = None
         self._assigned: list[TopicPartition] = []
+        self._joined: list[int] | None = None  # the partitions the group gave us, once it did
+        self._early: list[TailRecord] = []  # read while joining, handed out by the next poll
 
     # -- set-up -------------------------------------------------------------------------------
     def _config(self) -> dict[str, Any]:
@@ -274,6 +276,7 @@ class Tailer:
                         for tp in tps:
                             tp.offset = starts.get(tp.partition, tp.offset)
                     c.assign(tps)
+                    self._joined = sorted(tp.partition for tp in tps)
 
                 consumer.subscribe([self.topic], on_assign=on_assign)
         except BaseException:
@@ -341,9 +344,32 @@ class Tailer:
         return tuple(out)
 
     # -- reading ------------------------------------------------------------------------------
+    def join(self, timeout_s: float | None = None) -> list[int]:
+        """A group tail: wait until the group has assigned this member its partitions (what
+        it read meanwhile comes with the next poll). The partitions it got, maybe none when the
+        group has more members than partitions; TailError when the join does not finish."""
+        if self.group_id is None:
+            return [p.partition for p in self.positions]
+        deadline = time.monotonic() + (self.timeout_s if timeout_s is None else timeout_s)
+        while self._joined is None:
+            if time.monotonic() >= deadline:
+                raise TailError(
+                    f"group {self.group_id!r} assigned no partitions of {self.topic} within "
+                    f"{self.timeout_s if timeout_s is None else timeout_s:.0f} s (is its "
+                    "coordinator reachable?)"
+                )
+            self._early.extend(self._read(0.1, 500))
+        return list(self._joined)
+
     def poll(self, timeout_s: float = 0.2, max_records: int = 500) -> list[TailRecord]:
         """What arrived within `timeout_s` (nothing while paused). Raises TailError on a fatal
         error; transient ones (a leader moving) are left to librdkafka."""
+        if self._early:
+            early, self._early = self._early, []
+            return early
+        return self._read(timeout_s, max_records)
+
+    def _read(self, timeout_s: float, max_records: int) -> list[TailRecord]:
         consumer = self._consumer
         if consumer is None:
             raise TailError("the tail is not open")
@@ -396,6 +422,7 @@ class TailSource(Protocol):
     paused: bool
 
     def open(self) -> tuple[TailPosition, ...]: ...
+    def join(self, timeout_s: float | None = None) -> list[int]: ...
     def poll(self, timeout_s: float = 0.2, max_records: int = 500) -> list[TailRecord]: ...
     def pause(self) -> None: ...
     def resume(self) -> None: ...

@@ -31,6 +31,7 @@ FIELDS = (
     "target",
     "args",
     "outcome",
+    "result",
     "error",
     "origin",
 )
@@ -84,11 +85,14 @@ class AuditLog:
         args: Mapping[str, Any],
         outcome: str,
         error: str = "",
+        result: Mapping[str, Any] | None = None,
         cluster_id: str | None = None,
         bootstrap: str = "",
         origin: str = "",
     ) -> dict[str, Any]:
-        """Write one entry; raises ClusterError when the log cannot be written."""
+        """Write one entry; raises ClusterError when the log cannot be written. `result`: what
+        a command that was done really did (counts read back from the cluster or the
+        process), beside the arguments it was asked with."""
         if outcome not in OUTCOMES:
             raise ValueError(f"outcome must be one of {OUTCOMES}")
         entry = {
@@ -100,6 +104,7 @@ class AuditLog:
             "target": target,
             "args": mask(dict(args)),
             "outcome": outcome,
+            "result": mask(dict(result)) if result else None,
             "error": error or None,
             "origin": origin,
         }

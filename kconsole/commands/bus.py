@@ -1,55 +1,66 @@
-"""The one door every modifying action goes through, from the CLI and the console alike.
+"""The command layer: the one door every modifying action goes through, from the CLI and the
+console alike, and the only holder of the backends that act.
 
-Each method is a command of the registry (kconsole.commands.registry). In this order, before
-any side effect: read-only refuses it (with the reason: which flag, variable or config entry),
-a missing backend refuses it, a destructive one needs its typed confirmation; then it runs. Every
-outcome — done, refused, failed — is appended to the audit log. Nothing else calls a backend's
-modifying methods.
+Each method is a command of the registry (kconsole.commands.registry) and runs through
+`Door._run` (kconsole.commands.door): read-only first, then a missing backend, then the typed
+confirmation, then the effect, then the audit line with the real outcome. Commands owns its
+backends — broker control, the job manager, the reassignment / election client, the tail
+factory, the local cluster — and callers pass data and get outcomes; screens and CLI commands
+read through the views of kconsole.commands.views. Nothing else calls a backend's modifying
+methods (tests/conftest.py's guard fails any test in which something does).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import dataclass, field, replace
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from kconsole.cluster.control import BrokerAction, BrokerControl
-from kconsole.cluster.produce import ProduceResult, Record, produce_records
 from kconsole.commands.auditlog import AuditLog
-from kconsole.commands.reassign import ReassignCommands
-from kconsole.commands.registry import spec as command_spec
+from kconsole.commands.door import Confirm, never, yes
+from kconsole.commands.reassign import ClientFactory, ReassignCommands
+from kconsole.commands.views import BrokerStates, JobsView, LocalView, ReassignView
 from kconsole.config import Settings
-from kconsole.errors import ClusterError, NotConfirmed, ReadOnlyError, Refused
+from kconsole.errors import ClusterError
 
 if TYPE_CHECKING:
     from kconsole.cluster.local import LocalCluster, UpResult
+    from kconsole.cluster.local_spec import LocalClusterSpec
+    from kconsole.cluster.produce_request import ProduceRequest, Record
+    from kconsole.cluster.produce_send import ProduceResult
     from kconsole.cluster.tail import StartAt, TailFactory, TailSource
-    from kconsole.drills.runner import DrillReport, DrillSpec
-    from kconsole.jobs import JobManager, JobRun
+    from kconsole.drills.spec import DrillReport, DrillSpec
+    from kconsole.jobs.manager import JobManager
+    from kconsole.jobs.runs import JobRun
 
-T = TypeVar("T")
+__all__ = ["Commands", "Confirm", "yes"]
 
-# Asked with a prompt and the answer expected; True only when the user typed exactly that.
-Confirm = Callable[[str, str], bool]
+# (the control, or None and why not), asked once, when a command first needs it
+ControlFactory = Callable[[], "tuple[BrokerControl | None, str]"]
+# the local cluster, with the spec to start it with (None: the saved one)
+LocalFactory = Callable[["LocalClusterSpec | None"], "LocalCluster"]
 
-
-def yes(_prompt: str, _expected: str) -> bool:
-    """The confirmation of `--yes`: already given."""
-    return True
+JOIN_TIMEOUT_S = 30.0  # a group tail's join: the group's rebalance must finish within this
 
 
 @dataclass
 class Commands(ReassignCommands):
-    """Modifying actions, guarded and audited (reassignment and elections: commands/reassign)."""
+    """Modifying actions, guarded and audited (reassignment and elections: commands/reassign),
+    and the backends they act through."""
 
-    control: BrokerControl | None
-    read_only: bool = False
+    control: BrokerControl | None = None
     control_reason: str = ""  # why `control` is None, shown where actions are disabled
-    read_only_reason: str = ""  # who asked for read-only, shown in every refusal
-    audit: AuditLog | None = field(default_factory=AuditLog)
-    bootstrap: str = ""
-    cluster_id: Callable[[], str | None] | None = None  # asked lazily, for the audit log
-    origin: str = "cli"  # cli | console: who asked, for the audit log
+    control_factory: ControlFactory | None = None  # picks `control` when first needed
+    settings: Settings | None = None  # the cluster produce and drills write to
+    jobs: JobManager | None = None
+    tailer: TailFactory | None = None
+    cluster_dir: Path | None = None  # where the local cluster cluster.up / cluster.down act on is
+    local_cluster: LocalFactory | None = None  # opens it there (with a spec for cluster.up)
+    _control_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
     def for_settings(
@@ -58,110 +69,99 @@ class Commands(ReassignCommands):
         control: BrokerControl | None = None,
         *,
         control_reason: str = "",
+        backend: str | None = None,
+        cluster_dir: Path | None = None,
+        jobs_state_dir: Path | None = None,
+        jobs: JobManager | None = None,
         origin: str = "cli",
         cluster_id: Callable[[], str | None] | None = None,
         audit: AuditLog | None = None,
     ) -> Commands:
-        """The command layer for `settings`: their read-only decision and bootstrap."""
+        """The command layer for `settings`, with every backend they call for: broker control
+        (given, or picked by `backend`, default the settings' choice, when first needed), the
+        job manager (`jobs`, or one in `jobs_state_dir`), the reassignment client, tails, and
+        the local cluster in `cluster_dir` (default the settings' one)."""
+        from kconsole.cluster.tail import tail_factory
+        from kconsole.jobs.manager import JobManager
+
         if cluster_id is None:
             from kconsole.cluster.admin import probe_cluster_id
 
             cluster_id = _cached(lambda: probe_cluster_id(settings.kafka_config()))
+        cdir = cluster_dir or settings.cluster_dir
+        factory: ControlFactory | None = None
+        if control is None and not control_reason:
+            factory = _control_factory(settings, backend, cdir)
         return cls(
             control,
-            read_only=settings.read_only,
             control_reason=control_reason,
+            control_factory=factory,
+            read_only=settings.read_only,
             read_only_reason=settings.read_only_reason,
             audit=audit or AuditLog(),
             bootstrap=settings.bootstrap,
             cluster_id=cluster_id,
             origin=origin,
+            settings=settings,
+            jobs=jobs or JobManager(jobs_state_dir, settings),
+            reassigner=reassign_factory(settings),
+            tailer=tail_factory(settings),
+            cluster_dir=cdir,
+            local_cluster=partial(_local_cluster, cdir),
         )
 
-    # -- the door -----------------------------------------------------------------------------
-    def refusal(self, name: str) -> str:
-        """Why command `name` would be refused right now ('' when it would run)."""
-        command_spec(name)
-        if self.read_only:
-            why = self.read_only_reason or "read-only mode"
-            return f"read-only mode ({why})" if why != "read-only mode" else why
-        if (name.startswith("broker.") or name == "drill.run") and self.control is None:
+    # -- the backends, and what may be read of them ---------------------------------------------
+    def _control(self) -> BrokerControl | None:
+        with self._control_lock:
+            if self.control is None and self.control_factory is not None:
+                factory, self.control_factory = self.control_factory, None
+                self.control, why = factory()
+                if self.control is None:
+                    self.control_reason = why
+            return self.control
+
+    def missing_backend(self, name: str) -> str:
+        if (name.startswith("broker.") or name == "drill.run") and self._control() is None:
             return "broker control is not available: " + (
                 self.control_reason
                 or "kconsole did not start this cluster and no docker compose project was found"
             )
-        return ""
+        if name.startswith("job.") and self.jobs is None:
+            return "PySpark jobs are not available here (no job manager)"
+        if name in ("produce", "drill.run") and self.settings is None:
+            return "no cluster connection to write to"
+        if name == "tail.group" and self.tailer is None:
+            return "tailing is not available: no cluster connection"
+        if name.startswith("cluster.") and self.local_cluster is None:
+            return "no local cluster state dir"
+        return super().missing_backend(name)
 
-    def refuse(self, name: str, target: str, args: Mapping[str, Any] | None = None) -> None:
-        """Raise (and log) the refusal of `name` on `target`, if it would be refused."""
-        why = self.refusal(name)
-        if not why:
-            return
-        verb = command_spec(name).verb
-        exc: ClusterError
-        if self.read_only:
-            exc = ReadOnlyError(f"{why}: refusing to {verb} {target}")
-        else:
-            exc = ClusterError(why)
-        self._log(name, target, args or {}, "refused", exc.message)
-        raise exc
+    @property
+    def can_tail(self) -> bool:
+        """Whether tails can be opened (a cluster connection to read from)."""
+        return self.tailer is not None
 
-    def _run(
-        self,
-        name: str,
-        target: str,
-        args: Mapping[str, Any],
-        do: Callable[[], T],
-        *,
-        confirm: Confirm | None = None,
-        expected: str | None = None,
-        prompt: str = "",
-    ) -> T:
-        """Refuse, confirm, run and log command `name`. A destructive command with
-        `expected=None` asks for its confirmation inside `do` (it raises NotConfirmed)."""
-        spec = command_spec(name)
-        self.refuse(name, target, args)
-        question = prompt or f"{spec.summary}: {target}?"
-        if (
-            spec.destructive
-            and expected is not None
-            and (confirm is None or not confirm(question, expected))
-        ):
-            exc = NotConfirmed(f"{name} {target}: not confirmed")
-            self._log(name, target, args, "refused", exc.message)
-            raise exc
-        try:
-            result = do()
-        except Refused as exc:  # e.g. a drill not confirmed, a plan that does not fit
-            self._log(name, target, args, "refused", exc.message)
-            raise
-        except BaseException as exc:
-            self._log(name, target, args, "failed", f"{type(exc).__name__}: {exc}")
-            raise
-        self._log(name, target, args, "done")
-        return result
+    def broker_states(self) -> BrokerStates | None:
+        """How to read each broker's process state (None: no broker control)."""
+        control = self._control()
+        return control.states if control is not None else None
 
-    def _log(
-        self, name: str, target: str, args: Mapping[str, Any], outcome: str, error: str = ""
-    ) -> None:
-        if self.audit is None:
-            return
-        cid = None
-        if self.cluster_id is not None:
-            try:
-                cid = self.cluster_id()
-            except Exception:
-                cid = None
-        self.audit.append(
-            command=name,
-            target=target,
-            args=args,
-            outcome=outcome,
-            error=error,
-            cluster_id=cid,
-            bootstrap=self.bootstrap,
-            origin=self.origin,
-        )
+    def jobs_view(self) -> JobsView | None:
+        """The job runs, read-only (None: no job manager)."""
+        return JobsView(self.jobs) if self.jobs is not None else None
+
+    def reassign_view(self) -> ReassignView | None:
+        """Running reassignments, log sizes and throttles, read-only (None: no connection)."""
+        return ReassignView(self.reassigner) if self.reassigner is not None else None
+
+    def local_view(self) -> LocalView:
+        """The local cluster's status and logs (ClusterError: its state dir is unusable)."""
+        return LocalView(self._local())
+
+    def _local(self, spec: LocalClusterSpec | None = None) -> LocalCluster:
+        if self.local_cluster is None:
+            raise ClusterError("no local cluster state dir")
+        return self.local_cluster(spec)
 
     # -- availability, for keys that are shown disabled with a reason --------------------------
     def broker_actions_available(self) -> tuple[bool, str]:
@@ -176,45 +176,74 @@ class Commands(ReassignCommands):
 
     # -- commands -----------------------------------------------------------------------------
     def broker(
-        self, action: BrokerAction, broker_id: int, confirm: Confirm | None, *, via: str = ""
+        self,
+        action: BrokerAction,
+        broker_id: int,
+        confirm: Confirm | None,
+        *,
+        via: str = "",
+        progress: Callable[[str], None] | None = None,
     ) -> str:
-        """Run a broker action. Destructive ones need `confirm(prompt, broker id)`."""
-        control = self.control
+        """Run a broker action. Destructive ones need `confirm(prompt, broker id)`; `progress`
+        hears about a long wait inside it (a start after a kill waits for the old session)."""
+
+        def act() -> str:
+            control = self._control()
+            assert control is not None  # refuse() said so before
+            return control.act(action, broker_id, progress=progress)
+
         return self._run(
             f"broker.{action.value}",
             f"broker {broker_id}",
             {"via": via} if via else {},
-            lambda: control.act(action, broker_id),  # type: ignore[union-attr]
+            act,
             confirm=confirm,
             expected=str(broker_id),
             prompt=f"{action.value} broker {broker_id}? Type the broker id to confirm",
+            result=lambda said: {"said": said},
         )
 
-    def cluster_up(self, local: LocalCluster, **options: Any) -> UpResult:
-        """Start the local cluster's processes that are not running (see LocalCluster.up)."""
+    def cluster_up(self, spec: LocalClusterSpec | None = None, **options: Any) -> UpResult:
+        """Start the local cluster's processes that are not running, with `spec` (None: the
+        saved one); see LocalCluster.up for `options`."""
         args = {k: v for k, v in options.items() if k != "progress"}
-        return self._run("cluster.up", str(local.state_dir), args, lambda: local.up(**options))
+        target = str(self.cluster_dir or "the local cluster")
+        self.refuse("cluster.up", target, args)  # before the state dir is even read
+        return self._run(
+            "cluster.up",
+            target,
+            args,
+            lambda: self._local(spec).up(**options),
+            result=lambda up: {
+                "started": up.started,
+                "resumed": up.resumed,
+                "already_running": up.already_running,
+            },
+        )
 
-    def cluster_down(
-        self, local: LocalCluster, *, purge: bool = False, confirm: Confirm | None = None
-    ) -> list[str]:
+    def cluster_down(self, *, purge: bool = False, confirm: Confirm | None = None) -> list[str]:
         """Stop the local cluster; with `purge` also delete its data (typed confirmation: the
         state dir's name)."""
+        name = "cluster.purge" if purge else "cluster.down"
+        target = str(self.cluster_dir or "the local cluster")
+        self.refuse(name, target, {"purge": purge})
+        local = self._local()
         return self._run(
-            "cluster.purge" if purge else "cluster.down",
-            str(local.state_dir),
+            name,
+            target,
             {"purge": purge},
             lambda: local.down(purge=purge),
             confirm=confirm,
             expected=local.state_dir.name,
             prompt=f"delete every broker's data in {local.state_dir}? Type "
             f"{local.state_dir.name!r} to confirm",
+            result=lambda stopped: {"stopped": stopped},
         )
 
-    def produce(
-        self, settings: Settings, topic: str, records: Iterable[Record], **options: Any
-    ) -> ProduceResult:
+    def produce(self, topic: str, records: Iterable[Record], **options: Any) -> ProduceResult:
         """Send `records` to `topic` (see produce_records for `options`)."""
+        from kconsole.cluster.produce_send import produce_records
+
         args = {
             k: options[k]
             for k in ("acks", "rate", "partition", "compression")
@@ -222,51 +251,139 @@ class Commands(ReassignCommands):
         }
         if isinstance(records, list | tuple):
             args["records"] = len(records)
+        settings = self.settings
         return self._run(
-            "produce", topic, args, lambda: produce_records(settings, topic, records, **options)
+            "produce",
+            topic,
+            args,
+            lambda: produce_records(settings, topic, records, **options),  # type: ignore[arg-type]
+            result=lambda r: {
+                "sent": r.sent,
+                "acked": r.acked_n,
+                "failed": r.failed_n,
+                "unknown": r.unknown_n,
+            },
+        )
+
+    def produce_request(
+        self, request: ProduceRequest, records: Iterable[Record], **options: Any
+    ) -> ProduceResult:
+        """A form's send: refused read-only first, then the topic's limits are read and the
+        request checked against them (ProduceError, nothing sent), then `produce`."""
+        from kconsole.cluster.produce_request import read_topic_limits, validate
+
+        self.refuse("produce", request.topic)
+        assert self.settings is not None  # refuse() said so before
+        limits = read_topic_limits(self.settings, request.topic)
+        validate(
+            request.topic,
+            limits=limits,
+            records=[request.record],
+            count=request.count,
+            rate=request.rate,
+            partition=request.partition,
+            acks=request.acks,
+            compression=request.compression,
+        )
+        return self.produce(
+            request.topic,
+            records,
+            acks=request.acks,
+            rate=request.rate,
+            compression=request.compression,
+            partition=request.partition,
+            max_message_bytes=limits.max_message_bytes,
+            **options,
         )
 
     def open_tail(
-        self,
-        factory: TailFactory,
-        topic: str,
-        partition: int | None,
-        start: StartAt,
-        group: str | None,
+        self, topic: str, partition: int | None, start: StartAt, group: str | None
     ) -> TailSource:
-        """A tail of `topic`. Without a group it changes nothing (no command); with one it
-        joins that group and commits: command tail.group, refused before anything joins."""
+        """An open tail of `topic` (its positions resolved). Without a group it changes nothing
+        (no command); with one it joins that group and commits: command tail.group, refused
+        before anything joins and logged done only once the group has assigned it partitions."""
+        if self.tailer is None:
+            raise ClusterError("tailing is not available: no cluster connection")
         if not group:
-            return factory(topic, partition, start, None)
+            source = self.tailer(topic, partition, start, None)
+            try:
+                source.open()
+            except BaseException:
+                source.close()
+                raise
+            return source
+        factory = self.tailer
+        args: dict[str, Any] = {"group": group, "partition": partition, "start": start.describe()}
+
+        def join() -> TailSource:
+            source = factory(topic, partition, start, group)
+            try:
+                source.open()
+                assigned[:] = source.join(JOIN_TIMEOUT_S)
+            except BaseException:
+                source.close()
+                raise
+            return source
+
+        assigned: list[int] = []
         return self._run(
             "tail.group",
             f"{topic} as group {group}",
-            {"group": group, "partition": partition, "start": start.describe()},
-            lambda: factory(topic, partition, start, group),
+            args,
+            join,
+            result=lambda _source: {"assigned_partitions": list(assigned)},
         )
 
     def start_job(
-        self,
-        manager: JobManager,
-        job: str,
-        options: Mapping[str, Any] | None = None,
-        detached: bool = False,
+        self, job: str, options: Mapping[str, Any] | None = None, detached: bool = False
     ) -> JobRun:
         """Start a PySpark job (it reads Kafka and may write an output topic)."""
+        jobs = self.jobs
         return self._run(
             "job.start",
             job,
             {"options": dict(options or {}), "detached": detached},
-            lambda: manager.start(job, options or {}, detached=detached),
+            lambda: jobs.start(job, options or {}, detached=detached),  # type: ignore[union-attr]
+            result=lambda run: {"run_id": run.run_id, "pid": run.pid},
         )
 
-    def stop_job(self, manager: JobManager, run_id: str, timeout_s: float = 20.0) -> JobRun:
+    def stop_job(self, run_id: str, timeout_s: float = 20.0, *, why: str = "") -> JobRun:
         """Stop a job run: SIGTERM, then SIGKILL after `timeout_s`."""
-        return self._run("job.stop", run_id, {}, lambda: manager.stop(run_id, timeout_s=timeout_s))
+        jobs = self.jobs
+        return self._run(
+            "job.stop",
+            run_id,
+            {"why": why} if why else {},
+            lambda: jobs.stop(run_id, timeout_s=timeout_s),  # type: ignore[union-attr]
+            result=lambda run: {"state": run.state.value, "exit_code": run.exit_code},
+        )
+
+    def stop_attached_jobs(self, timeout_s: float = 20.0) -> list[JobRun | ClusterError]:
+        """Stop every run started here without detached (the console's exit, the end of
+        `jobs start --attach`), all at once, each as its own job.stop: per run the stopped run,
+        or the error that stopped it from stopping."""
+        if self.jobs is None:
+            return []
+        run_ids = self.jobs.attached_run_ids()
+        out: dict[str, JobRun | ClusterError] = {}
+
+        def stop(run_id: str) -> None:
+            try:
+                out[run_id] = self.stop_job(run_id, timeout_s, why="attached run, at exit")
+            except ClusterError as exc:
+                out[run_id] = exc
+            except Exception as exc:  # logged as failed by the door; said, not raised
+                out[run_id] = ClusterError(f"{run_id}: {type(exc).__name__}: {exc}")
+
+        threads = [threading.Thread(target=stop, args=(r,)) for r in run_ids]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return [out[r] for r in run_ids]
 
     def drill_run(
         self,
-        settings: Settings,
         spec: DrillSpec,
         confirm: Confirm | None,
         progress: Callable[[str], None] | None = None,
@@ -277,22 +394,61 @@ class Commands(ReassignCommands):
 
         from kconsole.drills.runner import DrillRunner
 
-        control = self.control
-
         def act(action: BrokerAction, broker_id: int) -> str:
             return self.broker(action, broker_id, yes, via="drill.run")
 
         def run() -> DrillReport:
-            assert control is not None
+            control, settings = self._control(), self.settings
+            assert control is not None and settings is not None  # refuse() said so before
             return DrillRunner(
-                settings, control, spec, progress=progress, act=act, confirm=confirm or _never
+                settings, control, spec, progress=progress, act=act, confirm=confirm or never
             ).run()
 
-        return self._run("drill.run", spec.target, asdict(spec), run)
+        return self._run(
+            "drill.run",
+            spec.target,
+            asdict(spec),
+            run,
+            result=lambda report: {
+                "target_broker": report.target_broker,
+                "acked": report.audit.acked,
+                "lost": len(report.audit.lost),
+                "duplicates": len(report.audit.duplicates),
+                "settled": report.settled,
+            },
+        )
 
 
-def _never(_prompt: str, _expected: str) -> bool:
-    return False
+def reassign_factory(settings: Settings) -> ClientFactory:
+    """ReassignClient(settings) each call (kafka-python is imported on first use)."""
+
+    def factory() -> Any:
+        from kconsole.cluster.reassign import ReassignClient
+
+        return ReassignClient(settings)
+
+    return factory
+
+
+def _local_cluster(state_dir: Path, spec: LocalClusterSpec | None) -> LocalCluster:
+    from kconsole.cluster.local import LocalCluster
+
+    return LocalCluster(state_dir, spec)
+
+
+def _control_factory(settings: Settings, backend: str | None, cluster_dir: Path) -> ControlFactory:
+    """Picks the broker control when a command first needs it: `backend` (default the
+    settings' choice) over the cluster the settings point at, or the local one in
+    `cluster_dir`."""
+
+    def pick() -> tuple[BrokerControl | None, str]:
+        from kconsole.cluster.backends import choose_backend
+
+        return choose_backend(
+            replace(settings, backend=backend or settings.backend, cluster_dir=cluster_dir)
+        )
+
+    return pick
 
 
 def _cached(fetch: Callable[[], str | None]) -> Callable[[], str | None]:

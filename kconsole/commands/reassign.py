@@ -4,18 +4,18 @@ elect.*), through the same door: read-only first, then the plan is checked again
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from kconsole.commands.door import Confirm, Door
 from kconsole.errors import ClusterError, Refused
 from kconsole.models import ClusterSnapshot
 
 if TYPE_CHECKING:
     from kconsole.cluster.reassign import ElectResult, ReassignClient
-    from kconsole.commands.bus import Confirm
     from kconsole.reassign.plan import Plan
 
-T = TypeVar("T")
 ClientFactory = Callable[[], "ReassignClient"]
 
 
@@ -30,20 +30,6 @@ class PlanRejected(Refused):
             + "\n".join(f"  - {p}" for p in problems)
         )
         self.problems = problems
-
-
-class _Door(Protocol):
-    def _run(
-        self,
-        name: str,
-        target: str,
-        args: Mapping[str, Any],
-        do: Callable[[], T],
-        *,
-        confirm: Confirm | None = None,
-        expected: str | None = None,
-        prompt: str = "",
-    ) -> T: ...
 
 
 def confirmation_word(plan: Plan) -> str:
@@ -80,12 +66,24 @@ def _target(partitions: Iterable[tuple[str, int]] | None) -> str:
     return shown + (f" and {len(parts) - 6} more" if len(parts) > 6 else "")
 
 
-class ReassignCommands:
-    """Mixed into Commands."""
+@dataclass(kw_only=True)
+class ReassignCommands(Door):
+    """The reassignment and election half of Commands; it alone holds the read-write client."""
+
+    reassigner: ClientFactory | None = None
+    """Opens a reassignment / election client (None: no cluster connection to act on)."""
+
+    def missing_backend(self, name: str) -> str:
+        if name.startswith(("reassign.", "elect.")) and self.reassigner is None:
+            return "reassigning and electing leaders need a cluster connection"
+        return super().missing_backend(name)
+
+    def _client(self) -> ReassignClient:
+        assert self.reassigner is not None  # refuse() said so before any caller got here
+        return self.reassigner()
 
     def reassign_execute(
-        self: _Door,
-        client: ClientFactory,
+        self,
         plan: Plan,
         snapshot: ClusterSnapshot,
         *,
@@ -111,7 +109,7 @@ class ReassignCommands:
             if problems:
                 raise PlanRejected(problems)
             moves = [(m.topic, m.partition, m.replicas) for m in plan.moves]
-            with client() as c:
+            with self._client() as c:
                 return c.execute(moves, current, throttle_bps=throttle_bps)
 
         return self._run(
@@ -124,11 +122,11 @@ class ReassignCommands:
             expected=word,
             prompt=(preview + "\n" if preview else "")
             + f"Type {word!r} to start moving these replicas",
+            result=_accepted,
         )
 
     def reassign_cancel(
-        self: _Door,
-        client: ClientFactory,
+        self,
         partitions: Iterable[tuple[str, int]] | None,
         *,
         confirm: Confirm | None,
@@ -138,7 +136,7 @@ class ReassignCommands:
         parts = None if partitions is None else sorted(set(partitions))
 
         def run() -> dict[tuple[str, int], str | None]:
-            with client() as c:
+            with self._client() as c:
                 return c.cancel(parts)
 
         return self._run(
@@ -149,28 +147,38 @@ class ReassignCommands:
             confirm=confirm,
             expected="cancel",
             prompt=f"cancel the reassignment of {_target(parts)}? Type 'cancel' to confirm",
+            result=_accepted,
         )
 
-    def reassign_unthrottle(
-        self: _Door, client: ClientFactory, topics: Iterable[str], brokers: Iterable[int]
-    ) -> None:
-        """Remove the replication throttles from `topics` and `brokers` (as --verify does)."""
+    def reassign_unthrottle(self, topics: Iterable[str], brokers: Iterable[int]) -> list[str]:
+        """Remove the replication throttles from `topics` and `brokers` (as --verify does), then
+        read them back: the throttles that were set and are now gone (ClusterError naming the
+        ones that remain; the audit line has both counts)."""
+        from kconsole.cluster.throttles import throttles_of
+
         ts, bs = sorted(set(topics)), sorted(set(brokers))
+        args: dict[str, object] = {"topics": ts, "brokers": bs}
+        # read back: every throttle that was set is gone (else ClusterError, logged failed)
 
-        def run() -> None:
-            with client() as c:
+        def run() -> list[str]:
+            with self._client() as c:
+                was = throttles_of(c.throttles(), ts)
                 c.remove_throttles(ts, bs)
+                remain = c.throttles_left(ts)
+            if remain:
+                raise ClusterError(f"throttles remain on {', '.join(remain)}")
+            return was
 
-        self._run(
+        return self._run(
             "reassign.unthrottle",
             f"topics {', '.join(ts) or '-'}, brokers {', '.join(map(str, bs)) or '-'}",
-            {"topics": ts, "brokers": bs},
+            args,
             run,
+            result=lambda removed: {"removed": len(removed), "remain": 0},
         )
 
     def elect(
-        self: _Door,
-        client: ClientFactory,
+        self,
         kind: str,
         partitions: Iterable[tuple[str, int]] | None,
         *,
@@ -183,7 +191,7 @@ class ReassignCommands:
         expected, prompt = election_confirmation(kind, parts)
 
         def run() -> list[ElectResult]:
-            with client() as c:
+            with self._client() as c:
                 return c.elect(kind, parts)
 
         return self._run(
@@ -194,4 +202,14 @@ class ReassignCommands:
             confirm=confirm,
             expected=expected,
             prompt=prompt,
+            result=lambda results: {
+                outcome: sum(r.outcome == outcome for r in results)
+                for outcome in ("elected", "not needed", "not possible")
+            },
         )
+
+
+def _accepted(per_partition: dict[tuple[str, int], str | None]) -> dict[str, int]:
+    """What Kafka did with each partition of a reassignment request, counted."""
+    refused = sum(err is not None for err in per_partition.values())
+    return {"accepted": len(per_partition) - refused, "refused_by_kafka": refused}

@@ -23,21 +23,22 @@ is started, so the console, the CLI and `python jobs/<job>.py --help` always agr
 Modules: specs (what jobs there are, their options), progress (parsing what a job prints and
 logs), runs (a run's state, its job.json, and the decision of its state), manager (the
 JobManager), client (Kafka client properties for the jobs), output (reading a job's sink).
+
+This package gathers the data-only ones. The JobManager, which starts and signals processes,
+is not re-exported: only the command layer holds one (Commands.jobs); screens and CLI commands
+read runs through kconsole.commands.views.JobsView.
 """
 
 from __future__ import annotations
 
 from kconsole.jobs.client import java_kafka_options
-from kconsole.jobs.manager import HISTORY, JobManager
 from kconsole.jobs.output import latest_counts, read_output_dir
 from kconsole.jobs.progress import JobProgress, extract_error, parse_line, parse_progress_line
 from kconsole.jobs.runs import JobRun, JobState
 from kconsole.jobs.specs import JobError, JobOption, JobSpec, available_jobs, get_job, jobs_dir
 
 __all__ = [
-    "HISTORY",
     "JobError",
-    "JobManager",
     "JobOption",
     "JobProgress",
     "JobRun",

@@ -234,6 +234,16 @@ class JobManager:
         with self._lock:
             return self._refresh(rec)
 
+    def attached_run_ids(self) -> list[str]:
+        """The runs this manager started without detached that are still running: what the
+        console (or `jobs start --attach`) stops when it exits."""
+        with self._lock:
+            return [
+                rid
+                for rid, r in self._records.items()
+                if r.ours and not r.meta.get("detached") and self._observe(r)[0]
+            ]
+
     def stop_attached(self, timeout_s: float = 20.0) -> list[JobRun]:
         """Stop every run this manager started without detached (the console calls this on
         exit), all at once."""

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kconsole.models import ClusterSnapshot
 
 Sizes = Mapping[tuple[str, int, int], int]  # (topic, partition, broker) -> bytes
 
@@ -148,3 +152,26 @@ def _rate(
     if was is None or left is None:
         return None
     return max(was - left, 0) / elapsed_s
+
+
+def read_progress(
+    ongoing: Iterable[Any],
+    keys: Iterable[tuple[str, int]],
+    snap: ClusterSnapshot | None,
+    sizes: Mapping[tuple[str, int, int], int],
+    previous: Progress | None,
+    elapsed_s: float | None,
+) -> Progress:
+    """progress() of `keys` from one reading: Kafka's running reassignments (objects with
+    topic, partition, replicas, adding, removing) and the log sizes; leaders and ISRs from
+    `snap`."""
+    parts = snap.partitions if snap is not None else ()
+    return progress(
+        [(o.topic, o.partition, o.replicas, o.adding, o.removing) for o in ongoing],
+        keys,
+        {(p.topic, p.partition): p.leader for p in parts},
+        {(p.topic, p.partition): p.isr for p in parts},
+        sizes,
+        previous,
+        elapsed_s,
+    )

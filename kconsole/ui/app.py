@@ -27,16 +27,17 @@ from textual.reactive import reactive
 from textual.screen import Screen
 
 from kconsole import paths
-from kconsole.cluster.tail import TailFactory, tail_factory
 from kconsole.commands import Commands
-from kconsole.commands.reassign import ClientFactory
+from kconsole.commands.views import JobsView, ReassignView
 from kconsole.config import Settings
 from kconsole.drills.measure import Measurement
-from kconsole.jobs import JobManager, JobRun, JobSpec
+from kconsole.jobs.runs import JobRun
+from kconsole.jobs.specs import JobSpec
 from kconsole.models import BrokerConfig, ClusterSnapshot, SourceName
 from kconsole.source import Observer, Prefers
 from kconsole.timeline import Event
 from kconsole.ui.broker_actions import ACTIONS_GROUP, BrokerActions
+from kconsole.ui.context import ConsoleActions, ConsoleState
 from kconsole.ui.drill import ActionRun, Drill, latest_drill
 from kconsole.ui.election_actions import ElectionActions
 from kconsole.ui.job_actions import JOB_ACTIONS_GROUP, JobActions
@@ -57,9 +58,6 @@ from kconsole.ui.screens.reassign import ReassignScreen
 from kconsole.ui.screens.tail import TailScreen
 from kconsole.ui.screens.timeline import TimelineScreen
 from kconsole.ui.widgets.tables import BrokersTable, GroupsTable, PartitionsTable
-
-if TYPE_CHECKING:
-    from kconsole.cluster.reassign import ReassignClient
 
 __all__ = ["ACTIONS_GROUP", "JOB_ACTIONS_GROUP", "KConsoleApp", "make_app"]
 
@@ -105,9 +103,6 @@ class KConsoleApp(BrokerActions, JobActions, ElectionActions):
         broker_config: BrokerConfig | None = None,
         export_dir: Path | None = None,
         settings: Settings | None = None,
-        tailer: TailFactory | None = None,
-        jobs: JobManager | None = None,
-        reassign_client: ClientFactory | None = None,
         freeze_gc: bool = False,
     ) -> None:
         super().__init__()
@@ -115,8 +110,9 @@ class KConsoleApp(BrokerActions, JobActions, ElectionActions):
         """Once the first cluster data is on screen, move every object there is then out of
         the collector's way (gc.freeze): the console process's own (the `kconsole` command
         sets it; tests, running many apps in one process, do not)."""
-        self.jobs = jobs
-        """Starts and observes PySpark jobs (None: the jobs screen only shows that)."""
+        self.jobs_view: JobsView | None = commands.jobs_view() if commands else None
+        """The job runs, read-only (None: the jobs screen only says so); starting and
+        stopping them is the command layer's."""
         self.job_logs: dict[str, tuple[str, ...]] = {}
         """The newest log lines of each run that is active or failed (while shown)."""
         self.show_job_logs = False
@@ -124,14 +120,10 @@ class KConsoleApp(BrokerActions, JobActions, ElectionActions):
         """Set while the jobs screen is mounted: only then are log tails read."""
         self._job_specs: list[JobSpec] | None = None
         self.settings = settings
-        """How to reach the cluster for producing (None: producing is unavailable)."""
-        self.tailer = tailer or (tail_factory(settings) if settings is not None else None)
-        """Opens tails of topics (None: tailing is unavailable)."""
-        self.reassign_client = reassign_client or (
-            reassign_factory(settings) if settings is not None else None
-        )
-        """Opens reassignment clients: log sizes and progress are read with it, changes go
-        through the command layer (None: the reassignment screen cannot reach the cluster)."""
+        """How the console reaches the cluster (shown, and the jobs' default bootstrap)."""
+        self.reassign_view: ReassignView | None = commands.reassign_view() if commands else None
+        """Running reassignments, log sizes and throttles, read-only (None: the reassignment
+        screen cannot reach the cluster); changes go through the command layer."""
         self.observer = observer
         self.commands = commands
         """The one door for every modifying action (None: the console only observes)."""
@@ -169,18 +161,19 @@ class KConsoleApp(BrokerActions, JobActions, ElectionActions):
                 self.observer.start(self._from_observer)
             except Exception as exc:
                 self.notify(f"could not start observing the cluster: {exc}", severity="error")
-        if self.jobs is not None:
+        if self.jobs_view is not None:
             self.poll_jobs()
             self.set_interval(1.0, self.poll_jobs)
 
     def on_unmount(self) -> None:
         if self.observer is not None:
             self.observer.stop()
-        if self.jobs is not None:
+        if self.commands is not None:
             # Jobs started from this console stop with it (graceful, then forced), unless they
-            # were started detached.
+            # were started detached: each stop through the door, so each is in the audit log.
+            # After a quit they are already stopped and this finds none.
             with contextlib.suppress(Exception):
-                self.jobs.stop_attached()
+                self.commands.stop_attached_jobs()
 
     def _tick(self) -> None:
         self.now = self.clock()
@@ -290,7 +283,7 @@ class KConsoleApp(BrokerActions, JobActions, ElectionActions):
         """Quit; jobs started from this console (not detached) are stopped first, on a thread,
         with the screen saying so."""
         attached = [r for r in self.job_runs if r.active and not r.detached]
-        if self.jobs is None or not attached:
+        if self.commands is None or not attached:
             self.exit()
             return
         self.notify(
@@ -301,15 +294,24 @@ class KConsoleApp(BrokerActions, JobActions, ElectionActions):
 
     @work(thread=True, exclusive=True, group="quit", exit_on_error=False)
     def _stop_jobs_then_exit(self, run_ids: tuple[str, ...]) -> None:
+        # `run_ids` is what the screen showed; the door stops what is really attached now,
+        # each as its own job.stop in the audit log.
         try:
-            if self.jobs is not None:
-                for run_id in run_ids:  # through the door: each stop is in the audit log
-                    if self.commands is not None:
-                        with contextlib.suppress(Exception):
-                            self.commands.stop_job(self.jobs, run_id)
-                self.jobs.stop_attached()  # whatever is left (a stop that failed above)
+            if self.commands is not None:
+                with contextlib.suppress(Exception):
+                    self.commands.stop_attached_jobs()
         finally:
             self.call_from_thread(self.exit)
+
+    def open_reassign(
+        self,
+        topics: list[str] | None = None,
+        partition: tuple[str, int] | None = None,
+        drain: int | None = None,
+    ) -> None:
+        """The reassignment screen on `topics` (cursor on `partition`) or draining `drain`
+        (widgets ask for it here: they sit below the screens)."""
+        self.push_screen(ReassignScreen(topics=topics, partition=partition, drain=drain))
 
     def refresh_observer(self) -> None:
         """Ask the observer for an immediate re-poll (after something changed the cluster)."""
@@ -384,17 +386,6 @@ class KConsoleApp(BrokerActions, JobActions, ElectionActions):
             )
 
 
-def reassign_factory(settings: Settings) -> ClientFactory:
-    """ReassignClient(settings) each call (kafka-python is imported on first use)."""
-
-    def factory() -> ReassignClient:
-        from kconsole.cluster.reassign import ReassignClient
-
-        return ReassignClient(settings)
-
-    return factory
-
-
 def make_app(
     observer: Observer | None,
     *,
@@ -406,18 +397,16 @@ def make_app(
     broker_config: BrokerConfig | None = None,
     export_dir: Path | None = None,
     settings: Settings | None = None,
-    tailer: TailFactory | None = None,
-    jobs: JobManager | None = None,
-    reassign_client: ClientFactory | None = None,
     freeze_gc: bool = False,
 ) -> KConsoleApp:
     """The console app, reading from `observer` (None: wait for SnapshotUpdated messages).
 
-    `commands` enables the broker keys; `broker_config` is what drill measurements are
-    predicted from (default: the local cluster's settings); timelines are exported to
-    `export_dir` (default: <state dir>/timelines). `settings` enable producing and (through
-    `tailer`, by default a real Tailer) tailing, and (through `reassign_client`, by default a
-    ReassignClient on `settings`) reassigning partitions. `freeze_gc`: see KConsoleApp.
+    `commands` is the command layer with its backends: every key that changes the cluster,
+    and the read-only views of jobs and reassignments, come from it (None: the console only
+    observes). `broker_config` is what drill measurements are predicted from (default: the
+    local cluster's settings); timelines are exported to `export_dir` (default: <state
+    dir>/timelines); `settings` are how the console reaches the cluster. `freeze_gc`: see
+    KConsoleApp.
     """
     return KConsoleApp(
         observer,
@@ -429,8 +418,12 @@ def make_app(
         broker_config=broker_config,
         export_dir=export_dir,
         settings=settings,
-        tailer=tailer,
-        jobs=jobs,
-        reassign_client=reassign_client,
         freeze_gc=freeze_gc,
     )
+
+
+if TYPE_CHECKING:
+    # mypy holds the app to the two contracts screens and widgets see it through
+    # (kconsole.ui.context casts to them): a missing or mistyped member fails the type check.
+    def _holds_the_contracts(app: KConsoleApp) -> tuple[ConsoleState, ConsoleActions]:
+        return app, app

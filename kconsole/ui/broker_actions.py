@@ -145,8 +145,14 @@ class BrokerActions(App[None]):
             # The user typed the id in ConfirmBrokerAction, which only returns True on a match.
             return confirmed and expected == str(run.broker_id)
 
+        def progress(message: str) -> None:
+            # A long wait inside the action (a start after a kill waits for the killed
+            # process's ZooKeeper session): said while it lasts, not only at the end.
+            with contextlib.suppress(RuntimeError):
+                self.call_from_thread(self.notify, message, timeout=6, markup=False)
+
         try:
-            outcome = commands.broker(run.action, run.broker_id, confirm)
+            outcome = commands.broker(run.action, run.broker_id, confirm, progress=progress)
         except ClusterError as exc:
             self.post_message(BrokerActionDone(run, False, exc.message))
         except Exception as exc:  # a backend bug must not take the console down

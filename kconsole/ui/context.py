@@ -1,7 +1,11 @@
 """What screens and widgets may use of the console: the state they read and subscribe to, and
 the actions they send. Both are implemented by KConsoleApp, but nothing below the app imports
-it: screens and widgets see these two contracts only (mypy holds them to it), so the app can
-change inside without every screen reaching into it.
+it: screens and widgets see these two contracts only, so the app can change inside without
+every screen reaching into it. mypy holds both ways: screens use only what the contracts
+declare, and kconsole.ui.app checks that KConsoleApp is both (`_holds_the_contracts`).
+
+Nothing here can act on the cluster by itself: the state holds data and read-only views; the
+one way to change anything is `commands`, the command layer.
 """
 
 from __future__ import annotations
@@ -14,12 +18,12 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from textual.dom import DOMNode
 
 from kconsole.cluster.control import BrokerAction
-from kconsole.cluster.tail import TailFactory
 from kconsole.commands import Commands
-from kconsole.commands.reassign import ClientFactory
+from kconsole.commands.views import JobsView, ReassignView
 from kconsole.config import Settings
 from kconsole.drills.measure import Measurement
-from kconsole.jobs import JobRun, JobSpec
+from kconsole.jobs.runs import JobRun
+from kconsole.jobs.specs import JobSpec
 from kconsole.models import ClusterSnapshot
 from kconsole.timeline import Event
 
@@ -44,8 +48,8 @@ class ConsoleState(Protocol):
     group_refresh_s: float
     title: str
     settings: Settings | None
-    tailer: TailFactory | None
-    reassign_client: ClientFactory | None
+    jobs_view: JobsView | None
+    reassign_view: ReassignView | None
     clock: Callable[[], float]
 
     @property
@@ -78,6 +82,12 @@ class ConsoleActions(Protocol):
     def refresh_observer(self) -> None: ...
     def choose_election(self, topic: str, partition: int) -> None: ...
     def request_election(self, kind: str, partitions: list[tuple[str, int]]) -> None: ...
+    def open_reassign(
+        self,
+        topics: list[str] | None = None,
+        partition: tuple[str, int] | None = None,
+        drain: int | None = None,
+    ) -> None: ...
 
 
 def state(node: DOMNode) -> ConsoleState:

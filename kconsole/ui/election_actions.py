@@ -10,7 +10,7 @@ from textual.app import App
 from textual.message import Message
 
 from kconsole.commands import Commands
-from kconsole.commands.reassign import ClientFactory, election_confirmation
+from kconsole.commands.reassign import election_confirmation
 from kconsole.errors import ClusterError
 from kconsole.models import ClusterSnapshot
 from kconsole.ui.screens.ask import AskText, typed_word
@@ -34,7 +34,6 @@ class ElectionActions(App[None]):
     if TYPE_CHECKING:
         commands: Commands | None
         snapshot: ClusterSnapshot | None
-        reassign_client: ClientFactory | None
 
         def refresh_observer(self) -> None: ...
 
@@ -69,7 +68,7 @@ class ElectionActions(App[None]):
     def request_election(self, kind: str, partitions: list[tuple[str, int]]) -> None:
         """Confirm (the command layer's word) and run an election for `partitions`."""
         commands = self.commands
-        if commands is None or self.reassign_client is None:
+        if commands is None:
             self.notify("leader election needs a cluster connection", severity="warning")
             return
         target = ", ".join(f"{t}/{p}" for t, p in partitions[:4]) + (
@@ -96,11 +95,11 @@ class ElectionActions(App[None]):
     @work(thread=True, exit_on_error=False, group=ELECTIONS_GROUP)
     def _elect(self, kind: str, partitions: tuple[tuple[str, int], ...], typed: str) -> None:
         # A worker thread: the command layer checks the typed word; only post_message here.
-        commands, client = self.commands, self.reassign_client
-        assert commands is not None and client is not None
+        commands = self.commands
+        assert commands is not None
         try:
             results = commands.elect(
-                client, kind, list(partitions), confirm=lambda _p, expected: typed == expected
+                kind, list(partitions), confirm=lambda _p, expected: typed == expected
             )
         except ClusterError as exc:
             self.post_message(ElectionDone(kind, (), exc.message))

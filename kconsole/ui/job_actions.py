@@ -12,9 +12,11 @@ from textual import work
 from textual.app import App
 
 from kconsole.commands import Commands
+from kconsole.commands.views import JobsView
 from kconsole.config import Settings
 from kconsole.errors import ClusterError
-from kconsole.jobs import JobError, JobManager, JobRun, JobSpec, available_jobs
+from kconsole.jobs.runs import JobRun
+from kconsole.jobs.specs import JobError, JobSpec, available_jobs
 from kconsole.ui.messages import JobActionDone, JobsUpdated
 
 JOB_ACTIONS_GROUP = "job-actions"
@@ -26,7 +28,7 @@ class JobActions(App[None]):
 
     if TYPE_CHECKING:
         commands: Commands | None
-        jobs: JobManager | None
+        jobs_view: JobsView | None
         job_runs: tuple[JobRun, ...]
         job_logs: dict[str, tuple[str, ...]]
         show_job_logs: bool
@@ -37,13 +39,15 @@ class JobActions(App[None]):
     @property
     def jobs_available(self) -> bool:
         """Whether job runs can be started and stopped here."""
-        return self.jobs is not None
+        return self.jobs_view is not None and self.commands is not None
 
     def job_specs(self) -> list[JobSpec]:
         """The jobs in jobs/ (read once)."""
         if self._job_specs is None:
             try:
-                self._job_specs = available_jobs(self.jobs.jobs_directory if self.jobs else None)
+                self._job_specs = available_jobs(
+                    self.jobs_view.jobs_directory if self.jobs_view else None
+                )
             except JobError as exc:
                 self.notify(exc.message, severity="error", markup=False)
                 self._job_specs = []
@@ -65,14 +69,14 @@ class JobActions(App[None]):
         """Read every run's state and progress on a thread, unless the last read is still
         going (a slow one, e.g. while a Maven fetch holds the jobs' lock, must not pile up
         threads: a thread worker cannot be cancelled, only forgotten)."""
-        if self.jobs is None or not self._jobs_polling.acquire(blocking=False):
+        if self.jobs_view is None or not self._jobs_polling.acquire(blocking=False):
             return
         self._read_jobs()
 
     @work(thread=True, group="jobs-poll", exit_on_error=False)
     def _read_jobs(self) -> None:
         try:
-            jobs = self.jobs
+            jobs = self.jobs_view
             if jobs is None:
                 return
             try:
@@ -108,17 +112,17 @@ class JobActions(App[None]):
 
     @work(thread=True, exit_on_error=False, group=JOB_ACTIONS_GROUP)
     def _job_action(self, what: str, name: str, options: dict[str, object], detached: bool) -> None:
-        commands, jobs = self.commands, self.jobs
-        if commands is None or jobs is None:
+        commands = self.commands
+        if commands is None:
             return
         try:
             if what == "start":
-                run = commands.start_job(jobs, name, options, detached)
+                run = commands.start_job(name, options, detached)
                 text = f"{run.job} started: run {run.run_id} (pid {run.pid})" + (
                     ", detached" if run.detached else ""
                 )
             else:
-                run = commands.stop_job(jobs, name)
+                run = commands.stop_job(name)
                 text = f"run {run.run_id} {run.state.value}" + (
                     f" (exit code {run.exit_code})" if run.exit_code is not None else ""
                 )

@@ -17,7 +17,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconsole.cluster.local import LocalCluster
 from kconsole.config import Settings
-from kconsole.jobs import JobManager, JobRun
+from kconsole.jobs import JobRun
+from kconsole.jobs.manager import JobManager
 
 # Small Spark: two local cores, two shuffle partitions, short triggers (the machine has 2 cores
 # and the brokers run on it too).

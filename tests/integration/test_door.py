@@ -22,14 +22,14 @@ from kconsole.cli import main
 from kconsole.cluster.backends import LocalBrokerControl
 from kconsole.cluster.control import BrokerAction
 from kconsole.cluster.local import LocalCluster
-from kconsole.cluster.reassign import ReassignClient
 from kconsole.cluster.settings import TEST_TOPIC
-from kconsole.cluster.tail import StartAt, tail_factory
+from kconsole.cluster.tail import StartAt
 from kconsole.commands import REGISTRY, AuditLog, Commands, ReadOnlyError, yes
 from kconsole.config import Settings
-from kconsole.drills.runner import DrillSpec
+from kconsole.drills.spec import DrillSpec
 from kconsole.drills.verify import end_offsets
-from kconsole.jobs import JobManager, JobRun
+from kconsole.jobs import JobRun
+from kconsole.jobs.manager import JobManager
 from kconsole.observer import ClusterObserver
 from kconsole.reassign.plan import Move, Plan
 from tests.integration.conftest import on_preferred_leaders
@@ -60,37 +60,26 @@ RECIPES: dict[str, Callable[[Commands, World], Any]] = {
     "broker.pause": lambda c, w: c.broker(BrokerAction.PAUSE, 2, yes),
     "broker.resume": lambda c, w: c.broker(BrokerAction.RESUME, 2, yes),
     "broker.start": lambda c, w: c.broker(BrokerAction.START, 2, yes),
-    "cluster.up": lambda c, w: c.cluster_up(w.cluster, timeout=30),
-    "cluster.down": lambda c, w: c.cluster_down(w.cluster),
-    "cluster.purge": lambda c, w: c.cluster_down(w.cluster, purge=True, confirm=yes),
-    "produce": lambda c, w: c.produce(w.settings, TEST_TOPIC, [(b"k", b"v", [])] * 10),
-    "tail.group": lambda c, w: c.open_tail(
-        tail_factory(w.settings), TEST_TOPIC, None, StartAt("beginning"), GROUP
-    ).open(),
-    "job.start": lambda c, w: c.start_job(w.jobs, "fake", {"topic": TEST_TOPIC}),
-    "job.stop": lambda c, w: c.stop_job(w.jobs, w.run.run_id),
+    "cluster.up": lambda c, w: c.cluster_up(timeout=30),
+    "cluster.down": lambda c, w: c.cluster_down(),
+    "cluster.purge": lambda c, w: c.cluster_down(purge=True, confirm=yes),
+    "produce": lambda c, w: c.produce(TEST_TOPIC, [(b"k", b"v", [])] * 10),
+    "tail.group": lambda c, w: c.open_tail(TEST_TOPIC, None, StartAt("beginning"), GROUP),
+    "job.start": lambda c, w: c.start_job("fake", {"topic": TEST_TOPIC}),
+    "job.stop": lambda c, w: c.stop_job(w.run.run_id),
     "drill.run": lambda c, w: c.drill_run(
-        w.settings, DrillSpec(fault="kill", target="broker:2", duration_s=3), yes
+        DrillSpec(fault="kill", target="broker:2", duration_s=3), yes
     ),
     "reassign.execute": lambda c, w: c.reassign_execute(
-        lambda: ReassignClient(w.settings),
         Plan((Move(TEST_TOPIC, 0, (3, 1, 2)),)),
         ClusterObserver(w.settings).read_once(),
         confirm=yes,
         throttle_bps=1000,
     ),
-    "reassign.cancel": lambda c, w: c.reassign_cancel(
-        lambda: ReassignClient(w.settings), None, confirm=yes
-    ),
-    "reassign.unthrottle": lambda c, w: c.reassign_unthrottle(
-        lambda: ReassignClient(w.settings), [TEST_TOPIC], [1, 2, 3]
-    ),
-    "elect.preferred": lambda c, w: c.elect(
-        lambda: ReassignClient(w.settings), "preferred", None, confirm=yes
-    ),
-    "elect.unclean": lambda c, w: c.elect(
-        lambda: ReassignClient(w.settings), "unclean", [(TEST_TOPIC, 0)], confirm=yes
-    ),
+    "reassign.cancel": lambda c, w: c.reassign_cancel(None, confirm=yes),
+    "reassign.unthrottle": lambda c, w: c.reassign_unthrottle([TEST_TOPIC], [1, 2, 3]),
+    "elect.preferred": lambda c, w: c.elect("preferred", None, confirm=yes),
+    "elect.unclean": lambda c, w: c.elect("unclean", [(TEST_TOPIC, 0)], confirm=yes),
 }
 
 THROTTLE_KEYS = (
@@ -189,6 +178,8 @@ def test_read_only_refuses_with_no_side_effect(
             read_only_reason="--read-only",
         ),
         LocalBrokerControl(world.cluster),
+        cluster_dir=world.cluster.state_dir,
+        jobs=world.jobs,
         audit=log,
     )
     settled(world)

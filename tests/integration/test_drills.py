@@ -16,7 +16,7 @@ from kconsole.cli import main as cli
 from kconsole.cluster.local import LocalCluster
 from kconsole.cluster.local_control import LocalBrokerControl
 from kconsole.commands import Commands, yes
-from kconsole.drills.runner import DrillReport, DrillSpec
+from kconsole.drills.spec import DrillReport, DrillSpec
 from kconsole.timeline import EventKind
 from tests.integration.conftest import restore
 from tests.integration.test_observer import settings_for
@@ -38,7 +38,8 @@ def run(cluster: LocalCluster, fault: str, target: str, restore_after: float) ->
         rate=150,
         warmup_s=1.5,
     )
-    return Commands(LocalBrokerControl(cluster)).drill_run(settings_for(cluster), spec, yes)
+    door = Commands(LocalBrokerControl(cluster), settings=settings_for(cluster))
+    return door.drill_run(spec, yes)
 
 
 def seconds(report: DrillReport, prefix: str) -> float | None:

@@ -13,7 +13,8 @@ import psutil
 import pytest
 
 from kconsole.cluster.local import LocalCluster
-from kconsole.jobs import JobManager, JobProgress, JobState, latest_counts, parse_progress_line
+from kconsole.jobs import JobProgress, JobState, latest_counts, parse_progress_line
+from kconsole.jobs.manager import JobManager
 from kconsole.observer import ClusterObserver
 from tests.integration.jobs_support import (
     SMALL_SPARK,

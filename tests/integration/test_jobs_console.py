@@ -38,7 +38,9 @@ async def test_start_watch_and_stop_keyed_counts_from_the_jobs_screen(
     settings = settings_for(cluster)
     with job_manager(tmp_path / "state", settings) as manager:
         app = make_app(
-            ClusterObserver(settings), commands=Commands(None), settings=settings, jobs=manager
+            ClusterObserver(settings),
+            commands=Commands(None, settings=settings, jobs=manager),
+            settings=settings,
         )
         app.animation_level = "none"
         async with app.run_test(size=(160, 48)) as pilot:

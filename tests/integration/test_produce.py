@@ -239,6 +239,7 @@ def test_bulk_path_accounts_for_every_record(healthy: LocalCluster) -> None:
     the log exactly once; the detailed path (each outcome handed on) gives each record its own
     report, in send order, at the offset where it is in the log."""
     from kconsole.cluster import produce as pr
+    from kconsole.cluster.produce_send import produce_records
 
     n, run = 20_000, uuid.uuid4().hex[:8]
     settings = Settings(bootstrap=healthy.spec.bootstrap, zookeeper="", backend="none")
@@ -246,7 +247,7 @@ def test_bulk_path_accounts_for_every_record(healthy: LocalCluster) -> None:
     tally = pr.Tally(n)
     ticks: list[int] = []
     records = ((f"k{i % 13}-{run}".encode(), str(i).encode(), ()) for i in range(n))
-    result = pr.produce_records(
+    result = produce_records(
         settings,
         TEST_TOPIC,
         records,
@@ -271,7 +272,7 @@ def test_bulk_path_accounts_for_every_record(healthy: LocalCluster) -> None:
     start = ends(healthy)
     heard: list[pr.Delivery] = []
     records = ((f"k{i % 13}-{run}".encode(), str(i).encode(), ()) for i in range(m))
-    result = pr.produce_records(settings, TEST_TOPIC, records, acks="all", on_progress=heard.append)
+    result = produce_records(settings, TEST_TOPIC, records, acks="all", on_progress=heard.append)
     assert result.ok and result.acked_n == m
     assert [d.index for d in result.deliveries] == list(range(m))
     assert sorted(d.index for d in heard) == list(range(m))

@@ -40,7 +40,9 @@ SIZE = (140, 40)
 def console(cluster: LocalCluster, read_only: bool = False) -> KConsoleApp:
     settings = _settings(cluster)
     observer = ClusterObserver(settings)
-    app = make_app(observer, commands=Commands(None, read_only=read_only), settings=settings)
+    app = make_app(
+        observer, commands=Commands(None, read_only=read_only, settings=settings), settings=settings
+    )
     app.animation_level = "none"
     return app
 
@@ -237,7 +239,7 @@ async def test_unreachable_cluster_is_a_clear_error() -> None:
     try:
         port = sock.getsockname()[1]
         settings = Settings(bootstrap=f"127.0.0.1:{port}", zookeeper="")
-        app = make_app(None, commands=Commands(None), settings=settings)
+        app = make_app(None, commands=Commands(None, settings=settings), settings=settings)
         async with app.run_test(size=SIZE):
             screen = ProduceScreen(topic=TEST_TOPIC)
             await app.push_screen(screen)

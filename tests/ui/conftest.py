@@ -23,7 +23,7 @@ from kconsole.cluster.procs import ProcState
 from kconsole.cluster.tail import TailFactory
 from kconsole.commands import Commands
 from kconsole.config import Settings
-from kconsole.jobs import JobManager
+from kconsole.jobs.manager import JobManager
 from kconsole.models import ClusterSnapshot, GroupPartition, SourceHealth, SourceName
 from kconsole.timeline import Event, diff
 from kconsole.ui.app import KConsoleApp, make_app
@@ -88,7 +88,7 @@ class FakeControl:
     def states(self) -> dict[int, ProcState]:
         return {}
 
-    def act(self, action: BrokerAction, broker_id: int) -> str:
+    def act(self, action: BrokerAction, broker_id: int, progress: object = None) -> str:
         self.calls.append((action, broker_id))
         if self.error:
             raise ClusterError(self.error)
@@ -112,7 +112,15 @@ def new_app(
     tailer: TailFactory | None = None,
     jobs: JobManager | None = None,
 ) -> KConsoleApp:
-    """The console as the tests run it: fixed clock, no animation."""
+    """The console as the tests run it: fixed clock, no animation. `tailer` and `jobs` are
+    backends: they go to the command layer (made here, without an audit log, when not given),
+    as the kconsole command wires them."""
+    if tailer is not None or jobs is not None:
+        commands = commands or Commands(None, audit=None)
+        commands.tailer = tailer or commands.tailer
+        commands.jobs = jobs or commands.jobs
+    if commands is not None and commands.settings is None:
+        commands.settings = settings
     app = make_app(
         observer,
         commands=commands,
@@ -121,8 +129,6 @@ def new_app(
         group_refresh_s=2.0,
         export_dir=export_dir,
         settings=settings,
-        tailer=tailer,
-        jobs=jobs,
     )
     app.animation_level = "none"
     return app
@@ -302,7 +308,10 @@ def recorded_limits(monkeypatch: pytest.MonkeyPatch) -> None:
             return pr.TopicLimits(topic, False)
         return recorded_topic_limits()
 
-    monkeypatch.setattr(pr, "read_topic_limits", limits)
+    # The command layer reads them from produce_request (the screen no longer reads anything).
+    from kconsole.cluster import produce_request
+
+    monkeypatch.setattr(produce_request, "read_topic_limits", limits)
 
 
 def recorded_topic_limits() -> pr.TopicLimits:

@@ -9,7 +9,8 @@ import json
 from pathlib import Path
 
 from kconsole.config import Settings
-from kconsole.jobs import JobManager, JobRun, JobState
+from kconsole.jobs import JobRun, JobState
+from kconsole.jobs.manager import JobManager
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = ROOT / "tests" / "fixtures" / "jobs"

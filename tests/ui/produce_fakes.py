@@ -78,7 +78,7 @@ class ReplayCommands(Commands):
         self, recorded: list[pr.Delivery], elapsed_s: float, *, read_only: bool = False,
         delay_s: float = 0.0,
     ) -> None:  # fmt: skip
-        super().__init__(None, read_only=read_only)
+        super().__init__(None, read_only=read_only, settings=Settings())
         self.recorded = recorded
         self.elapsed_s = elapsed_s
         self.delay_s = delay_s
@@ -86,11 +86,9 @@ class ReplayCommands(Commands):
         self.taken = 0
         self.started = threading.Event()
 
-    def produce(
-        self, settings: Settings, topic: str, records: Iterable[pr.Record], **options: Any
-    ) -> pr.ProduceResult:
+    def produce(self, topic: str, records: Iterable[pr.Record], **options: Any) -> pr.ProduceResult:
         if self.read_only:
-            return super().produce(settings, topic, records, **options)
+            return super().produce(topic, records, **options)
         self.calls.append((topic, options))
         self.started.set()
         on_progress = options.get("on_progress")
@@ -135,6 +133,7 @@ class ReplayTailer:
         self.paused = False
         self.polls = 0
         self.closed = False
+        self.joined = False
 
     def open(self) -> tuple[TailPosition, ...]:
         """Position like the real Tailer over a log holding the recorded records; from the end,
@@ -161,6 +160,11 @@ class ReplayTailer:
         first = {pos.partition: pos.start for pos in self.positions}
         self.records = [r for r in self.records if r.offset >= first[r.partition]]
         return self.positions
+
+    def join(self, timeout_s: float | None = None) -> list[int]:
+        """A group tail: the group gives this member every partition it positioned."""
+        self.joined = True
+        return [p.partition for p in self.positions]
 
     def poll(self, timeout_s: float = 0.2, max_records: int = 500) -> list[TailRecord]:
         self.polls += 1

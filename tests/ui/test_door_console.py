@@ -99,7 +99,7 @@ async def test_tail_with_a_group_never_joins(tmp_path: Path) -> None:
 
 
 async def test_job_start_is_refused_and_logged(tmp_path: Path) -> None:
-    from kconsole.jobs import JobManager
+    from kconsole.jobs.manager import JobManager
 
     log = AuditLog(tmp_path / "audit.jsonl")
     manager = JobManager(tmp_path / "state", Settings())

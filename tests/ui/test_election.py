@@ -30,10 +30,9 @@ class Electing(FakeReassign):
 
 def election_app(fake: FakeReassign, tmp_path: Path, read_only: bool = False) -> KConsoleApp:
     door = Commands(None, read_only=read_only, read_only_reason="--read-only",
-                    audit=AuditLog(tmp_path / "audit.jsonl"))  # fmt: skip
-    app = new_app(commands=door)
-    app.reassign_client = cast(ClientFactory, fake)
-    return app
+                    audit=AuditLog(tmp_path / "audit.jsonl"),
+                    reassigner=cast(ClientFactory, fake))  # fmt: skip
+    return new_app(commands=door)
 
 
 async def on_partition(pilot: Pilot[Any], snapshot: str, key: str) -> None:

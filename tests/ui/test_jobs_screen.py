@@ -13,7 +13,8 @@ from textual.widgets import DataTable, Input
 
 from kconsole.commands import Commands
 from kconsole.config import Settings
-from kconsole.jobs import JobManager, JobState
+from kconsole.jobs import JobState
+from kconsole.jobs.manager import JobManager
 from kconsole.ui.app import KConsoleApp
 from kconsole.ui.screens.jobs import JobsScreen, StartJobDialog, group_lag, run_cells
 from tests.ui.conftest import feed, load, new_app

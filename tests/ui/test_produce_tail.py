@@ -4,14 +4,18 @@ deliveries and recorded tail records (the real-cluster versions are in tests/int
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
+from rich.cells import cell_len
+from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Input
 
 from kconsole.cluster import produce as pr
 from kconsole.cluster.tail import StartAt, TailRecord
 from kconsole.ui.screens.produce import ProduceScreen
-from tests.ui.conftest import feed, load, new_app
+from kconsole.ui.screens.tail import record_cells
+from tests.ui.conftest import feed, load, new_app, table_settled
 from tests.ui.produce_fakes import (
     RECORDED_LIMITS,
     ReplayCommands,
@@ -194,6 +198,11 @@ async def test_read_only_refuses_to_produce() -> None:
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_produce(pilot)
         fill(screen, key="k", value="v")
+        await pilot.pause()
+        # The trace promises nothing the door will refuse.
+        trace = text_of(app, "#trace")
+        assert "kconsole refuses to send: read-only mode" in trace, trace
+        assert "would be accepted" not in trace
         await send_and_wait(pilot, screen)
         status = text_of(app, "#produce-status")
         assert "not sent: read-only mode: refusing to produce to test-topic" in status
@@ -261,7 +270,8 @@ async def test_tail_of_one_partition_from_an_offset() -> None:
         table = screen.query_one("#tail-records", DataTable)
         ones = [r for r in tail_records() if r.partition == 1 and r.offset >= 1]
         assert len(ones) >= 2
-        await wait_for(pilot, lambda: table.row_count == len(ones))
+        # The rows count at once; their widths only once the table has measured them.
+        await wait_for(pilot, lambda: table.row_count == len(ones) and table_settled(table))
         assert (made[-1].partition, made[-1].start) == (1, StartAt("offset", 1))
         shown = [
             (str(table.get_row_at(i)[0]), str(table.get_row_at(i)[1]))
@@ -269,13 +279,56 @@ async def test_tail_of_one_partition_from_an_offset() -> None:
         ]
         assert shown == [("1", str(r.offset)) for r in ones]
         assert made[0].closed  # the first tail was stopped when this one started
-        # The restarted tail's columns still fit their cells (clear() alone froze them).
-        for column in table.columns.values():
-            cells = [
-                str(table.get_cell_at((i, table.get_column_index(column.key))))
+        # The restarted tail's columns are new: they fit its cells.
+        assert too_narrow(table) == []
+
+
+async def test_tail_columns_catch_up_with_rows_that_arrived() -> None:
+    """DataTable measures new rows on its own idle: in between, the rows count but the
+    columns are as wide as their labels, and a frame drawn then cuts the cells off. Both
+    catch up without another record: a quiet tail does not keep cut-off cells."""
+    app, _ = tail_app([])  # no records from the worker: this test adds them
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_tail(pilot)
+        await wait_for(pilot, lambda: screen.state == "live")
+        table = screen.query_one("#tail-records", DataTable)
+        await wait_for(pilot, lambda: table_settled(table))
+        ones = [r for r in tail_records() if r.partition == 1]
+        screen.add_records(ones)  # what a Records message does; nothing runs in between
+        assert table.row_count == len(ones)
+        assert "timestamp" in " ".join(too_narrow(table))  # what the old test could catch
+        assert not table_settled(table)  # ...and what it now waits for
+        assert not drawn_whole(table, ones)  # a repaint of the screen before the table's idle
+        await wait_for(pilot, lambda: table_settled(table))
+        assert too_narrow(table) == []
+        await wait_for(pilot, lambda: drawn_whole(table, ones))
+
+
+def too_narrow(table: DataTable[Any]) -> list[str]:
+    """The columns narrower than one of their cells, as "label width<cell width"."""
+    out = []
+    for column in table.columns.values():
+        index = table.get_column_index(column.key)
+        widest = max(
+            (
+                cell_len(str(table.get_cell_at(Coordinate(i, index))))
                 for i in range(table.row_count)
-            ]
-            assert column.content_width >= max(len(c) for c in cells), column.label
+            ),
+            default=0,
+        )
+        if column.content_width < widest:
+            out.append(f"{column.label} {column.content_width}<{widest}")
+    return out
+
+
+def drawn_whole(table: DataTable[Any], records: list[TailRecord]) -> bool:
+    """The table, drawn now, shows every cell of these records (its rows, below the header)."""
+    lines = [table.render_line(y).text for y in range(1, len(records) + 1)]
+    return all(
+        str(cell) in line
+        for record, line in zip(records, lines, strict=True)
+        for cell in record_cells(record)
+    )
 
 
 @pytest.mark.parametrize(

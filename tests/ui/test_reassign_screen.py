@@ -2,8 +2,8 @@
 their diff, validation, edits, export/import, execute and cancel through the command layer
 (read-only refuses), progress and verification.
 
-The app gets the fake through `app.reassign_client = factory` after make_app (the attribute
-make_app sets from `reassign_client=`, or from the settings)."""
+The fake is the command layer's reassignment client (Commands.reassigner), as the kconsole
+command wires the real one."""
 
 from __future__ import annotations
 
@@ -18,11 +18,13 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 
 from kconsole.cluster.reassign import ElectResult, Ongoing
+from kconsole.cluster.throttles import throttles_of
 from kconsole.commands import Commands
 from kconsole.commands.reassign import ClientFactory
 from kconsole.models import ClusterSnapshot
 from kconsole.reassign import fields
 from kconsole.reassign.plan import Move, Plan
+from kconsole.reassign.progress import read_progress
 from kconsole.ui.app import KConsoleApp
 from kconsole.ui.screens import reassign_rows as rr
 from kconsole.ui.screens.reassign import AskText, ReassignScreen
@@ -53,6 +55,7 @@ class FakeReassign:
         self.hold_after: int | None = None
         self.go_on = threading.Event()
         self.throttle_configs = throttles or {}
+        self.stuck: set[str] = set()  # throttles a removal does not take away (read back)
 
     def __call__(self) -> FakeReassign:  # the factory: the same recording client every time
         return self
@@ -61,6 +64,9 @@ class FakeReassign:
         return self
 
     def __exit__(self, *_exc: object) -> None:
+        pass
+
+    def close(self) -> None:
         pass
 
     def ongoing(self) -> list[Ongoing]:
@@ -94,6 +100,14 @@ class FakeReassign:
 
     def remove_throttles(self, topics: Any, brokers: Any) -> None:
         self.calls.append(("remove_throttles", (list(topics), list(brokers))))
+        gone = {f"broker:{b}" for b in brokers} | {f"topic:{t}" for t in topics}
+        self.throttle_configs = {
+            k: v for k, v in self.throttle_configs.items() if k not in gone or k in self.stuck
+        }
+
+    def throttles_left(self, topics: Any) -> list[str]:
+        """What the real client reads back after a removal (the stuck ones stay)."""
+        return throttles_of(self.throttle_configs, topics)
 
     def elect(self, kind: str, partitions: Any) -> list[ElectResult]:
         self.calls.append(("elect", (kind, partitions)))
@@ -115,10 +129,10 @@ class Timer:
 
 
 def reassign_app(fake: FakeReassign, *, read_only: bool = False) -> KConsoleApp:
-    app = new_app(commands=Commands(None, read_only=read_only, read_only_reason="--read-only",
-                                    audit=None))  # fmt: skip
-    app.reassign_client = cast(ClientFactory, fake)  # what make_app(reassign_client=) sets
-    return app
+    # The fake is the command layer's reassignment client: the screen reads through the read-only
+    # view the door hands out, and changes through the door.
+    return new_app(commands=Commands(None, read_only=read_only, read_only_reason="--read-only",
+                                     audit=None, reassigner=cast(ClientFactory, fake)))  # fmt: skip
 
 
 async def wait_group(pilot: Pilot[Any], group: str) -> None:
@@ -183,9 +197,9 @@ def two_readings() -> ReassignScreen.Progressed:
     ongoing = [Ongoing("audit-log", 0, (2, 1), (2,), (1,))]
     keys = [("audit-log", 0)]
     sizes = {("audit-log", 0, 1): 10 * MIB, ("audit-log", 0, 2): 4 * MIB}
-    first = rr.read_progress(ongoing, keys, snap, sizes, None, None)
+    first = read_progress(ongoing, keys, snap, sizes, None, None)
     sizes = {**sizes, ("audit-log", 0, 2): 5 * MIB}
-    return ReassignScreen.Progressed(rr.read_progress(ongoing, keys, snap, sizes, first, 2.0),
+    return ReassignScreen.Progressed(read_progress(ongoing, keys, snap, sizes, first, 2.0),
                                      sizes, "")  # fmt: skip
 
 
@@ -442,17 +456,24 @@ async def test_export_writes_plan_and_rollback(
         assert "imported 4 partitions" in text_of(app, "#reassign-message")
 
 
+async def verify_in_place(pilot: Pilot[Any]) -> ReassignScreen:
+    """Open the screen, make test-topic/0's plan its current replicas (in place, in sync: the
+    move is complete) and verify it; wait for the verification."""
+    screen = await open_screen(pilot, topics=["test-topic"])
+    screen.table.move_cursor(row=0)
+    await pilot.press("e")
+    await answer(pilot, "3,2,1")  # the current replicas: nothing to move, complete
+    await pilot.press("v")
+    await wait_group(pilot, "reassign-command")
+    return screen
+
+
 async def test_verify_removes_throttles() -> None:
     """v on a plan that is in place and in sync removes the throttles (through the door)."""
     fake = FakeReassign(throttles={"broker:1": {"leader.replication.throttled.rate": "100"}})
     app = reassign_app(fake)
     async with app.run_test(size=WIDE) as pilot:
-        screen = await open_screen(pilot, topics=["test-topic"])
-        screen.table.move_cursor(row=0)
-        await pilot.press("e")
-        await answer(pilot, "3,2,1")  # the current replicas: nothing to move, complete
-        await pilot.press("v")
-        await wait_group(pilot, "reassign-command")
+        screen = await verify_in_place(pilot)
         assert fake.called("remove_throttles") == [(["test-topic"], [1, 2, 3])]
         assert "removed the throttles of broker:1" in text_of(app, "#reassign-message")
         # Not in place: says which, and removes nothing.
@@ -465,17 +486,25 @@ async def test_verify_removes_throttles() -> None:
         assert len(fake.called("remove_throttles")) == 1
 
 
+async def test_verify_says_when_a_throttle_stays() -> None:
+    """The door reads the throttles back after removing them: one that stays is said, not
+    reported removed."""
+    fake = FakeReassign(throttles={"broker:1": {"x": "1"}, "broker:2": {"x": "1"}})
+    fake.stuck = {"broker:2"}
+    app = reassign_app(fake)
+    async with app.run_test(size=WIDE) as pilot:
+        await verify_in_place(pilot)
+        said = text_of(app, "#reassign-message")
+        assert "the throttles stay: throttles remain on broker:2" in said, said
+        assert "removed the throttles" not in said
+
+
 async def test_verify_read_only_keeps_throttles() -> None:
     """Read-only: verify still reports, the throttles' removal is refused with the reason."""
     fake = FakeReassign(throttles={"topic:test-topic": {"x": "1"}})
     app = reassign_app(fake, read_only=True)
     async with app.run_test(size=WIDE) as pilot:
-        screen = await open_screen(pilot, topics=["test-topic"])
-        screen.table.move_cursor(row=0)
-        await pilot.press("e")
-        await answer(pilot, "3,2,1")
-        await pilot.press("v")
-        await wait_group(pilot, "reassign-command")
+        await verify_in_place(pilot)
         said = text_of(app, "#reassign-message")
         assert "complete" in said and "read-only mode (--read-only)" in said
         assert not fake.called("remove_throttles")

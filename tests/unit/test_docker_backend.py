@@ -32,7 +32,7 @@ import yaml
 from docker.api.client import APIClient
 from docker.models.containers import Container, ContainerCollection
 
-from kconsole.cluster.backends import choose_backend
+from kconsole.cluster.backends import choose_backend, serves
 from kconsole.cluster.control import BrokerAction, BrokerControl
 from kconsole.cluster.docker import (
     STOP_TIMEOUT_S,
@@ -773,6 +773,26 @@ def test_auto_picks_the_local_cluster_kconsole_started(
     control, _ = choose_backend(Settings(backend="auto", cluster_dir=tmp_path))
     assert isinstance(control, LocalBrokerControl)
     assert not server.requests  # the engine was not even asked
+
+
+def test_auto_picks_the_local_cluster_whatever_its_broker_count(
+    tmp_path: Path, server: FakeEngineServer
+) -> None:
+    """`cluster up --brokers 4` (the README's set-up for reassigning): the default bootstrap
+    servers are three of its four brokers, so the console can act on it."""
+    started_local_cluster(tmp_path, brokers=4)
+    control, what = choose_backend(Settings(backend="auto", cluster_dir=tmp_path))
+    assert isinstance(control, LocalBrokerControl), what
+    assert not server.requests
+
+
+def test_serves_needs_every_bootstrap_server_among_the_brokers() -> None:
+    four = "127.0.0.1:19092,127.0.0.1:19093,127.0.0.1:19094,127.0.0.1:19095"
+    assert serves(four, "127.0.0.1:19092,127.0.0.1:19093,127.0.0.1:19094")
+    assert serves(four, "localhost:19095")  # one address, two names
+    assert not serves("127.0.0.1:19092,127.0.0.1:19093", "127.0.0.1:19092,127.0.0.1:19099")
+    assert not serves(four, "kafka.example:19092")
+    assert not serves(four, "")
 
 
 def test_auto_picks_docker_when_the_local_cluster_is_another(

@@ -307,15 +307,15 @@ class TestConfirmation:
                 return []
 
         log = AuditLog(tmp_path / "a.jsonl")
-        door = Commands(None, audit=log)
         local = Local()
+        door = Commands(None, audit=log, local_cluster=lambda _spec: local)  # type: ignore[arg-type,return-value]
         with pytest.raises(NotConfirmed):
-            door.cluster_down(local, purge=True, confirm=lambda _p, answer: False)  # type: ignore[arg-type]
+            door.cluster_down(purge=True, confirm=lambda _p, answer: False)
         with pytest.raises(NotConfirmed):
-            door.cluster_down(local, purge=True, confirm=None)  # type: ignore[arg-type]
+            door.cluster_down(purge=True, confirm=None)
         assert local.downs == []
-        door.cluster_down(local, purge=True, confirm=lambda _p, e: e == "prod-like")  # type: ignore[arg-type]
-        door.cluster_down(local, purge=False)  # type: ignore[arg-type]
+        door.cluster_down(purge=True, confirm=lambda _p, e: e == "prod-like")
+        door.cluster_down(purge=False)
         assert local.downs == [True, False]
         outcomes = [(e["command"], e["outcome"]) for e in log.entries()]
         assert outcomes == [
@@ -327,7 +327,7 @@ class TestConfirmation:
 
     def test_failed_is_logged_with_the_error(self, tmp_path: Path) -> None:
         class Broken:
-            def act(self, action: BrokerAction, broker_id: int) -> str:
+            def act(self, action: BrokerAction, broker_id: int, progress: object = None) -> str:
                 raise RuntimeError("socket on fire")
 
         log = AuditLog(tmp_path / "a.jsonl")

@@ -31,9 +31,9 @@ from hypothesis import strategies as st
 from kconsole.cli.jobs import _parse_job_options
 from kconsole.cli.reassign import _read_plan
 from kconsole.config import Settings
-from kconsole.drills.runner import FAULTS, DrillError, DrillSpec, resolve_target
+from kconsole.drills.spec import FAULTS, DrillError, DrillSpec, resolve_target
 from kconsole.errors import ClusterError
-from kconsole.jobs import JobManager
+from kconsole.jobs.manager import JobManager
 from kconsole.jobs.specs import INTERNAL_OPTIONS, JobError, JobSpec, get_job
 from kconsole.models import ClusterSnapshot, Controller
 from kconsole.reassign import Move, Plan, PlanError

@@ -28,7 +28,6 @@ from kconsole.config import Settings
 from kconsole.drills.audit import Acked, Consumed, check
 from kconsole.jobs import (
     JobError,
-    JobManager,
     JobProgress,
     JobState,
     available_jobs,
@@ -39,6 +38,7 @@ from kconsole.jobs import (
     parse_line,
     parse_progress_line,
 )
+from kconsole.jobs.manager import JobManager
 from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -530,7 +530,7 @@ class TestManager:
     def test_attached_job_stops_when_its_parent_dies(self, tmp_path: Path, fake_jobs: Path) -> None:
         """A console that is killed cannot stop its jobs: they notice and stop themselves."""
         code = (
-            "import sys; from pathlib import Path; from kconsole.jobs import JobManager;"
+            "import sys; from pathlib import Path; from kconsole.jobs.manager import JobManager;"
             "from kconsole.config import Settings;"
             f"m = JobManager(Path({str(tmp_path / 'state')!r}), Settings(),"
             f" jobs_directory=Path({str(fake_jobs)!r}));"
@@ -598,14 +598,14 @@ class TestManager:
 
     def test_read_only_refuses_start_and_stop(self, manager: JobManager) -> None:
         run = manager.start("fake", {})
-        ro = Commands(None, read_only=True)
+        ro = Commands(None, read_only=True, jobs=manager)
         with pytest.raises(ReadOnlyError, match="refusing to start job fake"):
-            ro.start_job(manager, "fake", {})
+            ro.start_job("fake", {})
         with pytest.raises(ReadOnlyError, match=f"refusing to stop job run {run.run_id}"):
-            ro.stop_job(manager, run.run_id)
+            ro.stop_job(run.run_id)
         assert manager.get(run.run_id).active  # still running: refused before anything
         assert len(manager.runs()) == 1
-        assert Commands(None).stop_job(manager, run.run_id).state is JobState.STOPPED
+        assert Commands(None, jobs=manager).stop_job(run.run_id).state is JobState.STOPPED
 
     def test_client_properties_stay_off_the_command_line(
         self, tmp_path: Path, fake_jobs: Path

@@ -233,21 +233,24 @@ class ProduceScreen(Screen[None]):
                 partition = int(partition_text)
             except ValueError:
                 return Text(f"partition must be a whole number, not {partition_text!r}", fmt.BAD)
-        return render_trace(pr.trace(snap, topic, key, partition), self._select("#acks"))
+        door = actions(self).commands
+        refused = door.refusal("produce") if door is not None else "this console only observes"
+        return render_trace(
+            pr.trace(snap, topic, key, partition), self._select("#acks"), refused=refused
+        )
 
     # -- sending ------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "send":
-            view = state(self)
-            if view.settings is None or actions(self).commands is None:
+            if actions(self).commands is None:
                 return None
             return None if self.sending else True
         return True
 
     def action_send(self) -> None:
         """Check the form and send."""
-        view, door = state(self), actions(self).commands
-        if self.sending or view.settings is None or door is None:
+        door = actions(self).commands
+        if self.sending or door is None:
             return
         try:  # refused (and logged) by the command layer before the form is even read
             door.refuse("produce", self.query_one("#topic", Input).value.strip())
@@ -275,24 +278,8 @@ class ProduceScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="produce", exit_on_error=False)
     def _send(self, request: pr.ProduceRequest) -> None:
         # A worker thread: no widgets here, only post_message.
-        view = state(self)
-        settings, commands = view.settings, actions(self).commands
-        assert settings is not None and commands is not None
-        try:
-            limits = pr.read_topic_limits(settings, request.topic)
-            pr.validate(
-                request.topic,
-                limits=limits,
-                records=[request.record],
-                count=request.count,
-                rate=request.rate,
-                partition=request.partition,
-                acks=request.acks,
-                compression=request.compression,
-            )
-        except ClusterError as exc:
-            self.post_message(self.Refused(exc.message))
-            return
+        commands = actions(self).commands
+        assert commands is not None
         tally = pr.Tally(request.count)
         progress: dict[str, Any]
         if request.count <= pr.SMALL_SEND:  # each delivery on screen as it comes
@@ -309,17 +296,9 @@ class ProduceScreen(Screen[None]):
             progress = {"on_tick": on_tick, "tick_s": PROGRESS_EVERY_S}
 
         try:
-            result = commands.produce(
-                settings,
-                request.topic,
-                request.records(self._stop.is_set),
-                acks=request.acks,
-                rate=request.rate,
-                compression=request.compression,
-                partition=request.partition,
-                tally=tally,
-                max_message_bytes=limits.max_message_bytes,
-                **progress,
+            # The door checks the request against the topic's limits before anything is sent.
+            result = commands.produce_request(
+                request, request.records(self._stop.is_set), tally=tally, **progress
             )
         except ClusterError as exc:
             self.post_message(self.Refused(exc.message))
@@ -430,8 +409,10 @@ def fmt_key(key: bytes | None) -> Text:
     return Text(show_bytes(key, 60))
 
 
-def render_trace(t: pr.Trace, acks: str = "all") -> Text | Group:
-    """The trace as lines: where the key goes, then each warning."""
+def render_trace(t: pr.Trace, acks: str = "all", *, refused: str = "") -> Text | Group:
+    """The trace as lines: where the key goes, then each warning. `refused`: why the command
+    layer would refuse a send now (read-only mode, no cluster connection): said instead of
+    "a send would be accepted"."""
     line = Text()
     line.append("key ", fmt.DIM)
     line.append_text(fmt_key(t.key))
@@ -460,6 +441,11 @@ def render_trace(t: pr.Trace, acks: str = "all") -> Text | Group:
         if t.min_isr is not None:
             line.append("  min.insync.replicas ", fmt.DIM)
             line.append(str(t.min_isr))
+    if refused:
+        no = Text("✗ ", fmt.BAD)
+        no.append(f"kconsole refuses to send: {refused}", fmt.BAD)
+        lines: list[Text] = [line, no]
+        return Group(*lines, *(Text(f"⚠ {w}", fmt.WARN) for w in t.warnings))
     if not t.warnings:
         ok = Text("✓ ", fmt.GOOD)
         ok.append("a send would be accepted now", fmt.DIM)

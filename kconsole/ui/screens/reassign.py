@@ -3,9 +3,10 @@ it moves and whether it fits the cluster now, execute it through the command lay
 its progress and verify it.
 
 The plan is re-checked against every snapshot. Reading the cluster (log sizes, the running
-reassignments, the throttles) happens in thread workers through the app's client factory; every
-change (execute, cancel, remove the throttles) goes through the command layer, which refuses it
-in read-only mode and asks for its typed word.
+reassignments, the throttles) happens in thread workers through the read-only view the command
+layer hands out (kconsole.commands.views.ReassignView); following a move's progress is the
+headless kconsole.reassign.follow. Every change (execute, cancel, remove the throttles) goes
+through the command layer, which refuses it in read-only mode and asks for its typed word.
 """
 
 from __future__ import annotations
@@ -29,13 +30,15 @@ from textual.worker import get_current_worker
 from kconsole import paths
 from kconsole.cluster.throttles import throttles_of
 from kconsole.commands import Commands
-from kconsole.commands.reassign import ClientFactory, confirmation_word
+from kconsole.commands.reassign import confirmation_word
+from kconsole.commands.views import ReassignView
 from kconsole.errors import ClusterError
 from kconsole.models import ClusterSnapshot
 from kconsole.reassign import fields, placement
 from kconsole.reassign import plan as rp
+from kconsole.reassign.follow import error_text, follow_progress
 from kconsole.reassign.plan import Move, Plan, PlanError
-from kconsole.reassign.progress import Progress
+from kconsole.reassign.progress import Progress, Sizes
 from kconsole.ui import format as fmt
 from kconsole.ui.context import actions, state, subscribe
 from kconsole.ui.screens import reassign_rows as rr
@@ -169,9 +172,9 @@ class ReassignScreen(Screen[None]):
         self.query_one("#reassign-topics").disabled = self.drain is not None
         subscribe(self, "snapshot", self.refresh_plan, init=True)
         self.table.focus()
-        factory = state(self).reassign_client
-        if factory is not None:
-            self._read_sizes(factory)
+        view = state(self).reassign_view
+        if view is not None:
+            self._read_sizes(view)
         if self.initial_partition is not None:
             key = "{}/{}".format(*self.initial_partition)
             if key in self.table.rows:
@@ -309,7 +312,7 @@ class ReassignScreen(Screen[None]):
         try:
             back = rr.write_plan(self.plan, snap, path)
         except (OSError, ClusterError) as exc:
-            self.say(f"could not write {path}: {_error(exc)}", fmt.BAD)
+            self.say(f"could not write {path}: {error_text(exc)}", fmt.BAD)
             return
         self.query_one("#reassign-file", Input).value = str(path)
         self.say(f"wrote the plan to {path} and its rollback to {back}", fmt.GOOD)
@@ -343,9 +346,9 @@ class ReassignScreen(Screen[None]):
             return None
         return True
 
-    def _door(self, command: str, target: str) -> tuple[Commands, ClientFactory] | None:
-        """The command layer and the client factory, after read-only had its say."""
-        door, factory = actions(self).commands, state(self).reassign_client
+    def _door(self, command: str, target: str) -> Commands | None:
+        """The command layer, after read-only (and a missing connection) had its say."""
+        door = actions(self).commands
         if door is None:
             self.say("changing the cluster needs the command layer: this console observes", fmt.BAD)
             return None
@@ -354,10 +357,7 @@ class ReassignScreen(Screen[None]):
         except ClusterError as exc:
             self.say(exc.message, fmt.BAD)
             return None
-        if factory is None:
-            self.say("reassigning is not available: no cluster connection", fmt.BAD)
-            return None
-        return door, factory
+        return door
 
     def action_execute(self) -> None:
         """Start the reassignment of what the plan changes, after the typed word."""
@@ -377,13 +377,13 @@ class ReassignScreen(Screen[None]):
         except PlanError as exc:
             self.say(exc.message, fmt.BAD)
             return
-        door, factory = got
+        door = got
         allow = self._allow_rf()
         lines = rr.preview_lines(rp.diff(plan, snap, rr.sizes_by_partition(self.sizes)), throttle)
 
         def run(typed: str | None) -> Callable[[], object]:
             return lambda: door.reassign_execute(
-                factory, plan, snap, confirm=lambda _p, expected: typed == expected,
+                plan, snap, confirm=lambda _p, expected: typed == expected,
                 throttle_bps=throttle, allow_rf_change=allow, preview="\n".join(lines),
             )  # fmt: skip
 
@@ -401,7 +401,7 @@ class ReassignScreen(Screen[None]):
         if not keys:
             self.say("no plan: nothing to cancel", fmt.WARN)
             return
-        door, factory = got
+        door = got
         lines = [
             f"cancel the reassignment of this plan's {rr.n_of(len(keys), 'partition')}:",
             "Kafka puts each one back on its original replicas (copied data is dropped).",
@@ -409,7 +409,7 @@ class ReassignScreen(Screen[None]):
 
         def run(typed: str | None) -> Callable[[], object]:
             return lambda: door.reassign_cancel(
-                factory, keys, confirm=lambda _p, expected: typed == expected
+                keys, confirm=lambda _p, expected: typed == expected
             )
 
         self._confirm("Cancel the reassignment?", lines, "cancel", "cancel", run)
@@ -437,24 +437,24 @@ class ReassignScreen(Screen[None]):
             head = f"not complete: {len(v.pending)} of {rr.n_of(v.moves, 'partition')}"
             self.say(Text("\n".join([head, *v.pending]), fmt.WARN))
             return
-        door, factory = actions(self).commands, state(self).reassign_client
+        door, view = actions(self).commands, state(self).reassign_view
         said = f"✓ complete: {rr.n_of(v.moves, 'partition')} in place and in sync"
-        if door is None or factory is None:
+        if door is None or view is None:
             self.say(f"{said}; the throttles were not checked (no cluster connection)", fmt.GOOD)
             return
         topics, brokers = sorted({m.topic for m in self.plan.moves}), [b.id for b in snap.brokers]
 
         def unthrottle() -> str:
-            with factory() as c:
-                left = c.throttles()
+            with view.open() as reader:
+                left = reader.throttles()
             mine = throttles_of(left, topics)
             if not mine:
                 return f"{said}; no throttle was set"
-            try:
-                door.reassign_unthrottle(factory, topics, brokers)  # read-only: refused here
+            try:  # read-only: refused here; done only once none is left
+                removed = door.reassign_unthrottle(topics, brokers)
             except ClusterError as exc:
                 raise ClusterError(f"{said}; the throttles stay: {exc.message}") from exc
-            return f"{said}; removed the throttles of {', '.join(mine)}"
+            return f"{said}; removed the throttles of {', '.join(removed or mine)}"
 
         self._command("verify", unthrottle, f"{said}; checking the throttles …")
 
@@ -478,47 +478,44 @@ class ReassignScreen(Screen[None]):
         try:
             result = call()
         except Exception as exc:  # refusals and failures alike: said, never raised
-            self.post_message(self.Done(kind, None, _error(exc)))
+            self.post_message(self.Done(kind, None, error_text(exc)))
             return
         self.post_message(self.Done(kind, result, ""))
 
     @work(thread=True, group="reassign-sizes", exclusive=True, exit_on_error=False)
-    def _read_sizes(self, factory: ClientFactory) -> None:
+    def _read_sizes(self, view: ReassignView) -> None:
         try:
-            with factory() as c:
-                sizes = c.log_sizes()
+            with view.open() as reader:
+                sizes = reader.log_sizes()
         except Exception as exc:  # sizes are a nicety: the plan works without them
-            self.post_message(self.SizesRead({}, _error(exc)))
+            self.post_message(self.SizesRead({}, error_text(exc)))
             return
         self.post_message(self.SizesRead(sizes, ""))
 
     def _watch(self, keys: list[Key]) -> None:
-        factory = state(self).reassign_client
-        if factory is not None:
+        view = state(self).reassign_view
+        if view is not None:
             self._stop.clear()
-            self._poll(factory, tuple(sorted(set(keys))))
+            self._poll(view, tuple(sorted(set(keys))))
 
     @work(thread=True, group="reassign-poll", exclusive=True, exit_on_error=False)
-    def _poll(self, factory: ClientFactory, keys: tuple[Key, ...]) -> None:
+    def _poll(self, view: ReassignView, keys: tuple[Key, ...]) -> None:
         worker = get_current_worker()
-        previous: Progress | None = None
-        last = 0.0
-        while not worker.is_cancelled and not self._stop.is_set():
-            try:
-                with factory() as c:
-                    ongoing, sizes = c.ongoing(), c.log_sizes()
-                now = self.timer()
-                elapsed = now - last if previous is not None else None
-                # The snapshot is an immutable value: reading it from here is safe.
-                snap = state(self).snapshot
-                previous = rr.read_progress(ongoing, keys, snap, sizes, previous, elapsed)
-                last = now
-                self.post_message(self.Progressed(previous, sizes, ""))
-                if previous.done:
-                    return
-            except Exception as exc:  # keep following: the next reading may work
-                self.post_message(self.Progressed(None, {}, _error(exc)))
-            self._stop.wait(self.poll_s)
+
+        def emit(progress: Progress | None, sizes: Sizes, error: str) -> None:
+            self.post_message(self.Progressed(progress, dict(sizes), error))
+
+        follow_progress(
+            view.open,
+            keys,
+            # The snapshot is an immutable value: reading it from this thread is safe.
+            lambda: state(self).snapshot,
+            emit,
+            stop=self._stop,
+            poll_s=self.poll_s,
+            timer=self.timer,
+            cancelled=lambda: worker.is_cancelled,
+        )
 
     # -- what the workers say -----------------------------------------------------------------
     def on_reassign_screen_sizes_read(self, message: SizesRead) -> None:
@@ -551,10 +548,3 @@ class ReassignScreen(Screen[None]):
             if kind == "execute" and ok:
                 self.progress = None
                 self._watch(ok)
-
-
-def _error(exc: BaseException) -> str:
-    return exc.message if isinstance(exc, ClusterError) else f"{type(exc).__name__}: {exc}"
-
-
-# -- the dialog ---------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """The reassignment screen's parts that need no screen: reading the bar, the table's rows, the
-status lines, progress from a reading, the verification and the plan files. Nothing here touches
+status lines, the verification and the plan files. Nothing here touches
 a widget or the cluster."""
 
 from __future__ import annotations
@@ -8,14 +8,13 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rich.console import Group
 from rich.text import Text
 
 from kconsole.models import ClusterSnapshot
 from kconsole.reassign.plan import Move, Plan, PlanDiff, Problem, validate
-from kconsole.reassign.progress import PartitionProgress, Progress, human_bytes, progress
+from kconsole.reassign.progress import PartitionProgress, Progress, human_bytes
 from kconsole.ui import format as fmt
 from kconsole.ui.rows import Columns, KeyCell
 
@@ -86,29 +85,6 @@ def write_plan(plan: Plan, snap: ClusterSnapshot, path: Path) -> Path:
     path.write_text(plan.to_json() + "\n")
     back.write_text(rollback.to_json() + "\n")
     return back
-
-
-def read_progress(
-    ongoing: Iterable[Any],
-    keys: Iterable[Key],
-    snap: ClusterSnapshot | None,
-    sizes: Mapping[tuple[str, int, int], int],
-    previous: Progress | None,
-    elapsed_s: float | None,
-) -> Progress:
-    """progress() of `keys` from one reading: Kafka's running reassignments (objects with
-    topic, partition, replicas, adding, removing) and the log sizes; leaders and ISRs from
-    `snap`."""
-    parts = snap.partitions if snap is not None else ()
-    return progress(
-        [(o.topic, o.partition, o.replicas, o.adding, o.removing) for o in ongoing],
-        keys,
-        {(p.topic, p.partition): p.leader for p in parts},
-        {(p.topic, p.partition): p.isr for p in parts},
-        sizes,
-        previous,
-        elapsed_s,
-    )
 
 
 # -- formatting ---------------------------------------------------------------------------------

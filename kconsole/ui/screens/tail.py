@@ -1,8 +1,9 @@
 """The tail view: records of a topic (or one partition) as they arrive.
 
-A thread worker owns the tail (a kconsole.cluster.tail.Tailer by default): it opens it, polls
-it and posts what arrived in batches; pausing stops fetching without losing the position. No
-consumer group is used unless the user types one.
+A thread worker owns the tail, which the command layer opens (kconsole.cluster.tail.Tailer by
+default): it polls it and posts what arrived in batches; pausing stops fetching without losing
+the position. No consumer group is used unless the user types one; with one, the command layer
+joins it (tail.group, audited once the group has assigned partitions).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from textual.worker import get_current_worker
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.tail import StartAt, TailPosition, TailRecord, parse_start, show_bytes
 from kconsole.ui import format as fmt
-from kconsole.ui.context import actions, state
+from kconsole.ui.context import actions
+from kconsole.ui.widgets.auto_width import AutoWidthTable
 from kconsole.ui.widgets.footer import KeyBar
 
 MAX_ROWS = 1000  # the table keeps the newest this many records
@@ -96,7 +98,7 @@ class TailScreen(Screen[None]):
                 yield Label("Group", classes="form-label")
                 yield Input(group, placeholder="none", compact=True, id="tail-group")
         yield Static(id="tail-status")
-        yield DataTable(cursor_type="row", id="tail-records")
+        yield AutoWidthTable(cursor_type="row", id="tail-records")
         yield KeyBar()
 
     def on_mount(self) -> None:
@@ -115,7 +117,7 @@ class TailScreen(Screen[None]):
 
     def action_restart(self) -> None:
         """(Re)start the tail with what the bar says."""
-        view = state(self)
+        door = actions(self).commands
         self.generation += 1
         self.workers.cancel_group(self, "tail")
         topic = self.query_one("#tail-topic", Input).value.strip()
@@ -133,7 +135,7 @@ class TailScreen(Screen[None]):
             except ValueError:
                 raise ClusterError(f"partition must be a whole number, not {part_text!r}") from None
             self.start_at = parse_start(self.query_one("#tail-from", Input).value)
-            if view.tailer is None:
+            if door is None or not door.can_tail:
                 raise ClusterError("tailing is not available: no cluster connection")
         except ClusterError as exc:
             self._fail(exc.message)
@@ -156,28 +158,20 @@ class TailScreen(Screen[None]):
     ) -> None:
         # A worker thread: it alone touches the tail; the screen only sets `paused`.
         worker = get_current_worker()
-        view = state(self)
-        factory = view.tailer
-        assert factory is not None
+        door = actions(self).commands
+        assert door is not None
         try:
-            # With a group the tail joins it and commits: the command layer decides, before.
-            door = actions(self).commands
-            if door is not None:
-                source = door.open_tail(factory, topic, partition, start, group)
-            elif group:
-                raise ClusterError("joining a consumer group needs the command layer")
-            else:
-                source = factory(topic, partition, start, None)
+            # The door opens it; with a group it joins it (and so commits) only if the door
+            # lets it, and logs the join's real outcome.
+            source = door.open_tail(topic, partition, start, group)
         except ClusterError as exc:
             self.post_message(self.Failed(generation, exc.message))
             return
+        except Exception as exc:  # a broken tail must not take the console down
+            self.post_message(self.Failed(generation, f"{type(exc).__name__}: {exc}"))
+            return
         try:
-            try:
-                positions = source.open()
-            except ClusterError as exc:
-                self.post_message(self.Failed(generation, exc.message))
-                return
-            self.post_message(self.Opened(generation, positions))
+            self.post_message(self.Opened(generation, source.positions))
             batch: list[TailRecord] = []
             sent_at = time.monotonic()
             while not worker.is_cancelled:
@@ -251,7 +245,7 @@ class TailScreen(Screen[None]):
         self._clear_rows()
 
     def _clear_rows(self) -> None:
-        # Columns too: after clear() alone, auto-width columns stop growing with new rows.
+        # Columns too: auto widths never narrow, so clear() alone kept the old tail's widths.
         self.query_one("#tail-records", DataTable).clear(columns=True)
         self._columns()
         self.rows.clear()

@@ -93,13 +93,11 @@ class BrokersTable(KeyedTable):
 
     def action_drain(self) -> None:
         """Open the reassignment screen on draining the broker under the cursor."""
-        from kconsole.ui.screens.reassign import ReassignScreen
-
         key = self.cursor_key
         if key is None:
             self.notify("no broker selected")
             return
-        self.app.push_screen(ReassignScreen(drain=int(key)))
+        actions(self).open_reassign(drain=int(key))
 
     def action_refused(self, action: str) -> None:
         """A disabled broker key: the command layer refuses (and logs) it and says why."""
@@ -230,14 +228,12 @@ class PartitionsTable(VirtualTable[Partition]):
 
     def action_reassign(self) -> None:
         """Open the reassignment screen on the selected partition's topic."""
-        from kconsole.ui.screens.reassign import ReassignScreen
-
         key = self.cursor_key
         topic, _, part = (key or "").rpartition("/")
         if not topic or not part.isdigit():
             self.notify("no partition selected")
             return
-        self.app.push_screen(ReassignScreen(topics=[topic], partition=(topic, int(part))))
+        actions(self).open_reassign(topics=[topic], partition=(topic, int(part)))
 
     def action_leader_actions(self) -> None:
         """Choose an action for the selected partition's leader."""

@@ -1,0 +1,174 @@
+"""What a drill is (DrillSpec, the faults and their restores, the target), and what it found
+(DrillReport): data only, so the CLI and the console describe drills without importing the
+runner that acts (kconsole.drills.runner, reached through the command layer)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kconsole import __version__
+from kconsole.cluster.control import BrokerAction
+from kconsole.cluster.errors import ClusterError
+from kconsole.cluster.produce_request import check_topic_name
+from kconsole.drills.audit import Acks, AuditResult
+from kconsole.drills.export import timeline_document, timeline_markdown
+from kconsole.drills.measure import Measurement
+from kconsole.models import ClusterSnapshot
+from kconsole.timeline import Event, EventKind
+
+Progress = Callable[[str], None]
+# How the runner changes the cluster: both come from the command layer (Commands.drill_run),
+# which refused the drill already if it must not run. act(action, broker) -> outcome text;
+# confirm(prompt, expected) -> whether the user typed `expected` (the target broker id).
+Act = Callable[[BrokerAction, int], str]
+Confirm = Callable[[str, str], bool]
+FAULTS = {"stop": BrokerAction.STOP, "kill": BrokerAction.KILL, "pause": BrokerAction.PAUSE}
+RESTORE = {"stop": BrokerAction.START, "kill": BrokerAction.START, "pause": BrokerAction.RESUME}
+
+
+class DrillError(ClusterError):
+    """The drill could not be run as asked (bad target, cluster not ready, ...)."""
+
+
+@dataclass(frozen=True)
+class DrillSpec:
+    fault: str  # stop | kill | pause
+    target: str  # controller | broker:ID | leader:TOPIC/PARTITION
+    acks: Acks = "all"
+    duration_s: float = 30.0  # the workload runs at least this long, and until settled
+    restore_after_s: float = 10.0
+    settle_timeout_s: float = 90.0
+    wait_preferred: bool = True  # settle also waits for the preferred leaders to return
+    rate: float = 200.0
+    topic: str = "test-topic"
+    warmup_s: float = 2.0
+
+    def __post_init__(self) -> None:
+        if self.fault not in FAULTS:
+            raise DrillError(f"--fault must be one of {', '.join(FAULTS)}, not {self.fault!r}")
+        if self.acks not in ("all", "1", "0"):
+            raise DrillError(f"--acks must be all, 1 or 0, not {self.acks!r}")
+        if not 0 < self.rate <= 100_000:  # NaN too
+            raise DrillError("--rate must be between 0 and 100000 messages per second")
+        if not (0 < self.duration_s < math.inf and 0 <= self.restore_after_s < math.inf):
+            raise DrillError("--duration must be positive and --restore-after not negative")
+        if not 0 <= self.settle_timeout_s < math.inf:
+            raise DrillError("--settle-timeout must be a number of seconds, not negative")
+        try:
+            check_topic_name(self.topic)
+        except ClusterError as exc:
+            raise DrillError(f"--topic: {exc}") from None
+
+
+_ID = re.compile(r"[0-9]{1,10}")  # a broker id or a partition: ASCII digits, 32 bits at most
+
+
+def resolve_target(snap: ClusterSnapshot, target: str) -> int:
+    """The broker id that `controller`, `broker:ID` or `leader:TOPIC/PARTITION` names now."""
+    kind, _, rest = target.partition(":")
+    if kind == "controller" and not rest:
+        if snap.controller.id is None:
+            raise DrillError("there is no active controller to target")
+        return snap.controller.id
+    if kind == "broker":
+        if not _ID.fullmatch(rest.strip()):
+            raise DrillError(f"broker:ID needs a number, not {rest!r}")
+        bid = int(rest)
+        if snap.broker(bid) is None:
+            raise DrillError(
+                f"broker {bid} is not in the cluster ({', '.join(str(b.id) for b in snap.brokers)})"
+            )
+        return bid
+    if kind == "leader":
+        topic, _, part = rest.rpartition("/")
+        if not topic or not _ID.fullmatch(part):
+            raise DrillError(f"leader:TOPIC/PARTITION expected, not {target!r}")
+        p = snap.partition(topic, int(part))
+        if p is None:
+            raise DrillError(f"partition {topic}/{part} does not exist")
+        if snap.is_offline(p):
+            raise DrillError(f"partition {topic}/{part} has no leader right now")
+        return p.leader
+    raise DrillError(
+        f"--target must be controller, broker:ID or leader:TOPIC/PARTITION, not {target!r}"
+    )
+
+
+@dataclass
+class DrillReport:
+    spec: DrillSpec
+    target_broker: int
+    was_controller: bool
+    started: str
+    fault_at: float
+    impact: list[str]
+    measurements: list[Measurement]
+    audit: AuditResult
+    events: list[Event]
+    settled: bool
+    notes: list[str] = field(default_factory=list)
+    broker_config: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """No acknowledged message was lost."""
+        return self.audit.ok
+
+    def to_dict(self) -> dict[str, Any]:
+        fault = next((e for e in self.events if e.kind is EventKind.ACTION), None)
+        return {
+            "kconsole": __version__,
+            "drill": asdict(self.spec),
+            "target_broker": self.target_broker,
+            "was_controller": self.was_controller,
+            "started": self.started,
+            "settled": self.settled,
+            "ok": self.ok,
+            "blast_radius": self.impact,
+            "broker_config": self.broker_config,
+            "audit": self.audit.to_dict(),
+            "timeline": timeline_document(self.events, self.measurements, fault),
+            "notes": self.notes,
+        }
+
+    def markdown(self) -> str:
+        fault = next((e for e in self.events if e.kind is EventKind.ACTION), None)
+        s = self.spec
+        verdict = "no acknowledged message was lost" if self.ok else "ACKNOWLEDGED MESSAGES LOST"
+        lines = [
+            f"# Drill: {s.fault} broker {self.target_broker} ({s.target}"
+            + (", the controller" if self.was_controller and s.target != "controller" else "")
+            + f") with acks={s.acks}",
+            "",
+            f"Started {self.started}; workload {s.rate:g} msg/s on {s.topic}; restore after "
+            f"{s.restore_after_s:g} s; {'settled' if self.settled else 'did NOT settle'}.",
+            "",
+            f"**Verdict: {verdict}.**",
+            "",
+            "## Blast radius (predicted before the fault)",
+            "",
+            *[f"- {line}" for line in self.impact],
+            "",
+            "## Audit",
+            "",
+            self.audit.markdown(),
+            "",
+            timeline_markdown(self.events, self.measurements, fault),
+        ]
+        if self.notes:
+            lines += ["## Notes", "", *[f"- {n}" for n in self.notes], ""]
+        return "\n".join(lines)
+
+    def write(self, path: Path) -> tuple[Path, Path]:
+        """Write `path` (JSON) and the Markdown summary beside it (.md)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_dict(), indent=2, default=str) + "\n")
+        md = path.with_suffix(".md")
+        md.write_text(self.markdown())
+        return path, md
