@@ -81,7 +81,14 @@ def blast_radius(snap: ClusterSnapshot, action: BrokerAction, broker_id: int) ->
             m = snap.min_isr(p.topic)
             if in_isr and m is not None and len(others) < m:
                 below.append(p.key)
-            elif in_isr and p.leader != broker_id:
+            elif (
+                in_isr
+                and p.leader != broker_id
+                # "more": one under-replicated already is not a new one (and a reassignment
+                # still copying a replica does not make a partition under-replicated)
+                and not p.under_replicated
+                and len(others) < p.replication_factor
+            ):
                 urp.append(p.key)
     return Impact(
         action,

@@ -79,8 +79,17 @@ class Partition:
         return self.leader < 0
 
     @property
+    def replication_factor(self) -> int:
+        """The replicas it is meant to have: during a reassignment its replicas less those
+        still being added (Kafka's TopicCommand counts it so)."""
+        return len(self.replicas) - len(self.adding)
+
+    @property
     def under_replicated(self) -> bool:
-        return len(self.isr) < len(self.replicas)
+        """Fewer in sync than its replication factor, as Kafka's TopicCommand
+        --under-replicated-partitions says: a replica a reassignment is still adding (copying)
+        is not a missing one."""
+        return len(self.isr) < self.replication_factor
 
     @property
     def preferred_leader(self) -> int | None:

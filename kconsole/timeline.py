@@ -29,6 +29,7 @@ class EventKind(StrEnum):
     REASSIGN_IN_SYNC = "reassign-in-sync"  # a replica the reassignment adds caught up (ISR)
     REASSIGN_COMPLETED = "reassign-completed"
     REASSIGN_CANCELLED = "reassign-cancelled"
+    REPLICAS_REORDERED = "replicas-reordered"  # the same replicas in another order
     ACTION = "action"  # something the user (or a drill) did
 
 
@@ -175,21 +176,33 @@ def _partition_events(ts: float, a: Partition, b: Partition) -> list[Event]:
             )
     removed = sorted(set(a.isr) - set(b.isr))
     added = sorted(set(b.isr) - set(a.isr))
-    if removed:
-        ev(
-            EventKind.ISR_SHRANK,
-            f"{tp} ISR shrank: -{_ids(removed)} -> [{_ids(b.isr)}]",
-            old=list(a.isr),
-            new=list(b.isr),
-        )
-    if added:
-        ev(
-            EventKind.ISR_EXPANDED,
-            f"{tp} ISR expanded: +{_ids(added)} -> [{_ids(b.isr)}]",
-            old=list(a.isr),
-            new=list(b.isr),
-        )
+    shrank = (
+        EventKind.ISR_SHRANK,
+        f"{tp} ISR shrank: -{_ids(removed)} -> [{_ids(b.isr)}]",
+    )
+    expanded = (
+        EventKind.ISR_EXPANDED,
+        f"{tp} ISR expanded: +{_ids(added)} -> [{_ids(b.isr)}]",
+    )
+    # Both in one update: during a reassignment the new replica joins before the old one is
+    # dropped, so say them in that order (they share the update's time: both were read then).
+    moving = bool(a.adding or a.removing or b.adding or b.removing)
+    order = (
+        [(added, expanded), (removed, shrank)] if moving else [(removed, shrank), (added, expanded)]
+    )
+    for changed, (kind, text) in order:
+        if changed:
+            ev(kind, text + (" (same update)" if removed and added else ""),
+               old=list(a.isr), new=list(b.isr))  # fmt: skip
     out.extend(_reassign_events(ts, a, b))
+    if not moving and a.replicas != b.replicas and sorted(a.replicas) == sorted(b.replicas):
+        ev(
+            EventKind.REPLICAS_REORDERED,
+            f"{tp} replicas reordered: [{_ids(a.replicas)}] -> [{_ids(b.replicas)}] "
+            f"(preferred leader {b.replicas[0]}, nothing copied)",
+            old=list(a.replicas),
+            new=list(b.replicas),
+        )
     return out
 
 
@@ -216,15 +229,17 @@ def _reassign_events(ts: float, a: Partition, b: Partition) -> list[Event]:
             list(origin),
             list(_target(b)),
         )
-    if now:
-        caught_up = sorted((set(b.isr) - set(a.isr)) & set(b.adding))
-        if caught_up:
-            ev(
-                EventKind.REASSIGN_IN_SYNC,
-                f"{tp} reassignment: new replica {_ids(caught_up)} in sync",
-                list(a.isr),
-                list(b.isr),
-            )
+    # A replica being added that joined the ISR, also when the same update ends the move (the
+    # last one caught up and the controller completed the reassignment at once).
+    adding = b.adding if now else a.adding
+    caught_up = sorted((set(b.isr) - set(a.isr)) & set(adding))
+    if (now or was) and caught_up:
+        ev(
+            EventKind.REASSIGN_IN_SYNC,
+            f"{tp} reassignment: new replica {_ids(caught_up)} in sync",
+            list(a.isr),
+            list(b.isr),
+        )
     if was and not now:
         origin = tuple(r for r in a.replicas if r not in a.adding)
         if set(b.replicas) == set(_target(a)):

@@ -20,6 +20,7 @@ from kconsole.models import ClusterSnapshot
 from kconsole.reassign.progress import human_bytes
 
 if TYPE_CHECKING:
+    from kconsole.cluster.reassign_outcome import CancelOutcome
     from kconsole.commands.views import ReassignReader
     from kconsole.reassign.plan import Plan, PlanDiff
 
@@ -83,6 +84,23 @@ def _show_and_write(
     for line in describe_diff(diff(plan, snap, _sizes())):
         click.echo(line, err=out is None)
     _write_plan(plan, Plan.current(snap, [(m.topic, m.partition) for m in plan.moves]), out)
+
+
+def cancel_lines(out: CancelOutcome) -> list[str]:
+    """What a cancel did, for the terminal: per partition, the order, the throttles."""
+    lines = [f"  {t}/{p}: {err or 'cancelled'}" for (t, p), err in sorted(out.errors.items())]
+    lines += [f"  {t}/{p}: back in its original replica order" for t, p in out.reordered]
+    lines += [
+        f"  {t}/{p}: order kept as Kafka left it (kconsole did not start this move)"
+        for t, p in out.order_unknown
+    ]
+    lines += [f"  throttle removed: {x}" for x in out.throttles_removed]
+    lines += [f"  throttle kept: {x}" for x in out.throttles_kept]
+    lines.append(
+        f"cancelled: {len(out.cancelled)} partition(s), {len(out.reordered)} reordered, "
+        f"{len(out.throttles_removed)} throttle(s) removed"
+    )
+    return lines
 
 
 def _write_plan(plan: Plan, rollback: Plan, out: Path | None) -> None:
@@ -209,11 +227,11 @@ def execute(
     if refused:
         sys.exit(1)
     if wait:
-        _watch(settings, plan, timeout)
+        _watch(settings, plan, timeout, throttle)
         sys.exit(_verify(ctx, plan))
 
 
-def _watch(settings: Settings, plan: Plan, timeout: float) -> None:
+def _watch(settings: Settings, plan: Plan, timeout: float, throttle: int | None = None) -> None:
     from kconsole.reassign.progress import Progress, progress
 
     watched = [(m.topic, m.partition) for m in plan.moves]
@@ -230,7 +248,9 @@ def _watch(settings: Settings, plan: Plan, timeout: float) -> None:
         now = time.monotonic()
         leaders = {(p.topic, p.partition): p.leader for p in snap.partitions}
         isr = {(p.topic, p.partition): p.isr for p in snap.partitions}
-        last = progress(ongoing, watched, leaders, isr, sizes, last, now - last_at)
+        last = progress(
+            ongoing, watched, leaders, isr, sizes, last, now - last_at if last else None, throttle
+        )
         last_at = now
         running = [p for p in last.partitions if not p.done]
         eta = "?" if last.eta_s is None else f"{last.eta_s:.0f} s"
@@ -288,7 +308,11 @@ def _verify(ctx: click.Context, plan: Plan) -> int:
 @click.option("--plan", "plan_path", type=click.Path(path_type=Path), required=True)
 @click.pass_context
 def verify(ctx: click.Context, plan_path: Path) -> None:
-    """Exit 0 only when PLAN is in place, in sync, and its throttles are removed."""
+    """Exit 0 only when PLAN is in place, in sync, and its throttles are removed.
+
+    Stricter than Kafka's own --verify, which exits 0 whatever it finds and only prints which
+    partitions are not done yet: here a plan not (yet) applied exits 1, so a script can wait
+    on it (`until kconsole reassign verify --plan p.json; do sleep 5; done`)."""
     try:
         plan = _read_plan(plan_path)
         sys.exit(_verify(ctx, plan))
@@ -302,7 +326,13 @@ def verify(ctx: click.Context, plan_path: Path) -> None:
 @click.option("--yes", "assume_yes", is_flag=True, help="Do not ask (needed without a terminal).")
 @click.pass_context
 def cancel(ctx: click.Context, plan_path: Path | None, cancel_all: bool, assume_yes: bool) -> None:
-    """Cancel running reassignments: the partitions return to their original replicas."""
+    """Cancel running reassignments: the partitions return to their original replicas.
+
+    Past Kafka's own --cancel: a move kconsole started is put back in its original replica
+    order (the same set, so nothing is copied, and the preferred leader is the one it had),
+    and only the throttles the cancelled moves needed are removed (a throttle another running
+    move uses stays). Kafka's --cancel leaves the order the controller chose and clears the
+    broker throttles everywhere."""
     ctx.obj["settings"]
     try:
         if (plan_path is None) == (not cancel_all):
@@ -313,9 +343,8 @@ def cancel(ctx: click.Context, plan_path: Path | None, cancel_all: bool, assume_
         result = commands(ctx).reassign_cancel(parts, confirm=confirmation(assume_yes))
     except ClusterError as exc:
         fail(exc)
-    for (topic, part), err in sorted(result.items()):
-        click.echo(f"  {topic}/{part}: {err or 'cancelled'}")
-    click.echo(f"cancelled: {sum(1 for e in result.values() if not e)} partition(s)")
+    for line in cancel_lines(result):
+        click.echo(line)
 
 
 @reassign.command("list")

@@ -26,6 +26,7 @@ from kafka.structs import TopicPartition
 from kconsole.cluster import kafka_python
 from kconsole.cluster.clients import kafka_python_config
 from kconsole.cluster.elect import ELECTION_TYPES, ElectResult, elect_results, error_text
+from kconsole.cluster.reassign_outcome import CancelOutcome, Ongoing
 from kconsole.cluster.throttles import throttles_of
 from kconsole.config import Settings
 from kconsole.errors import ClusterError
@@ -33,6 +34,7 @@ from kconsole.errors import ClusterError
 __all__ = [
     "THROTTLE_RATE_KEYS",
     "THROTTLE_REPLICA_KEYS",
+    "CancelOutcome",
     "ElectResult",
     "Ongoing",
     "ReassignClient",
@@ -59,17 +61,6 @@ _IO_ERRORS = (kerrors.KafkaError, OSError, RuntimeError)
 
 class ReassignError(ClusterError):
     """A reassignment, throttle or election request could not be made at all."""
-
-
-@dataclass(frozen=True)
-class Ongoing:
-    """A reassignment the controller is running now."""
-
-    topic: str
-    partition: int
-    replicas: tuple[int, ...]  # every replica during the move (target + those being removed)
-    adding: tuple[int, ...]
-    removing: tuple[int, ...]
 
 
 # -- the throttle plan (pure; checked against ReassignPartitionsCommand) --------------------
@@ -140,6 +131,7 @@ class ReassignClient:
         self._conf = conf
         self._admin: Any = None
         self.last_unreachable: list[int] = []
+        self.last_throttle_plan: ThrottlePlan | None = None  # what the last execute set
 
     def __enter__(self) -> ReassignClient:
         return self
@@ -213,24 +205,163 @@ class ReassignClient:
             if not replicas or not all(isinstance(b, int) for b in replicas):
                 raise ReassignError(f"{topic}/{partition}: the target replicas must be broker ids")
             targets[(topic, partition)] = list(replicas)
+        self.last_throttle_plan = None
         if not targets:
             return {}
         if throttle_bps is not None:
             if throttle_bps < 0:
                 raise ReassignError("the throttle must be at least 0 bytes/s")
-            self._set_throttles(throttle_plan(moves, current, self.ongoing()), throttle_bps)
+            plan = throttle_plan(moves, current, self.ongoing())
+            self._set_throttles(plan, throttle_bps)
+            self.last_throttle_plan = plan
         return self._alter({TopicPartition(t, p): r for (t, p), r in targets.items()})
 
-    def cancel(self, partitions: Iterable[TP] | None = None) -> dict[TP, str | None]:
-        """Cancel reassignments (None: every running one); Kafka puts each partition back on
-        its original replicas. Per partition: None when cancelled, else the error."""
-        if partitions is None:
-            parts = [(o.topic, o.partition) for o in self.ongoing()]
-        else:
-            parts = sorted(set(partitions))
-        if not parts:
+    def replicas(self, partitions: Iterable[TP]) -> dict[TP, tuple[int, ...]]:
+        """The replicas of `partitions` now, in their order (from the brokers' metadata)."""
+        wanted = sorted(set(partitions))
+        topics = sorted({t for t, _ in wanted})
+        if not topics:
             return {}
-        return self._alter({TopicPartition(t, p): None for t, p in parts})
+        described = self._call("cannot read the topics", "describe_topics", topics)
+        out: dict[TP, tuple[int, ...]] = {}
+        for t in described:
+            for p in t.get("partitions") or ():
+                key = (t["name"], int(p["partition_index"]))
+                if key in wanted:
+                    out[key] = tuple(int(b) for b in p["replica_nodes"])
+        return out
+
+    def cancel(
+        self,
+        partitions: Iterable[TP] | None = None,
+        *,
+        original: Mapping[TP, Sequence[int]] | None = None,
+        throttled_by: Mapping[TP, tuple[int | None, Sequence[int]]] | None = None,
+        settle_s: float = 30.0,
+    ) -> CancelOutcome:
+        """Cancel reassignments (None: every running one): Kafka puts each partition back on
+        its original replicas. Then, past what Kafka's own --cancel does:
+
+        - a partition whose `original` order is known (kconsole started the move) is put back
+          in that order, so its preferred leader is the one it had (the set is the same:
+          nothing is copied);
+        - the throttles the cancelled moves needed are removed, and only those: the cancelled
+          partitions' entries in their topics' throttled-replica lists (the entries of a move
+          still running stay), and the rate on the brokers the moves involved, unless a
+          reassignment still running involves that broker too or (`throttled_by`: the rate
+          and brokers kconsole set) the rate is not the one set for the move."""
+        before = {(o.topic, o.partition): o for o in self.ongoing()}
+        parts = sorted(before) if partitions is None else sorted(set(partitions))
+        if not parts:
+            return CancelOutcome({})
+        errors = self._alter({TopicPartition(t, p): None for t, p in parts})
+        done = [k for k, err in errors.items() if err is None]
+        after = self._settle(done, settle_s)
+        reordered, unknown = self._restore_order(done, original or {}, settle_s)
+        removed, kept = self._remove_move_throttles(done, before, after, throttled_by or {})
+        return CancelOutcome(errors, reordered, unknown, tuple(removed), tuple(kept))
+
+    def _settle(self, parts: Sequence[TP], timeout_s: float) -> list[Ongoing]:
+        """Wait until none of `parts` is being reassigned; the reassignments still running."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            running = self.ongoing()
+            if not {(o.topic, o.partition) for o in running} & set(parts):
+                return running
+            if time.monotonic() >= deadline:
+                busy = sorted({(o.topic, o.partition) for o in running} & set(parts))
+                raise ReassignError(
+                    "the controller still lists a reassignment of "
+                    + ", ".join(f"{t}/{p}" for t, p in busy)
+                    + f" {timeout_s:.0f} s after it was cancelled"
+                )
+            time.sleep(0.2)
+
+    def _restore_order(
+        self, parts: Sequence[TP], original: Mapping[TP, Sequence[int]], timeout_s: float
+    ) -> tuple[tuple[TP, ...], tuple[TP, ...]]:
+        unknown = tuple(k for k in parts if k not in original)
+        known = [k for k in parts if k in original]
+        now = self.replicas(known)
+        reorder = {
+            k: list(original[k])
+            for k in known
+            if k in now and set(now[k]) == set(original[k]) and now[k] != tuple(original[k])
+        }
+        if not reorder:
+            return (), unknown
+        errors = self._alter({TopicPartition(t, p): r for (t, p), r in reorder.items()})
+        ok = [k for k, err in errors.items() if err is None]
+        self._settle(ok, timeout_s)
+        return tuple(sorted(ok)), unknown
+
+    def _remove_move_throttles(
+        self,
+        parts: Sequence[TP],
+        before: Mapping[TP, Ongoing],
+        still_running: Sequence[Ongoing],
+        throttled_by: Mapping[TP, tuple[int | None, Sequence[int]]],
+    ) -> tuple[list[str], list[str]]:
+        if not parts:
+            return [], []
+        set_now = self.throttles()
+        removed: list[str] = []
+        kept: list[str] = []
+        resources = []
+        by_topic: dict[str, set[int]] = defaultdict(set)
+        for t, p in parts:
+            if throttled_by.get((t, p), (0, ()))[0] is not None:  # kconsole set none for it
+                by_topic[t].add(p)
+        for topic, cancelled in sorted(by_topic.items()):
+            values = set_now.get(f"topic:{topic}", {})
+            ops: dict[str, tuple[Any, str | None]] = {}
+            for key in THROTTLE_REPLICA_KEYS:
+                value = values.get(key, "")
+                if not value:
+                    continue
+                if value.strip() == "*":
+                    kept.append(f"topic:{topic} {key}=* (every replica: set by hand, not a move)")
+                    continue
+                entries = [e.strip() for e in value.split(",") if e.strip()]
+                keep = [e for e in entries if _partition_of(e) not in cancelled]
+                if keep == entries:
+                    continue
+                gone = ",".join(e for e in entries if e not in keep)
+                removed.append(f"topic:{topic} {key.split('.')[0]} {gone}")
+                ops[key] = (
+                    (AlterConfigOp.SET, ",".join(keep)) if keep else (AlterConfigOp.DELETE, None)
+                )
+            if ops:
+                resources.append(ConfigResource(ConfigResourceType.TOPIC, topic, ops))
+        busy = {b for o in still_running for b in o.replicas}
+        involved: dict[int, set[int | None]] = defaultdict(set)  # broker -> the rates set
+        for tp in parts:
+            if tp in throttled_by:
+                rate, brokers = throttled_by[tp]
+                for b in brokers:
+                    involved[b].add(rate)
+            elif tp in before:
+                for b in before[tp].replicas:
+                    involved[b].add(None)  # not kconsole's: the rate it had is not known
+        for broker in sorted(involved):
+            values = set_now.get(f"broker:{broker}", {})
+            if not values:
+                continue
+            if broker in busy:
+                kept.append(f"broker:{broker} (a reassignment still running uses it)")
+                continue
+            ours = {str(r) for r in involved[broker] if r is not None}
+            if ours and not set(values.values()) <= ours:
+                kept.append(
+                    f"broker:{broker} ({', '.join(sorted(set(values.values())))} B/s, not the "
+                    f"{', '.join(sorted(ours))} B/s the move set)"
+                )
+                continue
+            delete = {k: (AlterConfigOp.DELETE, None) for k in THROTTLE_RATE_KEYS}
+            resources.append(ConfigResource(ConfigResourceType.BROKER, str(broker), delete))
+            removed.append(f"broker:{broker}")
+        self._alter_configs("remove the cancelled moves' throttles", resources)
+        return removed, kept
 
     def _alter(self, request: dict[TopicPartition, list[int] | None]) -> dict[TP, str | None]:
         res = self._call(
@@ -398,6 +529,12 @@ class ReassignClient:
         if top is not kerrors.NoError:
             raise ReassignError(f"the leader election was refused: {error_text(top)}")
         return elect_results(kind, partition_codes)
+
+
+def _partition_of(entry: str) -> int | None:
+    """The partition of a throttled-replica entry "partition:broker"."""
+    head = entry.split(":", 1)[0].strip()
+    return int(head) if head.isdigit() else None
 
 
 def _values(configs: Mapping[str, Any], keys: Iterable[str]) -> dict[str, str]:

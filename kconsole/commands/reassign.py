@@ -4,16 +4,21 @@ elect.*), through the same door: read-only first, then the plan is checked again
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kconsole import paths
+from kconsole.cluster.reassign_record import MoveBook
 from kconsole.commands.door import Confirm, Door
 from kconsole.errors import ClusterError, Refused
 from kconsole.models import ClusterSnapshot
 
 if TYPE_CHECKING:
-    from kconsole.cluster.reassign import ElectResult, ReassignClient
+    from kconsole.cluster.reassign import CancelOutcome, ElectResult, ReassignClient
     from kconsole.reassign.plan import Plan
 
 ClientFactory = Callable[[], "ReassignClient"]
@@ -72,6 +77,17 @@ class ReassignCommands(Door):
 
     reassigner: ClientFactory | None = None
     """Opens a reassignment / election client (None: no cluster connection to act on)."""
+    moves_dir: Path | None = None
+    """Where the moves kconsole started are written down (None: <state dir>/reassignments)."""
+
+    def move_book(self) -> MoveBook:
+        """The moves kconsole started on this cluster (kconsole.cluster.reassign_record)."""
+        cid = None
+        if self.cluster_id is not None:
+            with contextlib.suppress(Exception):
+                cid = self.cluster_id()
+        directory = self.moves_dir or paths.state_dir() / "reassignments"
+        return MoveBook(directory, cid or self.bootstrap or "unknown")
 
     def missing_backend(self, name: str) -> str:
         if name.startswith(("reassign.", "elect.")) and self.reassigner is None:
@@ -93,8 +109,11 @@ class ReassignCommands(Door):
         preview: str = "",
     ) -> dict[tuple[str, int], str | None]:
         """Check `plan` against `snapshot`, confirm (the topic name or the partition count),
-        then set the throttle (if any) and start the reassignment. Per partition: None when
-        Kafka accepted it, else the error."""
+        then set the throttle (if any) and start the reassignment of the partitions whose
+        replicas it changes (the others are left alone: nothing is sent, no throttle set).
+        Per partition started: None when Kafka accepted it, else the error. What was started
+        is written down (MoveBook) for cancel and for the screen."""
+        from kconsole.cluster.reassign_record import records_for
         from kconsole.reassign.plan import validate
 
         problems = [p.message for p in validate(plan, snapshot, allow_rf_change=allow_rf_change)]
@@ -103,19 +122,44 @@ class ReassignCommands(Door):
             for p in snapshot.partitions
             if any((m.topic, m.partition) == (p.topic, p.partition) for m in plan.moves)
         }
+        moves = [
+            (m.topic, m.partition, m.replicas)
+            for m in plan.moves
+            if tuple(m.replicas) != tuple(current.get((m.topic, m.partition), ()))
+        ]
+        if not problems and not moves:
+            problems = ["nothing would move: every partition of the plan is on those replicas"]
         word = confirmation_word(plan) if plan.moves else ""
 
         def run() -> dict[tuple[str, int], str | None]:
             if problems:
                 raise PlanRejected(problems)
-            moves = [(m.topic, m.partition, m.replicas) for m in plan.moves]
             with self._client() as c:
-                return c.execute(moves, current, throttle_bps=throttle_bps)
+                out = c.execute(moves, current, throttle_bps=throttle_bps)
+                tp = c.last_throttle_plan
+            started = [m for m in moves if out.get((m[0], m[1]), "no answer") is None]
+            self.move_book().add(
+                records_for(
+                    started,
+                    current,
+                    throttle_bps if tp is not None else None,
+                    tp.brokers if tp is not None else (),
+                    tp.leader if tp is not None else {},
+                    tp.follower if tp is not None else {},
+                    time.time(),
+                )
+            )
+            return out
 
         return self._run(
             "reassign.execute",
             _target((m.topic, m.partition) for m in plan.moves),
-            {"partitions": len(plan.moves), "throttle_bps": throttle_bps, "plan": plan.to_json()},
+            {
+                "partitions": len(plan.moves),
+                "changed": len(moves),
+                "throttle_bps": throttle_bps,
+                "plan": plan.to_json(),
+            },
             run,
             # An invalid plan is refused before anyone is asked to confirm it.
             confirm=confirm if not problems else (lambda _p, _e: True),
@@ -130,14 +174,27 @@ class ReassignCommands(Door):
         partitions: Iterable[tuple[str, int]] | None,
         *,
         confirm: Confirm | None,
-    ) -> dict[tuple[str, int], str | None]:
-        """Cancel running reassignments (None: all): Kafka returns them to their original
-        replicas. Confirmed by typing 'cancel'."""
+    ) -> CancelOutcome:
+        """Cancel running reassignments (None: all), confirmed by typing 'cancel'. Kafka
+        returns each partition to its original replicas; the door then puts those kconsole
+        started back in their original order and removes the throttles the cancelled moves
+        needed, and only those (ReassignClient.cancel)."""
         parts = None if partitions is None else sorted(set(partitions))
 
-        def run() -> dict[tuple[str, int], str | None]:
+        def run() -> CancelOutcome:
+            book = self.move_book()
+            records = book.load()
             with self._client() as c:
-                return c.cancel(parts)
+                out = c.cancel(
+                    parts,
+                    original={k: r.original for k, r in records.items()},
+                    throttled_by={
+                        k: (r.throttle_bps, r.throttle_brokers) for k, r in records.items()
+                    },
+                )
+            # Cancelled, or no longer running (finished, or cancelled by someone else).
+            book.drop(k for k, err in out.errors.items() if err is None or "NO_REASSIGNMENT" in err)
+            return out
 
         return self._run(
             "reassign.cancel",
@@ -147,7 +204,12 @@ class ReassignCommands(Door):
             confirm=confirm,
             expected="cancel",
             prompt=f"cancel the reassignment of {_target(parts)}? Type 'cancel' to confirm",
-            result=_accepted,
+            result=lambda out: {
+                **_accepted(out.errors),
+                "reordered": len(out.reordered),
+                "throttles_removed": len(out.throttles_removed),
+                "throttles_kept": len(out.throttles_kept),
+            },
         )
 
     def reassign_unthrottle(self, topics: Iterable[str], brokers: Iterable[int]) -> list[str]:

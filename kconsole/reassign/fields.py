@@ -9,6 +9,7 @@ str.isdigit() also passes superscripts ("²") that int() then refuses.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 from kconsole.reassign.plan import Key, PlanError
 
@@ -18,6 +19,7 @@ _DIGITS = re.compile(r"[0-9]+")
 _SEPARATORS = re.compile(r"[,\s]+")
 _THROTTLE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([kmg]?)(?:i?b)?(?:/s)?", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3}
+_THOUSANDS = re.compile(r"[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?\s*[kmgKMG]?(?:i?[bB])?(?:/s)?")
 
 
 def _number(item: str) -> int | None:
@@ -54,22 +56,42 @@ def parse_ids(text: str, what: str = "broker ids") -> tuple[int, ...]:
     return tuple(i for i in ids if i is not None)
 
 
-def parse_replicas(text: str) -> tuple[int, ...]:
-    """A replica list typed by hand: at least one broker, none twice (the first leads)."""
-    replicas = parse_ids(text, "replicas")
-    if not replicas:
-        raise PlanError("type at least one broker id (the first is the preferred leader)")
+def parse_replicas(text: str, brokers: Collection[int] | None = None) -> tuple[int, ...]:
+    """A replica list typed by hand: at least one broker, none twice (the first leads), each
+    one of `brokers` when given. Every problem is named at once."""
+    items = [x for x in _SEPARATORS.split(text.strip()) if x]
+    bad = [x for x in items if _number(x) is None]
+    replicas = tuple(n for n in (_number(x) for x in items) if n is not None)
+    problems = []
+    if bad:
+        problems.append(f"not broker ids: {', '.join(repr(x) for x in bad)}")
     twice = sorted({b for b in replicas if replicas.count(b) > 1})
     if twice:
-        raise PlanError(f"broker {twice[0]} is listed twice in {text.strip()!r}")
+        problems.append(f"listed twice: {', '.join(map(str, twice))}")
+    if brokers is not None:
+        unknown = sorted({b for b in replicas if b not in brokers})
+        if unknown:
+            known = ", ".join(map(str, sorted(brokers))) or "none"
+            problems.append(f"no such broker: {', '.join(map(str, unknown))} (brokers: {known})")
+    if problems:
+        raise PlanError("; ".join(problems))
+    if not replicas:
+        raise PlanError("type at least one broker id (the first is the preferred leader)")
     return replicas
 
 
 def parse_throttle(text: str) -> int | None:
     """Bytes/s: '' -> None, '50M' -> 50,000,000 (k, M, G: powers of 1000)."""
-    t = text.strip().replace("_", "").replace(",", "")
+    t = text.strip().replace("_", "")
     if not t:
         return None
+    if "," in t:  # a thousands separator, or a mistake ("1,2,4" is not 124 B/s)
+        if not _THOUSANDS.fullmatch(t):
+            raise PlanError(
+                f"throttle must be one number of bytes/s (e.g. 50000000, 50,000,000 or 50M), "
+                f"not {text.strip()!r}"
+            )
+        t = t.replace(",", "")
     m = _THROTTLE.fullmatch(t)
     if m is None:
         raise PlanError(f"throttle must be bytes/s (e.g. 50000000 or 50M), not {text.strip()!r}")

@@ -36,6 +36,7 @@ def follow_progress(
     poll_s: float,
     timer: Callable[[], float],
     cancelled: Callable[[], bool] = lambda: False,
+    throttle_bps: int | None = None,
 ) -> Progress | None:
     """Read until every partition of `keys` is done (or `stop` / `cancelled`); a failed
     reading is handed on as its error and the next poll tries again. The last progress."""
@@ -48,7 +49,9 @@ def follow_progress(
                 ongoing, sizes = reader.ongoing(), reader.log_sizes()
             now = timer()
             elapsed = now - last if previous is not None else None
-            previous = read_progress(ongoing, watched, snapshot(), sizes, previous, elapsed)
+            previous = read_progress(
+                ongoing, watched, snapshot(), sizes, previous, elapsed, throttle_bps
+            )
             last = now
             emit(previous, sizes, "")
             if previous.done:

@@ -24,7 +24,7 @@ def run_tool(cluster: LocalCluster, main_class: str, *args: str, timeout: float 
         timeout=timeout,
         stdin=subprocess.DEVNULL,
     )
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-2000:])
     return proc.stdout
 
 

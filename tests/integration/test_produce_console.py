@@ -6,6 +6,7 @@ nothing."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections import defaultdict
@@ -40,9 +41,14 @@ SIZE = (140, 40)
 def console(cluster: LocalCluster, read_only: bool = False) -> KConsoleApp:
     settings = _settings(cluster)
     observer = ClusterObserver(settings)
-    app = make_app(
-        observer, commands=Commands(None, read_only=read_only, settings=settings), settings=settings
+    # The command layer as the kconsole command builds it (its tails, its producer), minus
+    # broker control: these tests act on no broker.
+    door = Commands.for_settings(
+        dataclasses.replace(settings, read_only=read_only),
+        control_reason="no broker control in these tests",
+        audit=None,
     )
+    app = make_app(observer, commands=door, settings=settings)
     app.animation_level = "none"
     return app
 

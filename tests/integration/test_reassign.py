@@ -8,6 +8,7 @@ drains it again before stopping it, so the rest of the run sees the three broker
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -28,9 +29,10 @@ from kconsole.config import Settings
 from kconsole.drills.audit import check
 from kconsole.drills.verify import end_offsets, read_back
 from kconsole.drills.workload import Workload
+from kconsole.observer import ClusterObserver
 from kconsole.reassign.plan import Plan
 from tests.integration.conftest import restore
-from tests.integration.kafka_tools import run_tool
+from tests.integration.kafka_tools import run_tool, topic_describe
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
@@ -211,6 +213,80 @@ def test_throttle_during_the_move_and_cancel(four: LocalCluster, tmp_path: Path)
     assert res.exit_code == 0, res.output
     with ReassignClient(settings_for(four)) as c:
         assert not any(topic in k or k.startswith("broker:") for k in c.throttles())
+
+
+CONFIG_TOOL = "kafka.admin.ConfigCommand"
+TOPIC_TOOL = "org.apache.kafka.tools.TopicCommand"
+
+
+def kafka_throttles(cluster: LocalCluster, topics: list[str]) -> list[str]:
+    """Every throttle config Kafka's own ConfigCommand shows on the brokers and `topics`."""
+    found = []
+    for kind, names in (("brokers", ["1", "2", "3", "4"]), ("topics", topics)):
+        for name in names:
+            out = run_tool(cluster, CONFIG_TOOL, "--bootstrap-server", cluster.spec.bootstrap,
+                           "--describe", "--entity-type", kind, "--entity-name", name)  # fmt: skip
+            found += [f"{kind}:{name} {line.split()[0]}" for line in out.splitlines()
+                      if "throttled" in line.split("=")[0]]  # fmt: skip
+    return found
+
+
+def kafka_urp(cluster: LocalCluster, topic: str) -> set[int]:
+    """The partitions of `topic` Kafka's TopicCommand calls under-replicated."""
+    out = run_tool(cluster, TOPIC_TOOL, "--bootstrap-server", cluster.spec.bootstrap,
+                   "--describe", "--under-replicated-partitions", "--topic", topic)  # fmt: skip
+    return {int(m.group(1)) for m in re.finditer(r"Partition:\s*(\d+)", out)}
+
+
+def slow_move(cluster: LocalCluster, tmp_path: Path, mib: int = 4) -> tuple[str, tuple, Path]:
+    """A one-partition topic with `mib` MiB and a plan that moves its first replica to the free
+    broker and puts the survivors first: (topic, original replicas, plan file)."""
+    topic = new_topic(cluster, partitions=1)
+    fill(cluster, topic, 0, mib=mib)
+    original = assignment(cluster, topic)[0][0]
+    spare = ({1, 2, 3, 4} - set(original)).pop()  # RF 3 on 4 brokers: one is free
+    plan_file = tmp_path / f"{topic}.json"
+    plan_file.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": 0, "replicas": [*original[1:], spare]}]}))  # fmt: skip
+    return topic, original, plan_file
+
+
+def test_cancel_restores_the_order_and_removes_only_its_throttles(
+    four: LocalCluster, tmp_path: Path
+) -> None:
+    """Two throttled moves: one kconsole's, one Kafka's own tool's. While they copy, kconsole's
+    under-replicated partitions are TopicCommand's. Cancelling kconsole's puts the partition
+    back on its replicas in their original order and removes its throttles, but not those the
+    other move still needs; cancelling that one too leaves ConfigCommand showing none."""
+    mine, original, my_plan = slow_move(four, tmp_path)
+    theirs, their_original, their_plan = slow_move(four, tmp_path)
+    res = kc(four, "reassign", "execute", "--plan", str(my_plan), "--throttle", "20000", "--yes")
+    assert res.exit_code == 0, res.output
+    run_tool(four, REASSIGN_TOOL, "--bootstrap-server", four.spec.bootstrap,
+             "--reassignment-json-file", str(their_plan), "--execute", "--additional",
+             "--throttle", "20000")  # fmt: skip
+    settings = settings_for(four)
+    for topic in (mine, theirs):
+        snap = ClusterObserver(settings).read_once()
+        (p,) = [p for p in snap.partitions if p.topic == topic]
+        assert p.reassigning, p
+        ours = {p.partition} if p.under_replicated else set()
+        assert ours == kafka_urp(four, topic), (p, ours)
+
+    res = kc(four, "reassign", "cancel", "--plan", str(my_plan), "--yes")
+    assert res.exit_code == 0, res.output
+    assert "back in its original replica order" in res.output, res.output
+    assert topic_describe(four, mine)[0][1] == original  # the order too, not only the set
+    left = kafka_throttles(four, [mine, theirs])
+    assert not [t for t in left if t.startswith(f"topics:{mine} ")], left
+    assert [t for t in left if t.startswith(f"topics:{theirs} ")], left  # still moving
+    assert [t for t in left if t.startswith("brokers:")], left  # the other move needs them
+
+    res = kc(four, "reassign", "cancel", "--all", "--yes")
+    assert res.exit_code == 0, res.output
+    assert "kconsole did not start this move" in res.output, res.output
+    assert set(topic_describe(four, theirs)[0][1]) == set(their_original)
+    assert kafka_throttles(four, [mine, theirs]) == []
 
 
 def test_invalid_plans_are_refused_and_nothing_moves(four: LocalCluster, tmp_path: Path) -> None:

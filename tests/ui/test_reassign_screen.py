@@ -18,6 +18,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 
 from kconsole.cluster.reassign import ElectResult, Ongoing
+from kconsole.cluster.reassign_outcome import CancelOutcome
 from kconsole.cluster.throttles import throttles_of
 from kconsole.commands import Commands
 from kconsole.commands.reassign import ClientFactory
@@ -56,6 +57,8 @@ class FakeReassign:
         self.go_on = threading.Event()
         self.throttle_configs = throttles or {}
         self.stuck: set[str] = set()  # throttles a removal does not take away (read back)
+        self.last_throttle_plan: Any = None  # what ReassignClient.execute says it set
+        self.cancel_kwargs: dict[str, Any] = {}
 
     def __call__(self) -> FakeReassign:  # the factory: the same recording client every time
         return self
@@ -94,9 +97,10 @@ class FakeReassign:
         self.calls.append(("execute", (list(moves), throttle_bps)))
         return {(t, p): None for t, p, _ in moves}
 
-    def cancel(self, partitions: Any = None) -> Any:
+    def cancel(self, partitions: Any = None, **kwargs: Any) -> CancelOutcome:
         self.calls.append(("cancel", list(partitions or [])))
-        return {k: None for k in partitions or []}
+        self.cancel_kwargs = kwargs
+        return CancelOutcome({k: None for k in partitions or []})
 
     def remove_throttles(self, topics: Any, brokers: Any) -> None:
         self.calls.append(("remove_throttles", (list(topics), list(brokers))))
@@ -381,11 +385,11 @@ async def test_execute_refuses_an_invalid_plan() -> None:
     async with app.run_test(size=WIDE) as pilot:
         await open_screen(pilot, topics=["test-topic"])
         await pilot.press("e")
-        await answer(pilot, "1,9,2")
+        await answer(pilot, "1,2")  # the editor takes it; the plan does not fit the topic
         await pilot.press("ctrl+s")
         await wait_group(pilot, "reassign-command")
         said = text_of(app, "#reassign-message")
-        assert "the plan was refused, nothing was sent" in said and "broker 9" in said
+        assert "the plan was refused, nothing was sent" in said and "replication factor" in said
         assert not fake.called("execute")
 
 
@@ -412,9 +416,14 @@ async def test_edit_replicas() -> None:
         assert isinstance(app.screen, AskText)
         assert app.screen.query_one(Input).value == "1,3,2"
         await answer(pilot, "1,x")
-        assert "not 'x'" in text_of(app, "#ask-error")
+        assert "not broker ids: 'x'" in text_of(app, "#ask-error")
+        await pilot.press("backspace")  # typing again: the refusal was about the old text
+        assert text_of(app, "#ask-error") == ""
+        await answer(pilot, "9,9,x")  # every problem at once, the unknown broker too
+        said = text_of(app, "#ask-error")
+        assert "'x'" in said and "listed twice: 9" in said and "no such broker: 9" in said
         await answer(pilot, "2,2,1")
-        assert "broker 2 is listed twice" in text_of(app, "#ask-error")
+        assert "listed twice: 2" in text_of(app, "#ask-error")
         assert screen.plan is None
         await answer(pilot, "2,3,1")
         assert app.screen is screen and screen.plan is not None
@@ -516,11 +525,27 @@ async def test_drain() -> None:
     async with app.run_test(size=WIDE) as pilot:
         screen = await open_screen(pilot, "healthy", drain=3)
         assert screen.query_one("#reassign-brokers", Input).value == "1,2"
+        await pilot.pause()
+        # D opens on the drain's proposal, here the reason there is none (no g pressed)
+        assert "cannot drain broker 3" in text_of(app, "#reassign-message")
         await pilot.press("g")
         await pilot.pause()
         # Three brokers, RF 3: there is nowhere to go, and the screen says why.
         assert "cannot drain broker 3" in text_of(app, "#reassign-message")
         assert screen.plan is None
+
+
+async def test_enter_in_the_throttle_field_proposes() -> None:
+    """Every field of the bar proposes on enter (the throttle one did not)."""
+    app = reassign_app(FakeReassign())
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await open_screen(pilot, topics=["audit-log"])
+        fill(screen, brokers="2,3", throttle="50M")
+        screen.query_one("#reassign-throttle", Input).focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert screen.plan is not None and screen.plan.moves
+        assert "proposal over brokers 2,3" in text_of(app, "#reassign-message")
 
 
 def test_parsing() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from kconsole.cluster.reassign_outcome import CancelOutcome
 from kconsole.cluster.tail import StartAt, TailError
 from kconsole.commands import AuditLog, Commands
 from kconsole.config import Settings
@@ -122,8 +123,8 @@ class Client:
 
     def __exit__(self, *_exc: object) -> None: ...
 
-    def cancel(self, partitions: Any) -> dict[tuple[str, int], str | None]:
-        return self.answer
+    def cancel(self, partitions: Any, **_kw: Any) -> CancelOutcome:
+        return CancelOutcome(self.answer, reordered=(("t", 0),), throttles_removed=("broker:1",))
 
 
 class TestCounts:
@@ -132,11 +133,17 @@ class TestCounts:
     def test_cancel_counts_what_kafka_refused(self, tmp_path: Path) -> None:
         log = AuditLog(tmp_path / "audit.jsonl")
         answer = {("t", 0): None, ("t", 1): "NO_REASSIGNMENT_IN_PROGRESS"}
-        door = Commands(None, audit=log, reassigner=lambda: Client(answer))  # type: ignore[arg-type,return-value]
+        door = Commands(None, audit=log, reassigner=lambda: Client(answer), moves_dir=tmp_path)  # type: ignore[arg-type,return-value]
         door.reassign_cancel([("t", 0), ("t", 1)], confirm=lambda _p, e: e == "cancel")
         (entry,) = log.entries()
         assert entry["outcome"] == "done"
-        assert entry["result"] == {"accepted": 1, "refused_by_kafka": 1}
+        assert entry["result"] == {
+            "accepted": 1,
+            "refused_by_kafka": 1,
+            "reordered": 1,
+            "throttles_removed": 1,
+            "throttles_kept": 0,
+        }
 
     def test_a_missing_backend_is_refused_with_what_is_missing(self, tmp_path: Path) -> None:
         door = Commands(None, audit=AuditLog(tmp_path / "audit.jsonl"))

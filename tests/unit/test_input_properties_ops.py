@@ -498,7 +498,7 @@ def test_replica_lists_round_trip(replicas: list[int], data: st.DataObject) -> N
     text = data.draw(separated([str(r) for r in replicas]))
     twice = sorted({r for r in replicas if replicas.count(r) > 1})
     if twice:
-        with pytest.raises(PlanError, match=f"broker {twice[0]} is listed twice"):
+        with pytest.raises(PlanError, match=f"listed twice: {', '.join(map(str, twice))}"):
             parse_replicas(text)
     else:
         assert parse_replicas(text) == tuple(replicas)
@@ -554,7 +554,7 @@ def test_any_replication_factor(text: str) -> None:
     [
         (lambda: parse_ids("1, ²"), "whole numbers separated by commas, not '²'"),
         (lambda: parse_ids("9" * 5000), "whole numbers separated by commas"),
-        (lambda: parse_replicas("\u0661, 2"), "whole numbers separated by commas, not '\u0661'"),
+        (lambda: parse_replicas("\u0661, 2"), "not broker ids: '\u0661'"),
         (lambda: parse_targets("t/²"), "write a topic, or topic/partition"),
         (lambda: parse_rf("²"), "replication factor must be a whole number"),
         (lambda: parse_throttle("9" * 400), "is too large"),
@@ -565,3 +565,22 @@ def test_screen_field_bugs_found(call: Any, message: str) -> None:
     and OverflowError (a throttle of hundreds of digits is an infinite float)."""
     with pytest.raises(PlanError, match=message):
         call()
+
+
+class TestWhatTheReassignmentBarTakes:
+    """The smaller ones a user met in the reassignment screen's bar and replica editor."""
+
+    def test_a_comma_list_is_not_a_throttle(self) -> None:
+        with pytest.raises(PlanError, match="one number of bytes/s"):
+            parse_throttle("1,2,4")
+        assert parse_throttle("50,000,000") == 50_000_000
+        assert parse_throttle("1,500 k") == 1_500_000
+
+    def test_the_replica_editor_names_every_problem(self) -> None:
+        with pytest.raises(PlanError) as caught:
+            parse_replicas("9,9,x", brokers={1, 2, 3})
+        said = caught.value.message
+        assert "not broker ids: 'x'" in said
+        assert "listed twice: 9" in said
+        assert "no such broker: 9 (brokers: 1, 2, 3)" in said
+        assert parse_replicas("3, 1 2", brokers={1, 2, 3}) == (3, 1, 2)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
+from kconsole.cluster.control import BrokerAction
 from kconsole.describe import render_text
-from kconsole.models import BrokerState, ClusterSnapshot, SourceName
+from kconsole.impact import blast_radius
+from kconsole.models import BrokerState, ClusterSnapshot, Partition, SourceName
 from tests.unit.snapshots import FIXED_NOW, load
 
 
@@ -133,3 +136,30 @@ def test_broker_counts_derived_from_the_last_snapshot_equal_a_full_count(seed: i
             assert got == (fresh.led_by(b), fresh.hosted_by(b), fresh.under_replicated_on(b))
         snap = after
     assert derived > 20  # most steps were derived, not counted in full
+
+
+class TestUnderReplicatedAsKafkaCountsIt:
+    """Kafka's TopicCommand --under-replicated-partitions: ISR smaller than the replicas less
+    those a reassignment is still adding. kconsole's flags, counts and blast radius agree."""
+
+    def moving(self, isr: tuple[int, ...]) -> Partition:
+        # test-topic/0 moving from 1,2,3 to 1,2,4: ZooKeeper lists every replica during it
+        return Partition("test-topic", 0, 1, (1, 2, 4, 3), isr, adding=(4,), removing=(3,))
+
+    def test_a_replica_still_being_copied_is_not_missing(self) -> None:
+        p = self.moving((1, 2, 3))
+        assert p.replication_factor == 3 and not p.under_replicated
+        assert self.moving((1, 2, 3, 4)).under_replicated is False  # copied, not yet removed
+        assert self.moving((1, 2)).under_replicated  # one of the three it keeps is out
+
+    def test_counts_and_flags_follow(self) -> None:
+        snap = dataclasses.replace(load("healthy"), partitions=(self.moving((1, 2, 3)),))
+        assert "under-replicated" not in snap.flags(snap.partitions[0])
+        assert "reassigning" in snap.flags(snap.partitions[0])
+        assert [snap.under_replicated_on(b) for b in (1, 2, 3, 4)] == [0, 0, 0, 0]
+
+    def test_blast_radius_counts_only_new_under_replication(self) -> None:
+        snap = dataclasses.replace(load("healthy"), partitions=(self.moving((1, 2, 3)),))
+        assert blast_radius(snap, BrokerAction.STOP, 2).under_replicated == ("test-topic/0",)
+        already = dataclasses.replace(snap, partitions=(self.moving((1, 2)),))
+        assert blast_radius(already, BrokerAction.STOP, 2).under_replicated == ()

@@ -120,3 +120,32 @@ def test_reassignment_cancelled() -> None:
     (event,) = [e for e in diff(moving, back) if e.kind.value.startswith("reassign")]
     assert event.kind is EventKind.REASSIGN_CANCELLED
     assert event.text == "t/0 reassignment cancelled: back to [1,2,3]"
+
+
+def test_the_last_replica_in_sync_and_completion_in_one_update() -> None:
+    """Seen in one read: 4 joined the ISR and the controller completed the move. Both are
+    said, in that order; the ISR change says it was one update."""
+    moving = _snap(
+        partitions=(Partition("t", 0, 1, (2, 3, 4, 1), (1, 2, 3), adding=(4,), removing=(1,)),)
+    )
+    done = _snap(partitions=(Partition("t", 0, 2, (2, 3, 4), (2, 3, 4)),))
+    events = diff(moving, done)
+    kinds = [e.kind for e in events if e.kind is not EventKind.LEADER_CHANGED]
+    assert kinds == [
+        EventKind.ISR_EXPANDED,
+        EventKind.ISR_SHRANK,
+        EventKind.REASSIGN_IN_SYNC,
+        EventKind.REASSIGN_COMPLETED,
+    ]
+    assert all("(same update)" in e.text for e in events if e.kind.value.startswith("isr"))
+
+
+def test_a_reorder_is_said_and_copies_nothing() -> None:
+    """What kconsole's cancel does after Kafka's: the same replicas in the original order."""
+    after_cancel = _snap(partitions=(Partition("t", 0, 2, (2, 3, 1), (1, 2, 3)),))
+    reordered = _snap(partitions=(Partition("t", 0, 2, (1, 2, 3), (1, 2, 3)),))
+    (event,) = diff(after_cancel, reordered)
+    assert event.kind is EventKind.REPLICAS_REORDERED
+    assert event.text == (
+        "t/0 replicas reordered: [2,3,1] -> [1,2,3] (preferred leader 1, nothing copied)"
+    )

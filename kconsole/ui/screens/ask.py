@@ -50,6 +50,11 @@ class AskText(ModalScreen[str | None]):
     def on_mount(self) -> None:
         self.query_one(Input).focus()
 
+    @on(Input.Changed)
+    def _typing(self) -> None:
+        # The last refusal was about what enter was pressed on, not what is typed now.
+        self.query_one("#ask-error", Static).update("")
+
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
         try:

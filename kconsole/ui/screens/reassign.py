@@ -205,6 +205,9 @@ class ReassignScreen(Screen[None]):
             brokers = self.query_one("#reassign-brokers", Input)
             if not brokers.value:
                 brokers.value = ",".join(map(str, rr.up_brokers(snap, exclude=self.drain)))
+            if self.drain is not None and self.plan is None:
+                # D opens on the drain's proposal (or says why there is none)
+                self.call_after_refresh(self.action_generate)
         shown = self.plan or self._current(snap)
         d = rp.diff(shown, snap, rr.sizes_by_partition(self.sizes))
         self.table.sync(rr.partition_rows(d, snap, self.progress, self.plan is not None))
@@ -250,7 +253,13 @@ class ReassignScreen(Screen[None]):
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
-        if event.input.id in ("reassign-topics", "reassign-brokers", "reassign-rf"):
+        # enter in any field of the bar proposes (the README says so)
+        if event.input.id in (
+            "reassign-topics",
+            "reassign-brokers",
+            "reassign-rf",
+            "reassign-throttle",
+        ):
             self.action_generate()
         self.table.focus()
 
@@ -290,14 +299,19 @@ class ReassignScreen(Screen[None]):
         now = snap.partition(topic, int(part))
         replicas = move.replicas if move else (now.replicas if now else ())
 
+        known = {b.id for b in snap.brokers}
+
+        def check(typed: str) -> tuple[int, ...]:
+            return fields.parse_replicas(typed, known)
+
         def edited(typed: str | None) -> None:
             if typed is not None:
-                new = fields.parse_replicas(typed)
+                new = check(typed)
                 plan = rr.with_move(base, Move(topic, int(part), new))
                 self._set_plan(plan, f"{key}: proposed {fmt.ids(replicas)} → {fmt.ids(new)}")
 
         lines = ["Broker ids, the preferred leader first:"]
-        ask = AskText(f"Replicas of {key}", lines, fields.parse_replicas, value=fmt.ids(replicas))
+        ask = AskText(f"Replicas of {key}", lines, check, value=fmt.ids(replicas))
         self.app.push_screen(ask, edited)
 
     def action_export(self) -> None:
@@ -496,10 +510,14 @@ class ReassignScreen(Screen[None]):
         view = state(self).reassign_view
         if view is not None:
             self._stop.clear()
-            self._poll(view, tuple(sorted(set(keys))))
+            try:  # the rate shown never exceeds what the throttle lets the brokers copy
+                throttle = fields.parse_throttle(self._text("throttle"))
+            except PlanError:
+                throttle = None
+            self._poll(view, tuple(sorted(set(keys))), throttle)
 
     @work(thread=True, group="reassign-poll", exclusive=True, exit_on_error=False)
-    def _poll(self, view: ReassignView, keys: tuple[Key, ...]) -> None:
+    def _poll(self, view: ReassignView, keys: tuple[Key, ...], throttle: int | None) -> None:
         worker = get_current_worker()
 
         def emit(progress: Progress | None, sizes: Sizes, error: str) -> None:
@@ -515,6 +533,7 @@ class ReassignScreen(Screen[None]):
             poll_s=self.poll_s,
             timer=self.timer,
             cancelled=lambda: worker.is_cancelled,
+            throttle_bps=throttle,
         )
 
     # -- what the workers say -----------------------------------------------------------------
@@ -544,7 +563,8 @@ class ReassignScreen(Screen[None]):
         else:
             self.say(rr.outcome_text(kind, result))
             actions(self).refresh_observer()
-            ok = [k for k, err in result.items() if err is None]
+            errors = result if isinstance(result, dict) else result.errors
+            ok = [k for k, err in errors.items() if err is None]
             if kind == "execute" and ok:
                 self.progress = None
                 self._watch(ok)

@@ -12,6 +12,7 @@ from pathlib import Path
 from rich.console import Group
 from rich.text import Text
 
+from kconsole.cluster.reassign_outcome import CancelOutcome
 from kconsole.models import ClusterSnapshot
 from kconsole.reassign.plan import Move, Plan, PlanDiff, Problem, validate
 from kconsole.reassign.progress import PartitionProgress, Progress, human_bytes
@@ -223,13 +224,28 @@ def status(
     return Group(*lines)
 
 
-def outcome_text(kind: str, result: Mapping[Key, str | None]) -> Text:
-    """'started moving 3 of 4 partitions', then each partition Kafka refused and why."""
-    ok = [k for k, err in result.items() if err is None]
-    failed = sorted((k, err) for k, err in result.items() if err is not None)
+def outcome_text(kind: str, result: Mapping[Key, str | None] | CancelOutcome) -> Text:
+    """'started moving 3 of 4 partitions', then each partition Kafka refused and why; a
+    cancel also says which partitions got their order back and which throttles went."""
+    errors = result.errors if isinstance(result, CancelOutcome) else result
+    ok = [k for k, err in errors.items() if err is None]
+    failed = sorted((k, err) for k, err in errors.items() if err is not None)
     verb = "started moving" if kind == "execute" else "cancelled the reassignment of"
-    lines = [f"{verb} {len(ok)} of {n_of(len(result), 'partition')}"]
+    lines = [f"{verb} {len(ok)} of {n_of(len(errors), 'partition')}"]
     lines += [f"  {t}/{p}: {err}" for (t, p), err in failed]
+    if isinstance(result, CancelOutcome):
+        if result.reordered:
+            keys = ", ".join(f"{t}/{p}" for t, p in result.reordered)
+            lines.append(f"back in their original replica order: {keys}")
+        if result.order_unknown:
+            lines.append(
+                f"{n_of(len(result.order_unknown), 'partition')} not started here: "
+                "the order Kafka left is kept"
+            )
+        lines.append(
+            "throttles removed: " + (", ".join(result.throttles_removed) or "none was set")
+        )
+        lines += [f"throttle kept: {x}" for x in result.throttles_kept]
     return Text("\n".join(lines), fmt.BAD if failed else fmt.GOOD)
 
 
