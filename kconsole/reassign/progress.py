@@ -226,10 +226,20 @@ def read_progress(
 ) -> Progress:
     """progress() of `keys` from one reading: Kafka's running reassignments (objects with
     topic, partition, replicas, adding, removing) and the log sizes; leaders and ISRs from
-    `snap`."""
+    `snap`. One model of "being reassigned": listed by the controller, or shown moving (adding
+    / removing replicas) in `snap` — the two are read at different moments, and a partition is
+    done only when neither says it moves, so the screen never says "done" beside "in
+    progress"."""
     parts = snap.partitions if snap is not None else ()
+    listed = [(o.topic, o.partition, o.replicas, o.adding, o.removing) for o in ongoing]
+    seen = {(t, p) for t, p, *_ in listed}
+    listed += [
+        (p.topic, p.partition, p.replicas, p.adding, p.removing)
+        for p in parts
+        if p.reassigning and (p.topic, p.partition) not in seen
+    ]
     return progress(
-        [(o.topic, o.partition, o.replicas, o.adding, o.removing) for o in ongoing],
+        listed,
         keys,
         {(p.topic, p.partition): p.leader for p in parts},
         {(p.topic, p.partition): p.isr for p in parts},

@@ -7,6 +7,7 @@ command wires the real one."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from collections.abc import Awaitable, Callable
@@ -393,16 +394,83 @@ async def test_execute_refuses_an_invalid_plan() -> None:
         assert not fake.called("execute")
 
 
-async def test_cancel() -> None:
-    """c asks for 'cancel', then cancels the plan's partitions through the command layer."""
+def moving_snapshot() -> ClusterSnapshot:
+    """healthy, with audit-log/0 being moved from broker 1 to broker 2 (as FakeReassign's
+    `moving` lists it): ZooKeeper's replicas are both, adding 2, removing 1."""
+    snap = load("healthy")
+    parts = tuple(
+        dataclasses.replace(p, replicas=(2, 1), adding=(2,), removing=(1,))
+        if (p.topic, p.partition) == ("audit-log", 0)
+        else p
+        for p in snap.partitions
+    )
+    return dataclasses.replace(snap, partitions=parts)
+
+
+async def open_on_a_running_move(pilot: Pilot[Any], fake: FakeReassign) -> ReassignScreen:
+    """A reassignment of audit-log/0 that this screen did not start (the CLI, Kafka's tool, or
+    this console before a restart) is running; the screen opens on audit-log."""
+    fake.moving = True
+    app = pilot.app
+    assert isinstance(app, KConsoleApp)
+    feed(app, moving_snapshot())
+    await pilot.pause()
+    app.push_screen(ReassignScreen(topics=["audit-log"]))
+    await pilot.pause()
+    screen = app.screen
+    assert isinstance(screen, ReassignScreen)
+    await wait_group(pilot, "reassign-sizes")
+    return screen
+
+
+async def test_a_running_move_is_followed_whoever_started_it() -> None:
+    """No plan here: the screen still reads the move's progress (bytes left, rate, ETA), shows
+    the throttle set on the brokers, and g leaves the moving partition out of a proposal."""
+    fake = FakeReassign(throttles={"broker:2": {"follower.replication.throttled.rate": "2000000"}})
+    app = reassign_app(fake)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await open_on_a_running_move(pilot, fake)
+        assert screen.following == {("audit-log", 0)}
+        await wait_for(
+            pilot, lambda: screen.progress is not None and screen.progress.rate is not None
+        )
+        state = str(screen.table.get_row("audit-log/0")[-1])
+        assert state.startswith("reassigning: ") and "left" in state and "/s" in state, state
+        assert screen.query_one("#reassign-throttle", Input).value == "2000000"
+        fill(screen, brokers="1,2,3")
+        await pilot.press("g")
+        await pilot.pause()
+        said = text_of(app, "#reassign-message")
+        assert "left out 1 partition being reassigned" in said, said
+        assert screen.plan is not None and ("audit-log", 0) not in {
+            m.key for m in screen.plan.moves
+        }
+        fake.go_on.set()
+
+
+async def test_cancel_a_move_this_screen_did_not_start() -> None:
+    """c asks for 'cancel', then cancels what is running here through the command layer, with
+    no plan (the move was started elsewhere, or before the console restarted)."""
+    fake = FakeReassign()
+    app = reassign_app(fake)
+    async with app.run_test(size=WIDE) as pilot:
+        await open_on_a_running_move(pilot, fake)
+        await pilot.press("c")
+        await answer(pilot, "cancel")
+        await wait_group(pilot, "reassign-command")
+        assert fake.called("cancel") == [[("audit-log", 0)]]
+        assert "cancelled the reassignment of 1 of 1 partition" in text_of(app, "#reassign-message")
+
+
+async def test_cancel_with_nothing_running_says_so() -> None:
     fake = FakeReassign()
     app = reassign_app(fake)
     async with app.run_test(size=WIDE) as pilot:
         await propose(pilot, ["audit-log"], brokers="2,3")
         await pilot.press("c")
-        await answer(pilot, "cancel")
-        await wait_group(pilot, "reassign-command")
-        assert fake.called("cancel") == [[("audit-log", 0), ("audit-log", 1), ("audit-log", 2)]]
+        await pilot.pause()
+        assert "nothing shown here is being reassigned" in text_of(app, "#reassign-message")
+        assert not fake.called("cancel")
 
 
 async def test_edit_replicas() -> None:

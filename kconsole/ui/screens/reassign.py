@@ -74,7 +74,7 @@ class ReassignScreen(Screen[None]):
             ("e", "edit", "Edit", "edit", "Edit the selected partition's proposed replicas"),
             ("ctrl+s", "execute", "Execute", "execute", "Start the reassignment (asks first)"),
             ("c", "cancel_reassignment", "Cancel it", "cancel", "Cancel the running "
-             "reassignment of this plan's partitions (asks first)"),
+             "reassignments shown, whoever started them (asks first)"),
             ("v", "verify", "Verify", "verify", "Check every move is in place and in sync, "
              "then remove the throttles"),
             ("x", "export", "Export", "export", "Write the plan and its rollback to the plan "
@@ -88,9 +88,11 @@ class ReassignScreen(Screen[None]):
     """Seconds between two progress readings (re-armed only after the previous one)."""
 
     class SizesRead(Message):
-        def __init__(self, sizes: dict[tuple[str, int, int], int], error: str) -> None:
+        def __init__(
+            self, sizes: dict[tuple[str, int, int], int], error: str, throttle: int | None = None
+        ) -> None:
             super().__init__()
-            self.sizes, self.error = sizes, error
+            self.sizes, self.error, self.throttle = sizes, error, throttle
 
     class Progressed(Message):
         """A progress reading (or why there is none this time)."""
@@ -131,6 +133,7 @@ class ReassignScreen(Screen[None]):
         self.timer: Callable[[], float] = time.monotonic  # for the rate between two readings
         self._stop = threading.Event()
         self._prefilled = False
+        self.following: frozenset[Key] = frozenset()  # the partitions whose progress is read
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -209,6 +212,13 @@ class ReassignScreen(Screen[None]):
                 # D opens on the drain's proposal (or says why there is none)
                 self.call_after_refresh(self.action_generate)
         shown = self.plan or self._current(snap)
+        # A reassignment running on a partition shown is followed, whoever started it (this
+        # screen, the CLI, Kafka's own tool; before a restart too).
+        moving = {m.key for m in shown.moves} & {
+            (p.topic, p.partition) for p in snap.partitions if p.reassigning
+        }
+        if not moving <= self.following:
+            self._watch(sorted(moving | self.following))
         d = rp.diff(shown, snap, rr.sizes_by_partition(self.sizes))
         self.table.sync(rr.partition_rows(d, snap, self.progress, self.plan is not None))
         try:
@@ -280,8 +290,20 @@ class ReassignScreen(Screen[None]):
                 if not targets:
                     raise PlanError("type the topics to reassign (topic, or topic/partition)")
                 rf = fields.parse_rf(self._text("rf"))
-                plan = placement.generate(snap, targets, list(brokers), replication_factor=rf)
+                # A partition being reassigned lists its old and new replicas at once: no
+                # proposal can start from that. It is left out, and said so.
+                keys = rr.targeted(snap, targets, None)
+                busy = [k for k in keys if (p := snap.partition(*k)) and p.reassigning]
+                if busy and len(busy) == len(keys):
+                    raise PlanError(
+                        f"every partition named is being reassigned ({len(busy)}): c cancels, "
+                        "or wait until it is done"
+                    )
+                free: list[str | Key] = [k for k in keys if k not in busy]
+                plan = placement.generate(snap, free, list(brokers), replication_factor=rf)
                 what = f"proposal over brokers {fmt.ids(brokers)}"
+                if busy:
+                    what += f" (left out {rr.n_of(len(busy), 'partition')} being reassigned)"
         except ClusterError as exc:
             self.say(exc.message, fmt.BAD)
             return
@@ -407,18 +429,33 @@ class ReassignScreen(Screen[None]):
         self._confirm("Start the reassignment?", lines, confirmation_word(plan), "execute", run)
 
     def action_cancel_reassignment(self) -> None:
-        """Cancel the running reassignment of the plan's partitions (typed 'cancel')."""
-        keys = [m.key for m in self.plan.moves] if self.plan else []
+        """Cancel the running reassignments of the partitions shown, whoever started them
+        (typed 'cancel')."""
+        snap = state(self).snapshot
+        shown = self.plan or (self._current(snap) if snap is not None else None)
+        moving = (
+            {(p.topic, p.partition) for p in snap.partitions if p.reassigning} if snap else set()
+        )
+        running = (
+            {(p.topic, p.partition) for p in self.progress.partitions if not p.done}
+            if self.progress
+            else set()
+        )
+        keys = sorted({m.key for m in shown.moves} & (moving | running)) if shown else []
         got = self._door("reassign.cancel", rr.n_of(len(keys), "partition"))
         if got is None or self.busy:
             return
         if not keys:
-            self.say("no plan: nothing to cancel", fmt.WARN)
+            self.say("nothing shown here is being reassigned: nothing to cancel", fmt.WARN)
             return
         door = got
         lines = [
-            f"cancel the reassignment of this plan's {rr.n_of(len(keys), 'partition')}:",
-            "Kafka puts each one back on its original replicas (copied data is dropped).",
+            f"cancel the reassignment of {rr.n_of(len(keys), 'partition')}: "
+            + ", ".join(f"{t}/{p}" for t, p in keys[:6])
+            + (" …" if len(keys) > 6 else ""),
+            "Kafka puts each one back on its original replicas (copied data is dropped);",
+            "kconsole then restores the original order of those it started and removes the",
+            "throttles these moves needed.",
         ]
 
         def run(typed: str | None) -> Callable[[], object]:
@@ -501,14 +538,24 @@ class ReassignScreen(Screen[None]):
         try:
             with view.open() as reader:
                 sizes = reader.log_sizes()
+                rates = [
+                    int(v)
+                    for key, values in reader.throttles().items()
+                    if key.startswith("broker:")
+                    for v in values.values()
+                    if v.isdigit()
+                ]
         except Exception as exc:  # sizes are a nicety: the plan works without them
             self.post_message(self.SizesRead({}, error_text(exc)))
             return
-        self.post_message(self.SizesRead(sizes, ""))
+        # the throttle set on the brokers now (a move running, perhaps started elsewhere)
+        self.post_message(self.SizesRead(sizes, "", max(rates) if rates else None))
 
     def _watch(self, keys: list[Key]) -> None:
         view = state(self).reassign_view
+        self.following = frozenset(keys)
         if view is not None:
+            self.workers.cancel_group(self, "reassign-poll")
             self._stop.clear()
             try:  # the rate shown never exceeds what the throttle lets the brokers copy
                 throttle = fields.parse_throttle(self._text("throttle"))
@@ -541,6 +588,10 @@ class ReassignScreen(Screen[None]):
         self.sizes = message.sizes
         if message.error:
             self.say(f"log sizes unknown ({message.error}): bytes to copy show as ?", fmt.WARN)
+        field = self.query_one("#reassign-throttle", Input)
+        if message.throttle is not None and not field.value.strip():
+            field.value = str(message.throttle)  # what is set, not "none"
+            self.say(f"a replication throttle of {rr.throttle_text(message.throttle)} is set")
         self.refresh_plan()
 
     def on_reassign_screen_progressed(self, message: Progressed) -> None:
@@ -549,6 +600,7 @@ class ReassignScreen(Screen[None]):
             self.progress = message.progress
             self.sizes = message.sizes or self.sizes
             if message.progress.done:
+                self.following = frozenset()
                 actions(self).refresh_observer()
         self.refresh_plan()
 

@@ -124,9 +124,11 @@ def _state(
     if pp is not None and not pp.done:
         return fmt.cell("reassigning: " + running_text(pp.left, pp.rate, pp.eta_s), fmt.MOVING)
     if pp is not None:
-        return fmt.cell("done", fmt.GOOD) if unchanged else fmt.cell("not running", fmt.WARN)
+        if unchanged:
+            return fmt.cell("done", fmt.GOOD)
+        return fmt.cell("ended, not as proposed (cancelled?)", fmt.WARN)
     if reassigning:
-        return fmt.cell("reassigning (not by this screen)", fmt.MOVING)
+        return fmt.cell("reassigning (reading its progress…)", fmt.MOVING)
     if not proposal:
         return fmt.cell("current", fmt.DIM)
     return fmt.cell("unchanged", fmt.DIM) if unchanged else fmt.cell("will move", fmt.NOTE)
@@ -186,7 +188,7 @@ def progress_text(p: Progress) -> Text:
     """'reassigning 2 of 4 partitions: 1.2 MiB left · 200.0 KiB/s · ETA 6s'."""
     if p.done:
         return Text(
-            "✓ done: no partition of this plan is being reassigned any more · v verifies "
+            "✓ done: none of these partitions is being reassigned any more · v verifies "
             "and removes the throttles",
             fmt.GOOD,
         )
