@@ -13,7 +13,9 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -365,3 +367,67 @@ def test_preferred_election_after_a_restart(four: LocalCluster, zk: KazooClient)
     wait_until(on_preferred, 30, "the metadata to show every partition on its preferred leader")
     res = kc(four, "elect", "--unclean", "--topic", "test-topic", "--partition", "0")
     assert res.exit_code == 1 and "not confirmed" in res.output
+
+
+async def test_the_console_follows_and_cancels_a_move_kafkas_tool_started(
+    four: LocalCluster, tmp_path: Path
+) -> None:
+    """A throttled move started by Kafka's own tool: the reassignment screen opened on its
+    topic follows it (bytes left, a rate no higher than the throttle), again after escape and
+    in a console started afresh, and cancels it; the partition is back on its replicas and its
+    throttles are gone."""
+    from textual.widgets import Static
+
+    from kconsole.commands import Commands
+    from kconsole.ui.app import make_app
+    from kconsole.ui.screens.ask import AskText
+    from kconsole.ui.screens.reassign import ReassignScreen
+    from tests.integration.test_console_live import until
+
+    topic, original, plan = slow_move(four, tmp_path, mib=6)
+    run_tool(four, REASSIGN_TOOL, "--bootstrap-server", four.spec.bootstrap,
+             "--reassignment-json-file", str(plan), "--execute", "--throttle", "50000")  # fmt: skip
+    settings = settings_for(four)
+
+    def console() -> Any:
+        door = Commands.for_settings(settings, control_reason="not in this test", audit=None)
+        app = make_app(ClusterObserver(settings), commands=door, settings=settings)
+        app.animation_level = "none"
+        return app
+
+    def said(screen: ReassignScreen, text: str) -> bool:
+        return text in str(screen.query_one("#reassign-message", Static).content)
+
+    def moving(app: Any) -> bool:
+        snap = app.snapshot
+        return snap is not None and any(p.topic == topic and p.reassigning for p in snap.partitions)
+
+    async def follow(app: Any, pilot: Any) -> ReassignScreen:
+        await until(lambda: moving(app), 30, "the move")
+        app.open_reassign(topics=[topic])
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ReassignScreen)
+        await until(lambda: screen.progress is not None and screen.progress.rate is not None
+                    and not screen.progress.done, 60, "the move's progress")  # fmt: skip
+        assert screen.progress is not None and screen.progress.left
+        assert screen.progress.rate <= 50_000  # type: ignore[operator]
+        return screen
+
+    for run in ("first", "after a restart"):
+        app = console()
+        async with app.run_test(size=(160, 48)) as pilot:
+            await follow(app, pilot)
+            await pilot.press("escape")
+            await pilot.pause()
+            screen = await follow(app, pilot)  # and after escape
+            if run == "after a restart":
+                await pilot.press("c")
+                await pilot.pause()
+                assert isinstance(app.screen, AskText)
+                app.screen.query_one("Input").value = "cancel"  # type: ignore[attr-defined]
+                await pilot.press("enter")
+                cancelled = "cancelled the reassignment of 1 of 1 partition"
+                await until(partial(said, screen, cancelled), 60, "the cancel")
+    assert set(topic_describe(four, topic)[0][1]) == set(original)
+    assert not [t for t in kafka_throttles(four, [topic]) if t.startswith(f"topics:{topic} ")]

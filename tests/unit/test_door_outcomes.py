@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from kconsole.cluster.elect import ElectResult
 from kconsole.cluster.reassign_outcome import CancelOutcome
 from kconsole.cluster.tail import StartAt, TailError
 from kconsole.commands import AuditLog, Commands
@@ -123,6 +124,13 @@ class Client:
 
     def __exit__(self, *_exc: object) -> None: ...
 
+    def elect(self, kind: str, partitions: Any) -> list[ElectResult]:
+        return [
+            ElectResult("t", 0, "not needed", ""),
+            ElectResult("t", 1, "not needed", ""),
+            ElectResult("t", 2, "elected", ""),
+        ]
+
     def cancel(self, partitions: Any, **_kw: Any) -> CancelOutcome:
         return CancelOutcome(self.answer, reordered=(("t", 0),), throttles_removed=("broker:1",))
 
@@ -144,6 +152,15 @@ class TestCounts:
             "throttles_removed": 1,
             "throttles_kept": 0,
         }
+
+    def test_an_election_counts_each_outcome(self, tmp_path: Path) -> None:
+        """Not "done, 3 partitions" when two needed nothing."""
+        log = AuditLog(tmp_path / "audit.jsonl")
+        door = Commands(None, audit=log, reassigner=lambda: Client({}))  # type: ignore[arg-type,return-value]
+        door.elect("preferred", [("t", 0), ("t", 1), ("t", 2)], confirm=lambda _p, e: e == "t")
+        (entry,) = log.entries()
+        assert entry["args"] == {"partitions": 3}
+        assert entry["result"] == {"elected": 1, "not needed": 2, "not possible": 0}
 
     def test_a_missing_backend_is_refused_with_what_is_missing(self, tmp_path: Path) -> None:
         door = Commands(None, audit=AuditLog(tmp_path / "audit.jsonl"))
