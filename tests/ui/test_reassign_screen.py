@@ -616,6 +616,20 @@ async def test_enter_in_the_throttle_field_proposes() -> None:
         assert "proposal over brokers 2,3" in text_of(app, "#reassign-message")
 
 
+async def test_a_throttle_that_is_not_one_is_said_at_once() -> None:
+    """'1,2,4' is not 124 B/s: the field says so under the table as it is typed."""
+    app = reassign_app(FakeReassign())
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await propose(pilot, ["audit-log"], brokers="2,3")
+        fill(screen, throttle="1,2,4")
+        await pilot.pause()
+        said = text_of(app, "#reassign-status")
+        assert "throttle must be one number of bytes/s" in said and "'1,2,4'" in said, said
+        fill(screen, throttle="50,000,000")
+        await pilot.pause()
+        assert "throttle 50,000,000 B/s" in text_of(app, "#reassign-status")
+
+
 def test_parsing() -> None:
     """The bar's fields, read strictly."""
     assert fields.parse_targets("a, b/2  c") == ["a", ("b", 2), "c"]

@@ -162,6 +162,38 @@ class TestCounts:
         assert entry["args"] == {"partitions": 3}
         assert entry["result"] == {"elected": 1, "not needed": 2, "not possible": 0}
 
+    def test_only_what_changes_is_sent_and_counted(self, tmp_path: Path) -> None:
+        """A plan of 4 partitions of which 1 moves starts 1 (not "started: 4"); a plan with no
+        change is refused before anything is sent or any throttle set."""
+        from kconsole.commands.reassign import PlanRejected
+        from kconsole.reassign.plan import Move, Plan
+        from tests.unit.snapshots import load
+
+        snap = load("healthy")
+        sent: list[Any] = []
+
+        class Moving(Client):
+            last_throttle_plan = None
+
+            def execute(self, moves: Any, current: Any, throttle_bps: Any = None) -> Any:
+                sent.append(list(moves))
+                return {(t, p): None for t, p, _ in moves}
+
+        log = AuditLog(tmp_path / "audit.jsonl")
+        door = Commands(None, audit=log, reassigner=lambda: Moving({}), moves_dir=tmp_path)  # type: ignore[arg-type,return-value]
+        current = Plan.current(snap, [(p.topic, p.partition) for p in snap.partitions
+                                      if p.topic == "test-topic"])  # fmt: skip
+        one = Move("test-topic", 0, tuple(reversed(current.moves[0].replicas)))
+        plan = Plan((one, *current.moves[1:]))
+        out = door.reassign_execute(plan, snap, confirm=lambda _p, e: e == "test-topic")
+        assert list(out) == [("test-topic", 0)] and sent == [[("test-topic", 0, one.replicas)]]
+        entry = list(log.entries())[-1]
+        assert entry["args"]["partitions"] == 4 and entry["args"]["changed"] == 1
+        assert entry["result"] == {"accepted": 1, "refused_by_kafka": 0}
+        with pytest.raises(PlanRejected, match="nothing would move"):
+            door.reassign_execute(current, snap, confirm=lambda _p, e: True)
+        assert len(sent) == 1
+
     def test_a_missing_backend_is_refused_with_what_is_missing(self, tmp_path: Path) -> None:
         door = Commands(None, audit=AuditLog(tmp_path / "audit.jsonl"))
         assert "PySpark jobs are not available" in door.refusal("job.start")

@@ -221,13 +221,21 @@ class ReassignScreen(Screen[None]):
             self._watch(sorted(moving | self.following))
         d = rp.diff(shown, snap, rr.sizes_by_partition(self.sizes))
         self.table.sync(rr.partition_rows(d, snap, self.progress, self.plan is not None))
+        bad_throttle = ""
         try:
             throttle = fields.parse_throttle(self._text("throttle"))
-        except PlanError:
-            throttle = None
+        except PlanError as exc:  # said under the table at once, not when executing
+            throttle, bad_throttle = None, exc.message
         status.update(
             rr.status(
-                self.plan, snap, d, self.progress, self.poll_error, throttle, self._allow_rf()
+                self.plan,
+                snap,
+                d,
+                self.progress,
+                self.poll_error,
+                throttle,
+                self._allow_rf(),
+                bad_throttle,
             )
         )
 

@@ -208,10 +208,13 @@ def status(
     poll_error: str,
     throttle: int | None,
     allow_rf_change: bool,
+    bad_throttle: str = "",
 ) -> Group:
     """Below the table: the progress (while following one), else every validation problem of
-    the plan against `snap`, else its totals."""
+    the plan against `snap`, else its totals; a throttle field that does not read as one."""
     lines: list[Text] = []
+    if bad_throttle:
+        lines.append(Text(f"✗ {bad_throttle}", fmt.BAD))
     if running is not None:
         lines.append(progress_text(running))
     if poll_error:
