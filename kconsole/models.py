@@ -89,7 +89,8 @@ class Partition:
         """Fewer in sync than its replication factor, as Kafka's TopicCommand
         --under-replicated-partitions says: a replica a reassignment is still adding (copying)
         is not a missing one."""
-        return len(self.isr) < self.replication_factor
+        # inlined (not self.replication_factor): the brokers' counts ask it of every partition
+        return len(self.isr) < len(self.replicas) - len(self.adding)
 
     @property
     def preferred_leader(self) -> int | None:

@@ -176,26 +176,27 @@ def _partition_events(ts: float, a: Partition, b: Partition) -> list[Event]:
             )
     removed = sorted(set(a.isr) - set(b.isr))
     added = sorted(set(b.isr) - set(a.isr))
-    shrank = (
-        EventKind.ISR_SHRANK,
-        f"{tp} ISR shrank: -{_ids(removed)} -> [{_ids(b.isr)}]",
-    )
-    expanded = (
-        EventKind.ISR_EXPANDED,
-        f"{tp} ISR expanded: +{_ids(added)} -> [{_ids(b.isr)}]",
-    )
-    # Both in one update: during a reassignment the new replica joins before the old one is
-    # dropped, so say them in that order (they share the update's time: both were read then).
-    moving = bool(a.adding or a.removing or b.adding or b.removing)
-    order = (
-        [(added, expanded), (removed, shrank)] if moving else [(removed, shrank), (added, expanded)]
-    )
-    for changed, (kind, text) in order:
-        if changed:
-            ev(kind, text + (" (same update)" if removed and added else ""),
-               old=list(a.isr), new=list(b.isr))  # fmt: skip
+    if removed or added:
+        both = " (same update)" if removed and added else ""
+        shrank = (EventKind.ISR_SHRANK, f"{tp} ISR shrank: -{_ids(removed)} -> [{_ids(b.isr)}]")
+        expanded = (
+            EventKind.ISR_EXPANDED,
+            f"{tp} ISR expanded: +{_ids(added)} -> [{_ids(b.isr)}]",
+        )
+        # Both in one update: during a reassignment the new replica joins before the old one
+        # is dropped, so say them in that order (they share the update's time: both were
+        # read then).
+        moving = bool(a.adding or a.removing or b.adding or b.removing)
+        pairs = [(added, expanded), (removed, shrank)]
+        for changed, (kind, text) in pairs if moving else reversed(pairs):
+            if changed:
+                ev(kind, text + both, old=list(a.isr), new=list(b.isr))
     out.extend(_reassign_events(ts, a, b))
-    if not moving and a.replicas != b.replicas and sorted(a.replicas) == sorted(b.replicas):
+    if (
+        a.replicas != b.replicas
+        and not (a.adding or a.removing or b.adding or b.removing)
+        and sorted(a.replicas) == sorted(b.replicas)
+    ):
         ev(
             EventKind.REPLICAS_REORDERED,
             f"{tp} replicas reordered: [{_ids(a.replicas)}] -> [{_ids(b.replicas)}] "
