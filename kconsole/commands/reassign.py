@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kconsole import paths
-from kconsole.cluster.reassign_record import MoveBook
+from kconsole.cluster.reassign_outcome import Ongoing
+from kconsole.cluster.reassign_record import MoveBook, MoveRecord
 from kconsole.commands.door import Confirm, Door
 from kconsole.errors import ClusterError, Refused
 from kconsole.models import ClusterSnapshot
@@ -135,6 +136,7 @@ class ReassignCommands(Door):
             if problems:
                 raise PlanRejected(problems)
             with self._client() as c:
+                _still_running(self.move_book(), c.ongoing())  # forget the finished ones
                 out = c.execute(moves, current, throttle_bps=throttle_bps)
                 tp = c.last_throttle_plan
             started = [m for m in moves if out.get((m[0], m[1]), "no answer") is None]
@@ -183,8 +185,8 @@ class ReassignCommands(Door):
 
         def run() -> CancelOutcome:
             book = self.move_book()
-            records = book.load()
             with self._client() as c:
+                records = _still_running(book, c.ongoing())
                 out = c.cancel(
                     parts,
                     original={k: r.original for k, r in records.items()},
@@ -275,3 +277,20 @@ def _accepted(per_partition: dict[tuple[str, int], str | None]) -> dict[str, int
     """What Kafka did with each partition of a reassignment request, counted."""
     refused = sum(err is not None for err in per_partition.values())
     return {"accepted": len(per_partition) - refused, "refused_by_kafka": refused}
+
+
+def _still_running(book: MoveBook, ongoing: Iterable[Ongoing]) -> dict[tuple[str, int], MoveRecord]:
+    """The recorded moves that are still the ones running: the controller lists the partition
+    and moves it to the recorded target. The others (finished, cancelled elsewhere, or moved
+    again by someone else since) are forgotten: their original order is no longer the one to
+    go back to."""
+    running = {(o.topic, o.partition): o for o in ongoing}
+    records = book.load()
+    valid = {
+        k: r
+        for k, r in records.items()
+        if k in running
+        and {b for b in running[k].replicas if b not in running[k].removing} == set(r.target)
+    }
+    book.drop(k for k in records if k not in valid)
+    return valid

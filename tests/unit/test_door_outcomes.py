@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from kconsole.cluster.elect import ElectResult
-from kconsole.cluster.reassign_outcome import CancelOutcome
+from kconsole.cluster.reassign_outcome import CancelOutcome, Ongoing
+from kconsole.cluster.reassign_record import MoveBook, MoveRecord
 from kconsole.cluster.tail import StartAt, TailError
 from kconsole.commands import AuditLog, Commands
 from kconsole.config import Settings
@@ -124,6 +125,9 @@ class Client:
 
     def __exit__(self, *_exc: object) -> None: ...
 
+    def ongoing(self) -> list[Ongoing]:
+        return []
+
     def elect(self, kind: str, partitions: Any) -> list[ElectResult]:
         return [
             ElectResult("t", 0, "not needed", ""),
@@ -204,3 +208,33 @@ class TestCounts:
             door.start_job("fake")
         (entry,) = door.audit.entries()  # type: ignore[union-attr]
         assert (entry["command"], entry["outcome"]) == ("job.start", "refused")
+
+
+class TestMoveBook:
+    """What kconsole wrote down when it started a move is used only while that move runs."""
+
+    def test_only_a_record_of_the_move_running_is_used(self, tmp_path: Path) -> None:
+        from kconsole.commands.reassign import _still_running
+
+        book = MoveBook(tmp_path, "cluster-a")
+        book.add([
+            MoveRecord("t", 0, (1, 2, 3), (2, 3, 4), 1.0, 1000, (1, 2, 3, 4), (1, 2, 3), (4,)),
+            MoveRecord("t", 1, (1, 2, 3), (2, 3, 4), 1.0),
+            MoveRecord("t", 2, (1, 2, 3), (2, 3, 4), 1.0),
+        ])  # fmt: skip
+        ongoing = [
+            Ongoing("t", 0, (2, 3, 4, 1), (4,), (1,)),  # the recorded move
+            Ongoing("t", 1, (3, 4, 1, 2), (3, 4), (1, 2)),  # moved again since, elsewhere
+        ]  # t/2: finished
+        valid = _still_running(book, ongoing)
+        assert list(valid) == [("t", 0)] and valid[("t", 0)].throttle_bps == 1000
+        assert list(MoveBook(tmp_path, "cluster-a").load()) == [("t", 0)]
+
+    def test_a_partition_moved_again_keeps_its_first_original_order(self, tmp_path: Path) -> None:
+        book = MoveBook(tmp_path, "c")
+        book.add([MoveRecord("t", 0, (1, 2, 3), (2, 3, 4), 1.0)])
+        book.add([MoveRecord("t", 0, (2, 3, 4), (3, 4, 1), 2.0)])
+        (r,) = book.load().values()
+        assert r.original == (1, 2, 3) and r.target == (3, 4, 1)
+        book.drop([("t", 0)])
+        assert not book.path.exists()
