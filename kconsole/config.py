@@ -62,6 +62,8 @@ class Settings:
     refresh_s: float = 1.0
     group_refresh_s: float = 2.0
     source: str = "defaults"  # where the settings came from, for the header and errors
+    # where each client property came from ("-X", "[client] in FILE", ...), for errors
+    client_origin: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.bootstrap.strip():
@@ -176,8 +178,9 @@ def load_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def _apply_table(settings: Settings, data: dict[str, Any]) -> Settings:
-    """`settings` with the keys of one config table (top level or a [clusters.NAME])."""
+def _apply_table(settings: Settings, data: dict[str, Any], origin: str = "") -> Settings:
+    """`settings` with the keys of one config table (top level or a [clusters.NAME]); `origin`
+    names the table for the client properties it sets."""
     return replace(
         settings,
         bootstrap=data.get("bootstrap", settings.bootstrap),
@@ -193,6 +196,10 @@ def _apply_table(settings: Settings, data: dict[str, Any]) -> Settings:
                 k: str(v).lower() if isinstance(v, bool) else str(v)
                 for k, v in data.get("client", {}).items()
             },
+        },
+        client_origin={
+            **settings.client_origin,
+            **{k: origin for k in data.get("client", {})},
         },
     )
 
@@ -244,7 +251,7 @@ def load_settings(
     data: dict[str, Any] = {}
     if path is not None:
         data = load_file(path)
-        settings = _apply_table(settings, data)
+        settings = _apply_table(settings, data, f"[client] in {path}")
         if data.get("read_only"):
             reasons.append(f"read_only in {path}")
         sources.append(str(path))
@@ -255,7 +262,8 @@ def load_settings(
             known = ", ".join(sorted(profiles)) or "none"
             where = f" in {path}" if path else " (no config file)"
             raise ConfigError(f"no cluster named {name!r}{where}; known: {known}")
-        settings = replace(_apply_table(settings, profiles[name]), cluster_name=name)
+        profile = _apply_table(settings, profiles[name], f"[clusters.{name}.client] in {path}")
+        settings = replace(profile, cluster_name=name)
         if profiles[name].get("read_only"):
             reasons.append(f"cluster {name!r} is read_only in {path}")
         sources.append(f"clusters.{name}")
@@ -291,7 +299,9 @@ def load_settings(
     if cluster_dir is not None:
         flags["cluster_dir"] = cluster_dir
     if client_props:
-        flags["client"] = {**settings.client, **parse_client_props(client_props)}
+        given = parse_client_props(client_props)
+        flags["client"] = {**settings.client, **given}
+        flags["client_origin"] = {**settings.client_origin, **{k: "-X" for k in given}}
     if flags:
         sources.append("flags")
     settings = replace(settings, source=" < ".join(sources), **flags)

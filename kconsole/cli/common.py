@@ -15,6 +15,7 @@ from kconsole.config import Settings
 from kconsole.errors import NotConfirmed, ReadOnlyError
 
 EXIT_ERROR = 1
+EXIT_CONFIG = 2  # the settings themselves (a bad client property): nothing was started
 EXIT_READ_ONLY = 4  # refused by read-only mode: distinct from every other failure
 
 
@@ -25,6 +26,12 @@ def fail(exc: Exception) -> NoReturn:
     else:
         click.echo(f"error: {exc}", err=True)
     sys.exit(EXIT_READ_ONLY if isinstance(exc, ReadOnlyError) else EXIT_ERROR)
+
+
+def fail_config(exc: Exception) -> NoReturn:
+    """Print a settings error and exit 2 (nothing was started)."""
+    click.echo(f"error: {exc}", err=True)
+    sys.exit(EXIT_CONFIG)
 
 
 def confirm_on_terminal(prompt: str, expected: str) -> bool:

@@ -9,8 +9,8 @@ from pathlib import Path
 import click
 
 from kconsole import __version__, paths
-from kconsole.cli.common import commands, fail
-from kconsole.config import BACKENDS, Settings, load_settings
+from kconsole.cli.common import commands, fail, fail_config
+from kconsole.config import BACKENDS, ConfigError, Settings, load_settings
 from kconsole.errors import ClusterError
 
 
@@ -109,6 +109,12 @@ def main(
         )
     except ClusterError as exc:
         fail(exc)
+    from kconsole.cluster.clients import check_client_properties
+
+    try:  # before any client exists: a refused property is named, with where it came from
+        check_client_properties(settings.client, settings.client_origin)
+    except ConfigError as exc:
+        fail_config(exc)
     ctx.obj["settings"] = settings
     ctx.obj["read_only"] = settings.read_only
     if ctx.invoked_subcommand is None:

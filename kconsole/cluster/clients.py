@@ -14,9 +14,9 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException, Producer
 
-from kconsole.config import Settings
+from kconsole.config import ConfigError, Settings
 
 # Every librdkafka client logs here: librdkafka never prints to the terminal.
 RDKAFKA_LOG = logging.getLogger("kconsole.rdkafka")
@@ -57,6 +57,41 @@ _KAFKA_PYTHON = {
     "ssl.key.password": "ssl_password",
     "client.id": "client_id",
 }
+
+
+def check_client_properties(client: Mapping[str, str], origin: Mapping[str, str]) -> None:
+    """Refuse client properties librdkafka would refuse (an unknown name, a bad value), every
+    one at once and each with where it came from (`origin`: "-X", "[client] in FILE", ...), before
+    anything starts: a client made with them later would fail in a thread, far from the cause.
+    ConfigError says it."""
+
+    def refusal(conf: Mapping[str, str]) -> str:
+        try:
+            # No bootstrap servers: librdkafka checks the configuration and connects nowhere.
+            Producer({"bootstrap.servers": "", "logger": RDKAFKA_LOG, **conf})
+        except (KafkaException, ValueError, TypeError) as exc:
+            err = exc.args[0] if exc.args else exc
+            return str(err.str() if hasattr(err, "str") else err)
+        return ""
+
+    together = refusal(client) if client else ""
+    if not together:
+        return
+    # A name or a value refused on its own; else the set does not go together (SASL without
+    # its user, a mechanism this librdkafka lacks): said as librdkafka says it, with them all.
+    bad = [
+        (k, why)
+        for k, v in sorted(client.items())
+        if (why := refusal({k: v})) and not why.startswith("Failed to create")
+    ]
+    if bad:
+        lines = [f"  {k} (from {origin.get(k, 'the settings')}): {why}" for k, why in bad]
+    else:
+        given = ", ".join(f"{k} (from {origin.get(k, 'the settings')})" for k in sorted(client))
+        lines = [f"  {together}", f"  given: {given}"]
+    raise ConfigError(
+        "librdkafka refuses these client properties; nothing was started:\n" + "\n".join(lines)
+    )
 
 
 def kafka_python_config(
