@@ -100,6 +100,25 @@ async def test_trace_offline_partition() -> None:
 
 
 # -- sending ----------------------------------------------------------------------------------
+async def test_acks_0_says_sent_not_acked() -> None:
+    """With acks=0 the broker confirms nothing: the rows and the total say "sent", not
+    "acked" (issue 26: every row said acked, only a note below said what it meant)."""
+    sent, elapsed = deliveries("small_send")
+    commands = ReplayCommands(sent, elapsed)
+    app = produce_app(commands)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_produce(pilot)
+        fill(screen, key="order-7", value="v", count="3", acks="0")
+        await send_and_wait(pilot, screen)
+        assert commands.calls[0][1]["acks"] == "0"
+        table = screen.query_one("#deliveries", DataTable)
+        assert [str(table.get_row(str(i))[5]) for i in range(3)] == [
+            "sent (acks=0: not confirmed)"
+        ] * 3
+        status = text_of(app, "#produce-status")
+        assert "3/3 sent, not confirmed (acks=0)" in status and " acked" not in status, status
+
+
 async def test_small_send_shows_every_delivery() -> None:
     sent, elapsed = deliveries("small_send")
     commands = ReplayCommands(sent, elapsed)

@@ -312,7 +312,10 @@ class ProduceScreen(Screen[None]):
         d = message.delivery
         table = self.query_one("#deliveries", DataTable)
         key = fmt_key(d.key)
-        if d.error is None:
+        if d.error is None and self.request is not None and self.request.acks == "0":
+            # acks=0: the broker confirms nothing; a delivery report only says it was sent
+            result = Text("sent (acks=0: not confirmed)", fmt.DIM)
+        elif d.error is None:
             result = Text("acked", fmt.GOOD)
         elif d.error == "UNKNOWN":
             result = Text(f"unknown: {d.reason}", fmt.WARN)
@@ -481,7 +484,10 @@ def finished_text(result: pr.ProduceResult, stopped: bool = False) -> Text:
     text = Text()
     acked, failed, unknown = result.acked_n, result.failed_n, result.unknown_n
     style = fmt.GOOD if result.ok else fmt.BAD
-    text.append(f"{acked:,}/{result.sent:,} acked", style + fmt.BOLD)
+    if result.acks == "0":  # nothing is acknowledged with acks=0: say what is known
+        text.append(f"{acked:,}/{result.sent:,} sent, not confirmed (acks=0)", style + fmt.BOLD)
+    else:
+        text.append(f"{acked:,}/{result.sent:,} acked", style + fmt.BOLD)
     text.append(f", {failed:,} failed", fmt.BAD if failed else fmt.DIM)
     for code, n in result.failed_by_code.items():
         text.append(f" ({code}: {n:,})", fmt.BAD)
