@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from rich.cells import cell_len
 from textual.coordinate import Coordinate
-from textual.widgets import DataTable, Input
+from textual.widgets import DataTable, Input, ProgressBar
 
 from kconsole.cluster import produce as pr
 from kconsole.cluster.tail import StartAt, TailRecord
@@ -177,8 +177,25 @@ async def test_bulk_send_shows_progress_and_can_be_stopped() -> None:
         assert result is not None and 50 < result.sent < 100000
         assert len(result.acked) == result.sent  # every record sent is accounted for
         assert "stopped by you" in text_of(app, "#produce-status")
+        bar = screen.query_one("#produce-progress", ProgressBar)
+        assert bar.total == 100000 and bar.progress == result.sent  # not 100 % of what was sent
         await pilot.press("escape")
         assert not isinstance(app.screen, ProduceScreen)
+
+
+async def test_a_refused_send_clears_the_rows_of_the_one_before() -> None:
+    commands = ReplayCommands(*deliveries("small_send"))
+    app = produce_app(commands)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_produce(pilot)
+        fill(screen, key="k", value="v", count="2")
+        await send_and_wait(pilot, screen)
+        table = screen.query_one("#deliveries", DataTable)
+        assert table.row_count == 2
+        fill(screen, count="0")
+        await send_and_wait(pilot, screen)
+        assert text_of(app, "#produce-status").startswith("not sent: ")
+        assert table.row_count == 0
 
 
 BAD_INPUTS = [

@@ -341,8 +341,10 @@ class ProduceScreen(Screen[None]):
         self.sending = False
         self.last_result = message.result
         self.refresh_bindings()
+        # The bar keeps the count asked for: a send stopped at 1,600 of 10,000 shows 16 %.
+        asked = self.request.count if self.request is not None else message.result.sent
         self.query_one("#produce-progress", ProgressBar).update(
-            total=max(1, message.result.sent), progress=message.tally.done
+            total=max(1, asked, message.result.sent), progress=message.tally.done
         )
         self._status(finished_text(message.result, stopped=self._stop.is_set()))
         result = message.result
@@ -368,6 +370,9 @@ class ProduceScreen(Screen[None]):
     def _refused(self, reason: str) -> None:
         self._status(Text.assemble(("not sent: ", fmt.BAD), (reason, fmt.BAD)))
         self.query_one("#produce-progress").display = False
+        # an earlier send's rows (and result) under "not sent" would read as this send's
+        self.query_one("#deliveries", DataTable).clear()
+        self.last_result = None
 
     def _status(self, text: Text) -> None:
         self.query_one("#produce-status", Static).update(text)
