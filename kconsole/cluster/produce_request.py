@@ -10,7 +10,7 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaException
@@ -162,6 +162,11 @@ def _max_message_bytes(settings: Settings, topic: str, timeout_s: float) -> tupl
                 kp.close()
 
 
+# What the user typed each value into: the command line's flags, or the dialog's fields.
+CLI_NAMES = {k: f"--{k}" for k in ("count", "rate", "acks", "compression", "partition")}
+FORM_NAMES = {k: k for k in CLI_NAMES}  # the dialog's fields, as their labels read
+
+
 def validate(
     topic: str,
     *,
@@ -172,25 +177,28 @@ def validate(
     partition: int | None = None,
     acks: str = "all",
     compression: str | None = None,
+    names: Mapping[str, str] = CLI_NAMES,
 ) -> None:
-    """Raise ProduceError for the first rule `topic` and the records break.
+    """Raise ProduceError for the first rule `topic` and the records break, naming each value
+    as the user gave it (`names`: CLI_NAMES, or FORM_NAMES in the dialog).
 
     `limits` None checks only what needs no cluster (name, count, rate, acks, compression).
     The size check is on the uncompressed record: conservative with compression.
     """
+    n = names.__getitem__
     check_topic_name(topic)
     if count < 1:
-        raise ProduceError(f"--count must be at least 1, not {count}")
+        raise ProduceError(f"{n('count')} must be at least 1, not {count}")
     if count > MAX_COUNT:
-        raise ProduceError(f"--count {count} is too many (at most {MAX_COUNT} per command)")
+        raise ProduceError(f"{n('count')} {count} is too many (at most {MAX_COUNT} per send)")
     if rate is not None and not 0 < rate <= MAX_RATE:
-        raise ProduceError(f"--rate must be in (0, {MAX_RATE:.0f}] messages/s, not {rate}")
+        raise ProduceError(f"{n('rate')} must be in (0, {MAX_RATE:.0f}] messages/s, not {rate}")
     if acks not in ACKS_CHOICES:
-        raise ProduceError(f"--acks must be one of {', '.join(ACKS_CHOICES)}, not {acks!r}")
+        raise ProduceError(f"{n('acks')} must be one of {', '.join(ACKS_CHOICES)}, not {acks!r}")
     if compression is not None and compression not in COMPRESSIONS:
-        raise ProduceError(f"--compression must be one of {', '.join(COMPRESSIONS)}")
+        raise ProduceError(f"{n('compression')} must be one of {', '.join(COMPRESSIONS)}")
     if partition is not None and partition < 0:
-        raise ProduceError(f"--partition must be >= 0, not {partition}")
+        raise ProduceError(f"{n('partition')} must be >= 0, not {partition}")
     if limits is None:
         return
     if not limits.exists:
@@ -199,7 +207,7 @@ def validate(
         )
     if partition is not None and partition >= limits.partitions:
         raise ProduceError(
-            f"--partition {partition} does not exist: {topic} has partitions "
+            f"{n('partition')} {partition} does not exist: {topic} has partitions "
             f"0..{limits.partitions - 1}"
         )
     for i, (key, value, headers) in enumerate(records):
@@ -323,6 +331,7 @@ def build_request(
         partition=part,
         acks=acks,
         compression=codec,
+        names=FORM_NAMES,
     )
     if value_mode not in VALUE_MODES:
         raise ProduceError(f"value mode must be one of {', '.join(VALUE_MODES)}")

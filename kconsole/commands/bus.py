@@ -270,7 +270,7 @@ class Commands(ReassignCommands):
     ) -> ProduceResult:
         """A form's send: refused read-only first, then the topic's limits are read and the
         request checked against them (ProduceError, nothing sent), then `produce`."""
-        from kconsole.cluster.produce_request import read_topic_limits, validate
+        from kconsole.cluster.produce_request import FORM_NAMES, read_topic_limits, validate
 
         self.refuse("produce", request.topic)
         assert self.settings is not None  # refuse() said so before
@@ -284,6 +284,7 @@ class Commands(ReassignCommands):
             partition=request.partition,
             acks=request.acks,
             compression=request.compression,
+            names=FORM_NAMES,
         )
         return self.produce(
             request.topic,

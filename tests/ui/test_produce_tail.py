@@ -224,6 +224,7 @@ async def test_bad_input_is_refused_and_nothing_sent(fields: dict[str, str], mes
         status = text_of(app, "#produce-status")
         assert status.startswith("not sent: ")
         assert message in status
+        assert "--" not in status  # the dialog's fields, not the command line's flags
         assert commands.calls == [] and commands.taken == 0
         assert not screen.sending
 
