@@ -20,6 +20,19 @@ class Reader(Protocol):
     def __exit__(self, *_exc: object) -> None: ...
     def ongoing(self) -> list[Any]: ...
     def log_sizes(self) -> dict[tuple[str, int, int], int]: ...
+    def throttles(self) -> dict[str, dict[str, str]]: ...
+
+
+def broker_throttle(throttles: dict[str, dict[str, str]]) -> int | None:
+    """The replication throttle set on the brokers (the highest rate, if they differ)."""
+    rates = [
+        int(v)
+        for key, values in throttles.items()
+        if key.startswith("broker:")
+        for v in values.values()
+        if v.isdigit()
+    ]
+    return max(rates) if rates else None
 
 
 # (progress or None when the reading failed, the sizes read, the error) -> None
@@ -39,13 +52,18 @@ def follow_progress(
     throttle_bps: int | None = None,
 ) -> Progress | None:
     """Read until every partition of `keys` is done (or `stop` / `cancelled`); a failed
-    reading is handed on as its error and the next poll tries again. The last progress."""
+    reading is handed on as its error and the next poll tries again. The last progress.
+    `throttle_bps` None: the one set on the brokers, read with the first reading (a rate is
+    never shown above it)."""
     watched = tuple(sorted(set(keys)))
     previous: Progress | None = None
     last = 0.0
+    throttle_known = throttle_bps is not None
     while not cancelled() and not stop.is_set():
         try:
             with open_reader() as reader:
+                if not throttle_known:
+                    throttle_bps, throttle_known = broker_throttle(reader.throttles()), True
                 ongoing, sizes = reader.ongoing(), reader.log_sizes()
             now = timer()
             elapsed = now - last if previous is not None else None

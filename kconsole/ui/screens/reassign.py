@@ -36,7 +36,7 @@ from kconsole.errors import ClusterError
 from kconsole.models import ClusterSnapshot
 from kconsole.reassign import fields, placement
 from kconsole.reassign import plan as rp
-from kconsole.reassign.follow import error_text, follow_progress
+from kconsole.reassign.follow import broker_throttle, error_text, follow_progress
 from kconsole.reassign.plan import Move, Plan, PlanError
 from kconsole.reassign.progress import Progress, Sizes
 from kconsole.ui import format as fmt
@@ -546,18 +546,12 @@ class ReassignScreen(Screen[None]):
         try:
             with view.open() as reader:
                 sizes = reader.log_sizes()
-                rates = [
-                    int(v)
-                    for key, values in reader.throttles().items()
-                    if key.startswith("broker:")
-                    for v in values.values()
-                    if v.isdigit()
-                ]
+                # the throttle set on the brokers now (a move running, perhaps started elsewhere)
+                throttle = broker_throttle(reader.throttles())
         except Exception as exc:  # sizes are a nicety: the plan works without them
             self.post_message(self.SizesRead({}, error_text(exc)))
             return
-        # the throttle set on the brokers now (a move running, perhaps started elsewhere)
-        self.post_message(self.SizesRead(sizes, "", max(rates) if rates else None))
+        self.post_message(self.SizesRead(sizes, "", throttle))
 
     def _watch(self, keys: list[Key]) -> None:
         view = state(self).reassign_view
