@@ -11,7 +11,6 @@ from typing import NoReturn
 import click
 
 from kconsole.commands import Commands, Confirm, yes
-from kconsole.config import Settings
 from kconsole.errors import NotConfirmed, ReadOnlyError
 
 EXIT_ERROR = 1
@@ -54,15 +53,17 @@ def commands(ctx: click.Context, *, backend: str | None = None, origin: str = "c
     every backend: broker control (`backend`, default the settings' choice), jobs (in
     `--state-dir` of `kconsole jobs`), reassignment, tails, and the local cluster (in
     `--state-dir` of `kconsole cluster`). Subcommands pass data to it and read through its
-    views."""
-    settings: Settings = ctx.obj["settings"]
-    return Commands.for_settings(
-        settings,
-        backend=backend,
-        cluster_dir=ctx.obj.get("state_dir"),
-        jobs_state_dir=ctx.obj.get("jobs_state_dir"),
-        origin=origin,
-    )
+    views. Made once per invocation (a `--wait` reads through it every two seconds)."""
+    made: dict[tuple[str | None, str], Commands] = ctx.obj.setdefault("commands", {})
+    if (backend, origin) not in made:
+        made[(backend, origin)] = Commands.for_settings(
+            ctx.obj["settings"],
+            backend=backend,
+            cluster_dir=ctx.obj.get("state_dir"),
+            jobs_state_dir=ctx.obj.get("jobs_state_dir"),
+            origin=origin,
+        )
+    return made[(backend, origin)]
 
 
 def follow(path: Path) -> None:

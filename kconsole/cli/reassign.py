@@ -333,7 +333,6 @@ def cancel(ctx: click.Context, plan_path: Path | None, cancel_all: bool, assume_
     and only the throttles the cancelled moves needed are removed (a throttle another running
     move uses stays). Kafka's --cancel leaves the order the controller chose and clears the
     broker throttles everywhere."""
-    ctx.obj["settings"]
     try:
         if (plan_path is None) == (not cancel_all):
             raise ClusterError("give --plan FILE or --all")
@@ -352,7 +351,6 @@ def cancel(ctx: click.Context, plan_path: Path | None, cancel_all: bool, assume_
 @click.pass_context
 def list_(ctx: click.Context, as_json: bool) -> None:
     """Running reassignments: replicas, adding, removing."""
-    ctx.obj["settings"]
     try:
         with _reader() as c:
             ongoing = c.ongoing()

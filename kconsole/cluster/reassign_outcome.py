@@ -18,6 +18,11 @@ class Ongoing:
     adding: tuple[int, ...]
     removing: tuple[int, ...]
 
+    @property
+    def target(self) -> tuple[int, ...]:
+        """Where it is going: its replicas without those being removed."""
+        return tuple(r for r in self.replicas if r not in self.removing)
+
 
 @dataclass(frozen=True)
 class CancelOutcome:

@@ -135,12 +135,13 @@ class ReassignCommands(Door):
         def run() -> dict[tuple[str, int], str | None]:
             if problems:
                 raise PlanRejected(problems)
+            book = self.move_book()
             with self._client() as c:
-                _still_running(self.move_book(), c.ongoing())  # forget the finished ones
+                _still_running(book, c.ongoing())  # forget the finished ones
                 out = c.execute(moves, current, throttle_bps=throttle_bps)
                 tp = c.last_throttle_plan
             started = [m for m in moves if out.get((m[0], m[1]), "no answer") is None]
-            self.move_book().add(
+            book.add(
                 records_for(
                     started,
                     current,
@@ -221,8 +222,6 @@ class ReassignCommands(Door):
         from kconsole.cluster.throttles import throttles_of
 
         ts, bs = sorted(set(topics)), sorted(set(brokers))
-        args: dict[str, object] = {"topics": ts, "brokers": bs}
-        # read back: every throttle that was set is gone (else ClusterError, logged failed)
 
         def run() -> list[str]:
             with self._client() as c:
@@ -236,7 +235,7 @@ class ReassignCommands(Door):
         return self._run(
             "reassign.unthrottle",
             f"topics {', '.join(ts) or '-'}, brokers {', '.join(map(str, bs)) or '-'}",
-            args,
+            {"topics": ts, "brokers": bs},
             run,
             result=lambda removed: {"removed": len(removed), "remain": 0},
         )
@@ -287,10 +286,7 @@ def _still_running(book: MoveBook, ongoing: Iterable[Ongoing]) -> dict[tuple[str
     running = {(o.topic, o.partition): o for o in ongoing}
     records = book.load()
     valid = {
-        k: r
-        for k, r in records.items()
-        if k in running
-        and {b for b in running[k].replicas if b not in running[k].removing} == set(r.target)
+        k: r for k, r in records.items() if k in running and set(running[k].target) == set(r.target)
     }
     book.drop(k for k in records if k not in valid)
     return valid

@@ -290,11 +290,11 @@ class KConsoleApp(BrokerActions, JobActions, ElectionActions):
             f"stopping {len(attached)} job run(s) started here (graceful, then forced) …",
             timeout=30,
         )
-        self._stop_jobs_then_exit(tuple(r.run_id for r in attached))
+        self._stop_jobs_then_exit()
 
     @work(thread=True, exclusive=True, group="quit", exit_on_error=False)
-    def _stop_jobs_then_exit(self, run_ids: tuple[str, ...]) -> None:
-        # `run_ids` is what the screen showed; the door stops what is really attached now,
+    def _stop_jobs_then_exit(self) -> None:
+        # The door stops what is really attached now (the screen's list may be a second old),
         # each as its own job.stop in the audit log.
         try:
             if self.commands is not None:
