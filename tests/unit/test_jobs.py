@@ -29,6 +29,7 @@ from kconsole.drills.audit import Acked, Consumed, check
 from kconsole.jobs import (
     JobError,
     JobProgress,
+    JobRun,
     JobState,
     available_jobs,
     extract_error,
@@ -472,7 +473,17 @@ class TestManager:
         seen = manager.get(run.run_id)
         assert seen.active and seen.exit_code is None and seen.error is None
         reaped.set()
-        ended = manager.get(run.run_id)
+        # waitpid itself can still say "not yet" while the zombie's last threads exit (a busy
+        # machine shows it): every reading until the end is still active, with no exit code
+        seen_states = []
+
+        def ended_run() -> JobRun | None:
+            now = manager.get(run.run_id)
+            seen_states.append((now.active, now.exit_code))
+            return None if now.active else now
+
+        ended = wait_until(ended_run, 20, "the run's end")
+        assert all(code is None for active, code in seen_states if active)
         assert ended.state is JobState.FAILED and ended.exit_code == 1
         assert ended.error == "RuntimeError: boom in the driver"
 
