@@ -213,6 +213,7 @@ class ReassignClient:
                 raise ReassignError("the throttle must be at least 0 bytes/s")
             plan = throttle_plan(moves, current, self.ongoing())
             self._set_throttles(plan, throttle_bps)
+            self._await_broker_rates(plan.brokers, throttle_bps)
             self.last_throttle_plan = plan
         return self._alter({TopicPartition(t, p): r for (t, p), r in targets.items()})
 
@@ -423,6 +424,30 @@ class ReassignClient:
             ConfigResource(ConfigResourceType.BROKER, str(b), dict(rates)) for b in plan.brokers
         ]
         self._alter_configs("set the replication throttles", topic_res + broker_res)
+
+    def _await_broker_rates(
+        self, brokers: Sequence[int], rate: int, interval_s: float = 0.25
+    ) -> None:
+        """Read the brokers' rate keys back until every one of `brokers` shows `rate`. In
+        ZooKeeper mode a broker applies a dynamic config change when ZooKeeper notifies it, so
+        a move started at once could run unthrottled for a moment (and a read right after the
+        change can miss it: seen on broker 3 with one core busy). Raises, starting nothing,
+        if a broker has not applied it within the client's timeout."""
+        want = dict.fromkeys(THROTTLE_RATE_KEYS, str(rate))
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            now = self.throttles()
+            behind = [b for b in brokers if now.get(f"broker:{b}") != want]
+            if not behind:
+                return
+            if time.monotonic() >= deadline:
+                names = ", ".join(str(b) for b in behind)
+                raise ReassignError(
+                    f"the throttle of {rate} B/s is written but broker(s) {names} had not applied "
+                    f"it after {self.timeout_s:g} s; no reassignment was started (the throttle "
+                    "stays written: run the execute again to start it)"
+                )
+            time.sleep(interval_s)
 
     def remove_throttles(self, topics: Iterable[str], brokers: Iterable[int]) -> None:
         """Delete the four throttle keys from `topics` and `brokers` (as --verify does once

@@ -7,6 +7,7 @@ import dataclasses
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -600,3 +601,49 @@ def test_the_throttles_of_a_reassignment_are_every_brokers_and_its_topics_only()
     assert throttles_of(throttled, ["test-topic"]) == ["broker:1", "broker:3", "topic:test-topic"]
     assert throttles_of(throttled, []) == ["broker:1", "broker:3"]
     assert throttles_of({}, ["test-topic"]) == []
+
+
+def _client_whose_brokers_apply_late(applied_after: int, rate: int) -> tuple[Any, list[str]]:
+    """A ReassignClient whose broker 3 shows the throttle only from the `applied_after`-th
+    read on (as a broker does when ZooKeeper notifies it late); records what was sent."""
+    from kconsole.cluster.reassign import THROTTLE_RATE_KEYS, ReassignClient
+    from kconsole.config import Settings
+
+    client = ReassignClient(Settings(bootstrap="127.0.0.1:1", zookeeper=""), timeout_s=0.5)
+    calls: list[str] = []
+    reads = {"n": 0}
+    rates = dict.fromkeys(THROTTLE_RATE_KEYS, str(rate))
+
+    def throttles() -> dict[str, dict[str, str]]:
+        reads["n"] += 1
+        out = {"broker:1": dict(rates), "broker:2": dict(rates)}
+        if reads["n"] >= applied_after:
+            out["broker:3"] = dict(rates)
+        return out
+
+    client.throttles = throttles  # type: ignore[method-assign]
+    client.ongoing = lambda: []  # type: ignore[method-assign]
+    client._set_throttles = lambda plan, r: calls.append("set")  # type: ignore[method-assign,assignment]
+
+    def alter(targets: Mapping[Any, Any]) -> dict[tuple[str, int], str | None]:
+        calls.append("alter")
+        return dict.fromkeys(((tp.topic, tp.partition) for tp in targets), None)
+
+    client._alter = alter  # type: ignore[method-assign,assignment]
+    return client, calls
+
+
+def test_execute_starts_the_move_only_once_every_broker_shows_the_throttle() -> None:
+    client, calls = _client_whose_brokers_apply_late(applied_after=3, rate=1000)
+    out = client.execute([("t", 0, (1, 3))], {("t", 0): (1, 2)}, throttle_bps=1000)
+    assert out == {("t", 0): None}
+    assert calls == ["set", "alter"]
+
+
+def test_execute_starts_nothing_when_a_broker_never_applies_the_throttle() -> None:
+    from kconsole.cluster.reassign import ReassignError
+
+    client, calls = _client_whose_brokers_apply_late(applied_after=10**9, rate=1000)
+    with pytest.raises(ReassignError, match=r"broker\(s\) 3 had not applied it"):
+        client.execute([("t", 0, (1, 3))], {("t", 0): (1, 2)}, throttle_bps=1000)
+    assert calls == ["set"]
