@@ -23,14 +23,20 @@ file is TOML, by default `config.toml` in the per-user config dir (`kconsole --c
 
 Read-only is decided once, here, with the reason (which flag, variable or file said so); the
 command layer refuses every modifying action with that reason.
+
+Every value is checked where it comes from, and every problem is reported at once, each with
+the value's name and origin: `clusters.prod.refresh (from FILE): must be ...`,
+`KCONSOLE_BOOTSTRAP: 'h:x' is not HOST:PORT ...`, `--refresh: must be ...`.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
 import tomllib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -43,10 +49,55 @@ from kconsole.errors import ClusterError
 
 BACKENDS = ("auto", "local", "docker", "none")
 _PORT = re.compile(r"[0-9]{1,5}")  # ASCII digits only: int() also reads "٣" (and "²" breaks it)
+_READ_ONLY_ON = ("1", "true", "yes")
+_READ_ONLY_OFF = ("", "0", "false", "no")
+# What each key of the config file must hold, as a type error says it.
+_EXPECTED = {
+    "bootstrap": 'a string like "host:9092,host2:9092"',
+    "zookeeper": 'a string like "host:2181" ("" for none)',
+    "read_only": "true or false",
+    "refresh": "a number of seconds like 1.0",
+    "group_refresh": "a number of seconds like 2.0",
+    "backend": f"one of {', '.join(map(json.dumps, BACKENDS))}",
+    "cluster_dir": 'a string like "~/kafka/local" (a directory)',
+    "client": 'a table of librdkafka properties like {"security.protocol" = "SSL"}',
+    "cluster": "a string naming a [clusters.NAME] entry",
+    "clusters": "a table of [clusters.NAME] tables",
+}
 
 
 class ConfigError(ClusterError):
-    """The configuration is broken; the message says where and how."""
+    """The configuration is broken; the message says where and how. `problems` holds each
+    problem on its own (`NAME (from ORIGIN): WHAT`); the message lists them all, one a line."""
+
+    def __init__(self, message: str, *, problems: Sequence[str] = ()):
+        super().__init__(message)
+        self.problems = tuple(problems) or (message,)
+
+
+def config_error(problems: Sequence[str]) -> ConfigError:
+    """One ConfigError saying every problem in `problems`, one a line."""
+    head = "a problem" if len(problems) == 1 else f"{len(problems)} problems"
+    lines = "\n".join(f"  {p}" for p in problems)
+    return ConfigError(
+        f"{head} in the configuration; nothing was started:\n{lines}", problems=problems
+    )
+
+
+class _Problems:
+    """The problems found so far, each with the value's name and where it came from."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def add(self, name: str, origin: str, what: str) -> None:
+        self.lines.append(
+            f"{name}: {what}" if name == origin else f"{name} (from {origin}): {what}"
+        )
+
+    def raise_any(self) -> None:
+        if self.lines:
+            raise config_error(self.lines)
 
 
 @dataclass(frozen=True)
@@ -66,17 +117,17 @@ class Settings:
     client_origin: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        if not self.bootstrap.strip():
-            raise ConfigError("bootstrap servers must not be empty")
-        for hp in self.bootstrap.split(","):
-            _check_host_port(hp.strip(), "bootstrap server")
-        if self.zookeeper:
-            for hp in self.zookeeper.split("/")[0].split(","):
-                _check_host_port(hp.strip(), "ZooKeeper address")
-        if self.backend not in BACKENDS:
-            raise ConfigError(f"backend must be one of {', '.join(BACKENDS)}, not {self.backend!r}")
-        if not 0.1 <= self.refresh_s <= 3600 or not 0.1 <= self.group_refresh_s <= 3600:
-            raise ConfigError("refresh intervals must be between 0.1 and 3600 seconds")
+        found = _Problems()
+        for key, value in (
+            ("bootstrap", self.bootstrap),
+            ("zookeeper", self.zookeeper),
+            ("backend", self.backend),
+            ("refresh", self.refresh_s),
+            ("group_refresh", self.group_refresh_s),
+        ):
+            for what in value_problems(key, value):
+                found.add(key, key, what)
+        found.raise_any()
 
     def kafka_config(self, **extra: Any) -> dict[str, Any]:
         """librdkafka configuration for an admin/producer/consumer of this cluster."""
@@ -91,10 +142,32 @@ class Settings:
         return self.bootstrap == default_bootstrap()
 
 
-def _check_host_port(hp: str, what: str) -> None:
+def value_problems(key: str, value: Any) -> list[str]:
+    """What is wrong with `value` for the setting `key` (a config file key: bootstrap,
+    zookeeper, backend, refresh, group_refresh), each as a phrase; empty when it is fine."""
+    if key in ("refresh", "group_refresh"):
+        if not 0.1 <= _seconds(value) <= 3600:
+            return [f"must be between 0.1 and 3600 seconds, not {_shown(value, kind=False)}"]
+        return []
+    if key == "backend":
+        if value not in BACKENDS:
+            return [f"must be one of {', '.join(BACKENDS)}, not {value!r}"]
+        return []
+    if key == "bootstrap" and not value.strip():
+        return ['must not be empty: servers like "host:9092,host2:9092"']
+    if key == "zookeeper" and not value:
+        return []
+    hosts = value.split("/")[0] if key == "zookeeper" else value  # ZooKeeper's chroot
+    return [what for hp in hosts.split(",") if (what := _host_port_problem(hp.strip()))]
+
+
+def _host_port_problem(hp: str) -> str:
     host, sep, port = hp.rpartition(":")
-    if not sep or not host or not _PORT.fullmatch(port) or not 0 < int(port) < 65536:
-        raise ConfigError(f"{what} {hp!r} is not HOST:PORT")
+    if not sep or not host:
+        return f"{hp!r} is not HOST:PORT"
+    if not _PORT.fullmatch(port) or not 0 < int(port) < 65536:
+        return f"{hp!r} is not HOST:PORT: the port must be a number from 1 to 65535"
+    return ""
 
 
 def default_config_path() -> Path:
@@ -102,13 +175,22 @@ def default_config_path() -> Path:
 
 
 def parse_client_props(items: list[str] | tuple[str, ...]) -> dict[str, str]:
-    """`-X key=value` items (librdkafka properties) as a dict."""
+    """`-X key=value` items (librdkafka properties) as a dict; ConfigError names every item
+    that is not key=value."""
+    found = _Problems()
+    out = _client_props(items, found)
+    found.raise_any()
+    return out
+
+
+def _client_props(items: list[str] | tuple[str, ...], found: _Problems) -> dict[str, str]:
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise ConfigError(f"-X expects key=value, got {item!r}")
-        out[key.strip()] = value
+            found.add("-X", "-X", f"expects key=value, got {item!r}")
+        else:
+            out[key.strip()] = value
     return out
 
 
@@ -125,62 +207,122 @@ _CLUSTER_KEYS: dict[str, Any] = {
 _FILE_KEYS: dict[str, Any] = {**_CLUSTER_KEYS, "cluster": str, "clusters": dict}
 
 
-def _check_table(path: Path, where: str, data: dict[str, Any], known: dict[str, Any]) -> None:
+def _check_table(
+    path: Path, where: str, data: dict[str, Any], known: dict[str, Any], found: _Problems
+) -> dict[str, Any]:
+    """The keys of one table (the top level or a [clusters.NAME]) whose values are good; every
+    other one is added to `found`, named by its dotted key (`where` + key) and the file."""
+    origin = str(path)
+    good: dict[str, Any] = {}
     for key, value in data.items():
+        name = f"{where}{key}"
         if key not in known:
-            raise ConfigError(
-                f"config file {path}: unknown key {where}{key!r} "
-                f"(known: {', '.join(sorted(known))})"
-            )
+            found.add(name, origin, f"unknown key (known: {', '.join(sorted(known))})")
+            continue
         if not isinstance(value, known[key]) or (
             isinstance(value, bool) and known[key] is not bool
         ):
-            raise ConfigError(
-                f"config file {path}: {where}{key} has the wrong type ({_shown(value)})"
-            )
-    client = data.get("client", {})
-    if any(not isinstance(v, str | int | float | bool) for v in client.values()):
-        raise ConfigError(f"config file {path}: [{where}client] values must be strings or numbers")
+            found.add(name, origin, f"must be {_EXPECTED[key]}, not {_shown(value)}")
+            continue
+        if key == "client":
+            value = _check_client_table(origin, name, value, found)
+        elif key == "cluster_dir":
+            try:
+                value = _expand(value)
+            except ValueError as exc:
+                found.add(name, origin, str(exc))
+                continue
+        elif key not in ("read_only", "cluster", "clusters"):
+            problems = value_problems(key, value)
+            for what in problems:
+                found.add(name, origin, what)
+            if problems:
+                continue
+        good[key] = value
+    return good
 
 
-def _shown(value: Any) -> str:
-    """A TOML value for a message: scalars as they are, the rest by their TOML kind."""
+def _check_client_table(
+    origin: str, name: str, table: dict[str, Any], found: _Problems
+) -> dict[str, Any]:
+    good = {}
+    for prop, value in table.items():
+        if isinstance(value, str | int | float | bool):
+            good[prop] = value
+        else:
+            what = f"must be a string, a number or true/false, not {_shown(value)}"
+            found.add(f"{name}.{json.dumps(prop, ensure_ascii=False)}", origin, what)
+    return good
+
+
+def _shown(value: Any, *, kind: bool = True) -> str:
+    """A TOML value for a message: its kind (`kind`) and the value, shortened when long."""
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}" if kind else str(value).lower()
     if isinstance(value, str | int | float):
-        return repr(value)
+        text = repr(value) if isinstance(value, str) else str(value)
+        if len(text) > 40:
+            text = f"{text[:20]}…({len(text)} characters)"
+        if not kind:
+            return text
+        return {str: "the string", int: "the integer", float: "the number"}[type(value)] + (
+            f" {text}"
+        )
     if isinstance(value, list | dict):
         return "an array" if isinstance(value, list) else "a table"
     return f"the date/time {value.isoformat()}"
 
 
 def load_file(path: Path) -> dict[str, Any]:
-    """Read and check a TOML config file; unknown keys and wrong types are errors."""
+    """Read and check a TOML config file: its good keys; ConfigError says every unknown key,
+    wrong type and bad value."""
+    found = _Problems()
+    data = _read_file(path, str(path), found)
+    found.raise_any()
+    return data or {}
+
+
+def _read_file(path: Path, path_from: str, found: _Problems) -> dict[str, Any] | None:
+    """The config file's good keys (its [clusters.*] tables, each with its good keys), or
+    None when it cannot be read; every problem is added to `found`. `path_from` says who named
+    the file."""
+    name = str(path)
     try:
         data = tomllib.loads(path.read_text())
-    except FileNotFoundError as exc:
-        raise ConfigError(f"config file {path} does not exist") from exc
+    except FileNotFoundError:
+        found.add(name, path_from, "the config file does not exist")
+        return None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+        found.add(name, path_from, f"cannot read the config file: {exc}")
+        return None
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
-    except ValueError as exc:  # an integer of thousands of digits
-        raise ConfigError(f"config file {path}: a number is too long to read") from exc
-    except RecursionError as exc:
-        raise ConfigError(f"config file {path}: arrays or tables are nested too deeply") from exc
-    _check_table(path, "", data, _FILE_KEYS)
-    for name, table in data.get("clusters", {}).items():
+        found.add(name, path_from, f"the config file is not valid TOML: {exc}")
+        return None
+    except ValueError:  # an integer of thousands of digits
+        found.add(name, path_from, "a number in the config file is too long to read")
+        return None
+    except RecursionError:
+        found.add(name, path_from, "arrays or tables in the config file are nested too deeply")
+        return None
+    good = _check_table(path, "", data, _FILE_KEYS, found)
+    profiles: dict[str, dict[str, Any]] = {}
+    for profile, table in good.get("clusters", {}).items():
         if not isinstance(table, dict):
-            raise ConfigError(f"config file {path}: clusters.{name} must be a table")
-        _check_table(path, f"clusters.{name}.", table, _CLUSTER_KEYS)
-    if "cluster" in data and data["cluster"] not in data.get("clusters", {}):
-        raise ConfigError(
-            f"config file {path}: cluster = {data['cluster']!r} names no [clusters.*] entry"
-        )
-    return data
+            what = f"must be a table ([clusters.{profile}]), not {_shown(table)}"
+            found.add(f"clusters.{profile}", name, what)
+            continue
+        profiles[profile] = _check_table(path, f"clusters.{profile}.", table, _CLUSTER_KEYS, found)
+    if "clusters" in good:
+        good["clusters"] = profiles
+    named = data.get("clusters")
+    if "cluster" in good and good["cluster"] not in (named if isinstance(named, dict) else {}):
+        found.add("cluster", name, f"{good['cluster']!r} names no [clusters.*] entry")
+    return good
 
 
 def _apply_table(settings: Settings, data: dict[str, Any], origin: str = "") -> Settings:
-    """`settings` with the keys of one config table (top level or a [clusters.NAME]); `origin`
-    names the table for the client properties it sets."""
+    """`settings` with the keys of one checked config table (top level or a [clusters.NAME]);
+    `origin` names the table for the client properties it sets."""
     return replace(
         settings,
         bootstrap=data.get("bootstrap", settings.bootstrap),
@@ -189,7 +331,7 @@ def _apply_table(settings: Settings, data: dict[str, Any], origin: str = "") -> 
         refresh_s=_seconds(data.get("refresh", settings.refresh_s)),
         group_refresh_s=_seconds(data.get("group_refresh", settings.group_refresh_s)),
         backend=data.get("backend", settings.backend),
-        cluster_dir=_expand(data["cluster_dir"]) if "cluster_dir" in data else settings.cluster_dir,
+        cluster_dir=data.get("cluster_dir", settings.cluster_dir),
         client={
             **settings.client,
             **{
@@ -205,7 +347,7 @@ def _apply_table(settings: Settings, data: dict[str, Any], origin: str = "") -> 
 
 
 def _seconds(value: float) -> float:
-    """A config number as seconds; one too large for a float is infinite (Settings refuses it)."""
+    """A config number as seconds; one too large for a float is infinite (refused)."""
     try:
         return float(value)
     except OverflowError:
@@ -217,11 +359,14 @@ def _expand(cluster_dir: str) -> Path:
         return Path(cluster_dir).expanduser()
     except RuntimeError:  # ~name of no user
         user = cluster_dir.split("/")[0]
-        raise ConfigError(f"cluster_dir {cluster_dir!r}: no home directory for {user}") from None
+        raise ValueError(f"{cluster_dir!r}: no home directory for {user}") from None
 
 
 def _servers(bootstrap: str) -> set[str]:
     return {hp.strip().lower() for hp in bootstrap.split(",") if hp.strip()}
+
+
+ClientCheck = Callable[[Mapping[str, str], Mapping[str, str]], None]
 
 
 def load_settings(
@@ -237,36 +382,51 @@ def load_settings(
     group_refresh: float | None = None,
     cluster_dir: Path | None = None,
     env: dict[str, str] | None = None,
+    check_client: ClientCheck | None = None,
 ) -> Settings:
     """Merge defaults, the config file (its top level, then the chosen [clusters.NAME]),
     KCONSOLE_* variables and flags, in that order. Read-only only ever gets switched on: by any
-    of them, or by a [clusters.*] entry marked read_only whose servers the bootstrap names."""
+    of them, or by a [clusters.*] entry marked read_only whose servers the bootstrap names.
+
+    Every value is checked where it comes from; ConfigError says every problem at once, each
+    with the value's name and origin. `check_client` (kconsole.cluster.clients'
+    check_client_properties) checks the client properties too, and its problems join the rest.
+    """
     env = dict(os.environ) if env is None else env
+    found = _Problems()
     settings = Settings()
     sources = ["defaults"]
     reasons: list[str] = []
-    path = config_path or (Path(env["KCONSOLE_CONFIG"]) if env.get("KCONSOLE_CONFIG") else None)
+    path, path_from = config_path, "--config"
+    if path is None and env.get("KCONSOLE_CONFIG"):
+        path, path_from = Path(env["KCONSOLE_CONFIG"]), "KCONSOLE_CONFIG"
     if path is None and default_config_path().exists():
-        path = default_config_path()
+        path, path_from = default_config_path(), "the default location"
     data: dict[str, Any] = {}
+    read: dict[str, Any] | None = None
     if path is not None:
-        data = load_file(path)
+        read = _read_file(path, path_from, found)
+        data = read or {}
         settings = _apply_table(settings, data, f"[client] in {path}")
         if data.get("read_only"):
             reasons.append(f"read_only in {path}")
         sources.append(str(path))
-    name = cluster or env.get("KCONSOLE_CLUSTER") or data.get("cluster") or ""
+    name, name_from = cluster or "", "--cluster"
+    if not name and env.get("KCONSOLE_CLUSTER"):
+        name, name_from = env["KCONSOLE_CLUSTER"], "KCONSOLE_CLUSTER"
+    if not name:
+        name, name_from = data.get("cluster", ""), str(path)
     profiles: dict[str, dict[str, Any]] = data.get("clusters", {})
-    if name:
-        if name not in profiles:
-            known = ", ".join(sorted(profiles)) or "none"
-            where = f" in {path}" if path else " (no config file)"
-            raise ConfigError(f"no cluster named {name!r}{where}; known: {known}")
+    if name and name in profiles:
         profile = _apply_table(settings, profiles[name], f"[clusters.{name}.client] in {path}")
         settings = replace(profile, cluster_name=name)
         if profiles[name].get("read_only"):
             reasons.append(f"cluster {name!r} is read_only in {path}")
         sources.append(f"clusters.{name}")
+    elif name and name_from != str(path) and (path is None or read is not None):
+        known = ", ".join(sorted(profiles)) or "none"
+        where = f" in {path}" if path else " (no config file)"
+        found.add(name_from, name_from, f"no cluster named {name!r}{where}; known: {known}")
     env_map = {
         "KCONSOLE_BOOTSTRAP": "bootstrap",
         "KCONSOLE_ZOOKEEPER": "zookeeper",
@@ -274,37 +434,57 @@ def load_settings(
     }
     for var, attr in env_map.items():
         if var in env:
-            settings = replace(settings, **{attr: env[var]})  # type: ignore[arg-type]
-            sources.append(var)
+            problems = value_problems(attr, env[var])
+            for what in problems:
+                found.add(var, var, what)
+            if not problems:
+                settings = replace(settings, **{attr: env[var]})  # type: ignore[arg-type]
+                sources.append(var)
     if env.get("KCONSOLE_CLUSTER_DIR"):
         settings = replace(settings, cluster_dir=Path(env["KCONSOLE_CLUSTER_DIR"]))
         sources.append("KCONSOLE_CLUSTER_DIR")
-    if env.get("KCONSOLE_READ_ONLY", "").lower() in ("1", "true", "yes"):
+    ro = env.get("KCONSOLE_READ_ONLY", "").strip().lower()
+    if ro in _READ_ONLY_ON:
         settings = replace(settings, read_only=True)
         reasons.append("KCONSOLE_READ_ONLY")
+    elif ro not in _READ_ONLY_OFF:
+        what = f"must be 1, true or yes (or 0, false, no, empty), not {env['KCONSOLE_READ_ONLY']!r}"
+        found.add("KCONSOLE_READ_ONLY", "KCONSOLE_READ_ONLY", what)
     flags: dict[str, Any] = {}
-    if bootstrap is not None:
-        flags["bootstrap"] = bootstrap
-    if zookeeper is not None:
-        flags["zookeeper"] = zookeeper
-    if backend is not None:
-        flags["backend"] = backend
+    for flag, key, attr, value in (
+        ("--bootstrap", "bootstrap", "bootstrap", bootstrap),
+        ("--zookeeper", "zookeeper", "zookeeper", zookeeper),
+        ("--backend", "backend", "backend", backend),
+        ("--refresh", "refresh", "refresh_s", refresh),
+        ("--group-refresh", "group_refresh", "group_refresh_s", group_refresh),
+    ):
+        if value is None:
+            continue
+        problems = value_problems(key, value)
+        for what in problems:
+            found.add(flag, flag, what)
+        if not problems:
+            flags[attr] = value
     if read_only:
         flags["read_only"] = True
         reasons.append("--read-only")
-    if refresh is not None:
-        flags["refresh_s"] = refresh
-    if group_refresh is not None:
-        flags["group_refresh_s"] = group_refresh
     if cluster_dir is not None:
         flags["cluster_dir"] = cluster_dir
     if client_props:
-        given = parse_client_props(client_props)
+        given = _client_props(client_props, found)
         flags["client"] = {**settings.client, **given}
         flags["client_origin"] = {**settings.client_origin, **{k: "-X" for k in given}}
     if flags:
         sources.append("flags")
     settings = replace(settings, source=" < ".join(sources), **flags)
+    if check_client is not None and settings.client:
+        try:
+            check_client(settings.client, settings.client_origin)
+        except ConfigError as exc:
+            if not found.lines:
+                raise  # said as the check says it
+            found.lines.extend(exc.problems)
+    found.raise_any()
     # A cluster marked read-only stays read-only however it is reached (-b, a variable, ...).
     servers = _servers(settings.bootstrap)
     for other, table in profiles.items():

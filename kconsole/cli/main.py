@@ -95,7 +95,9 @@ def main(
     """
     _quiet_libraries()
     ctx.ensure_object(dict)
-    try:
+    from kconsole.cluster.clients import check_client_properties
+
+    try:  # every problem at once, each with where it came from; before anything starts
         settings = load_settings(
             config_path=config_path,
             cluster=cluster_name,
@@ -106,15 +108,13 @@ def main(
             read_only=read_only,
             refresh=refresh,
             group_refresh=group_refresh,
+            # before any client exists: a refused property is named, with where it came from
+            check_client=check_client_properties,
         )
-    except ClusterError as exc:
-        fail(exc)
-    from kconsole.cluster.clients import check_client_properties
-
-    try:  # before any client exists: a refused property is named, with where it came from
-        check_client_properties(settings.client, settings.client_origin)
     except ConfigError as exc:
         fail_config(exc)
+    except ClusterError as exc:
+        fail(exc)
     ctx.obj["settings"] = settings
     ctx.obj["read_only"] = settings.read_only
     if ctx.invoked_subcommand is None:

@@ -85,12 +85,16 @@ def check_client_properties(client: Mapping[str, str], origin: Mapping[str, str]
         if (why := refusal({k: v})) and not why.startswith("Failed to create")
     ]
     if bad:
-        lines = [f"  {k} (from {origin.get(k, 'the settings')}): {why}" for k, why in bad]
+        problems = [f"{k} (from {origin.get(k, 'the settings')}): {why}" for k, why in bad]
+        lines = problems
     else:
         given = ", ".join(f"{k} (from {origin.get(k, 'the settings')})" for k in sorted(client))
-        lines = [f"  {together}", f"  given: {given}"]
+        problems = [f"client properties: {together}; given: {given}"]
+        lines = [together, f"given: {given}"]
     raise ConfigError(
-        "librdkafka refuses these client properties; nothing was started:\n" + "\n".join(lines)
+        "librdkafka refuses these client properties; nothing was started:\n"
+        + "\n".join(f"  {line}" for line in lines),
+        problems=problems,
     )
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from kconsole.cli import main
 from kconsole.config import ConfigError, Settings, load_settings
 
 
@@ -48,40 +50,174 @@ def test_no_zookeeper(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "content, message",
+    "content, problem",
     [
-        ("bootstrap = ", "not valid TOML"),
-        ('bootstap = "x:1"', "unknown key 'bootstap'"),
-        ("refresh = 'fast'", "refresh has the wrong type"),
-        ('bootstrap = "nohostport"', "not HOST:PORT"),
-        ('backend = "k8s"', "backend must be one of"),
-        ("refresh = 0", "between 0.1 and 3600"),
+        ("bootstrap = ", "{cfg} (from --config): the config file is not valid TOML"),
+        ('bootstap = "x:1"', "bootstap (from {cfg}): unknown key (known: backend, bootstrap,"),
+        (
+            "bootstrap = 12",
+            'bootstrap (from {cfg}): must be a string like "host:9092,host2:9092", '
+            "not the integer 12",
+        ),
+        (
+            "refresh = 'fast'",
+            "refresh (from {cfg}): must be a number of seconds like 1.0, not the string 'fast'",
+        ),
+        ("read_only = 1", "read_only (from {cfg}): must be true or false, not the integer 1"),
+        ('bootstrap = "nohostport"', "bootstrap (from {cfg}): 'nohostport' is not HOST:PORT"),
+        (
+            'bootstrap = "host:notaport"',
+            "bootstrap (from {cfg}): 'host:notaport' is not HOST:PORT: the port must be a number "
+            "from 1 to 65535",
+        ),
+        (
+            'zookeeper = "zk:99999"',
+            "zookeeper (from {cfg}): 'zk:99999' is not HOST:PORT: the port must be a number "
+            "from 1 to 65535",
+        ),
+        (
+            'backend = "k8s"',
+            "backend (from {cfg}): must be one of auto, local, docker, none, not 'k8s'",
+        ),
+        ("refresh = 0", "refresh (from {cfg}): must be between 0.1 and 3600 seconds, not 0"),
+        (
+            "[clusters.prod]\ngroup_refresh = 9999",
+            "clusters.prod.group_refresh (from {cfg}): must be between 0.1 and 3600 seconds, "
+            "not 9999",
+        ),
+        ("[client]\nx = [1]", 'client."x" (from {cfg}): must be a string, a number or true/false'),
+        ('cluster = "nope"', "cluster (from {cfg}): 'nope' names no [clusters.*] entry"),
     ],
 )
-def test_broken_config_file(tmp_path: Path, content: str, message: str) -> None:
+def test_a_broken_config_file_names_the_file_and_the_key(
+    tmp_path: Path, content: str, problem: str
+) -> None:
+    """Issue 26 item 23: each problem says which key of which file, and what it must be."""
     cfg = tmp_path / "c.toml"
     cfg.write_text(content)
-    with pytest.raises(ConfigError, match=message) as err:
+    with pytest.raises(ConfigError) as err:
         load_settings(config_path=cfg, env={})
-    assert (
-        str(cfg) in str(err.value)
-        or "HOST:PORT" in message
-        or "between" in message
-        or "backend" in message
+    want = problem.format(cfg=cfg)
+    assert [p for p in err.value.problems if p.startswith(want)], err.value.problems
+    assert str(err.value).startswith("a problem in the configuration; nothing was started:\n  ")
+
+
+def test_every_problem_is_reported_at_once_with_its_origin(tmp_path: Path) -> None:
+    """Issue 26 item 23: the file's keys, a [clusters.*] entry, variables and flags, one a line."""
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(
+        'bootstrap = 12\nzookeeper = "zk:99999"\nbackend = "k8s"\nrefresh = 0\n'
+        '[clusters.prod]\nbootstrap = "host:notaport"\n'
+    )
+    env = {
+        "KCONSOLE_BOOTSTRAP": "a:1,b",
+        "KCONSOLE_ZOOKEEPER": "zk",
+        "KCONSOLE_BACKEND": "k9s",
+        "KCONSOLE_READ_ONLY": "on",
+    }
+    with pytest.raises(ConfigError) as err:
+        load_settings(
+            config_path=cfg,
+            env=env,
+            cluster="prod",
+            refresh=0.0,
+            group_refresh=1e9,
+            zookeeper="zk:0",
+            client_props=("broken",),
+        )
+    assert list(err.value.problems) == [
+        f'bootstrap (from {cfg}): must be a string like "host:9092,host2:9092", not the integer 12',
+        f"zookeeper (from {cfg}): 'zk:99999' is not HOST:PORT: the port must be a number "
+        "from 1 to 65535",
+        f"backend (from {cfg}): must be one of auto, local, docker, none, not 'k8s'",
+        f"refresh (from {cfg}): must be between 0.1 and 3600 seconds, not 0",
+        f"clusters.prod.bootstrap (from {cfg}): 'host:notaport' is not HOST:PORT: the port must "
+        "be a number from 1 to 65535",
+        "KCONSOLE_BOOTSTRAP: 'b' is not HOST:PORT",
+        "KCONSOLE_ZOOKEEPER: 'zk' is not HOST:PORT",
+        "KCONSOLE_BACKEND: must be one of auto, local, docker, none, not 'k9s'",
+        "KCONSOLE_READ_ONLY: must be 1, true or yes (or 0, false, no, empty), not 'on'",
+        "--zookeeper: 'zk:0' is not HOST:PORT: the port must be a number from 1 to 65535",
+        "--refresh: must be between 0.1 and 3600 seconds, not 0.0",
+        "--group-refresh: must be between 0.1 and 3600 seconds, not 1000000000.0",
+        "-X: expects key=value, got 'broken'",
+    ]
+    lines = str(err.value).splitlines()
+    assert lines[0] == "13 problems in the configuration; nothing was started:"
+    assert lines[1:] == [f"  {p}" for p in err.value.problems]
+
+
+def test_an_unknown_cluster_name_says_who_asked(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[clusters.prod]\nbootstrap = "p:1"\n')
+    with pytest.raises(ConfigError) as err:
+        load_settings(config_path=cfg, env={"KCONSOLE_CLUSTER": "nope"})
+    assert err.value.problems == (
+        f"KCONSOLE_CLUSTER: no cluster named 'nope' in {cfg}; known: prod",
     )
 
 
-def test_missing_config_file(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="does not exist"):
-        load_settings(config_path=tmp_path / "nope.toml", env={})
+def test_the_read_only_variable_is_read_or_refused() -> None:
+    for on in ("1", "true", "YES", " yes "):
+        assert load_settings(env={"KCONSOLE_READ_ONLY": on}).read_only
+    for off in ("", "0", "false", "No"):
+        assert not load_settings(env={"KCONSOLE_READ_ONLY": off}).read_only
+
+
+def test_a_missing_config_file_says_who_named_it(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.toml"
+    with pytest.raises(ConfigError) as err:
+        load_settings(config_path=missing, env={})
+    assert err.value.problems == (f"{missing} (from --config): the config file does not exist",)
+    with pytest.raises(ConfigError) as err:
+        load_settings(env={"KCONSOLE_CONFIG": str(missing)})
+    assert err.value.problems == (
+        f"{missing} (from KCONSOLE_CONFIG): the config file does not exist",
+    )
 
 
 def test_bad_client_property() -> None:
-    with pytest.raises(ConfigError, match="-X expects key=value"):
-        load_settings(env={}, client_props=("security.protocol",))
+    with pytest.raises(ConfigError) as err:
+        load_settings(env={}, client_props=("security.protocol", "=x", "acks=all"))
+    assert err.value.problems == (
+        "-X: expects key=value, got 'security.protocol'",
+        "-X: expects key=value, got '=x'",
+    )
+
+
+def test_settings_made_directly_say_every_problem() -> None:
+    with pytest.raises(ConfigError) as err:
+        Settings(bootstrap="a", backend="x", refresh_s=0)
+    assert err.value.problems == (
+        "bootstrap: 'a' is not HOST:PORT",
+        "backend: must be one of auto, local, docker, none, not 'x'",
+        "refresh: must be between 0.1 and 3600 seconds, not 0",
+    )
 
 
 def test_settings_validate_zookeeper_chroot() -> None:
     assert Settings(zookeeper="a:1,b:2/kafka").zookeeper == "a:1,b:2/kafka"
     with pytest.raises(ConfigError):
         Settings(zookeeper="a")
+
+
+class TestCommandLine:
+    """`kconsole` (the console) and its subcommands say every problem, exit 2, start nothing."""
+
+    @pytest.mark.parametrize("args", [[], ["describe"], ["cluster", "status"]])
+    def test_every_problem_exit_2_nothing_started(self, tmp_path: Path, args: list[str]) -> None:
+        cfg = tmp_path / "c.toml"
+        cfg.write_text('bootstrap = 12\nbackend = "k8s"\n')
+        state = tmp_path / "state"
+        env = {"KCONSOLE_STATE_DIR": str(state), "KCONSOLE_CONFIG": str(cfg)}
+        res = CliRunner().invoke(main, ["--refresh", "0", "-X", "foo.bar=1", *args], env=env)
+        assert res.exit_code == 2, res.output
+        assert res.output.splitlines() == [
+            "error: 4 problems in the configuration; nothing was started:",
+            f'  bootstrap (from {cfg}): must be a string like "host:9092,host2:9092", '
+            "not the integer 12",
+            f"  backend (from {cfg}): must be one of auto, local, docker, none, not 'k8s'",
+            "  --refresh: must be between 0.1 and 3600 seconds, not 0.0",
+            '  foo.bar (from -X): No such configuration property: "foo.bar"',
+        ]
+        assert not state.exists()  # no console log, no audit line, no cluster dir

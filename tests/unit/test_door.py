@@ -429,7 +429,10 @@ class TestReadOnlyConfig:
         with pytest.raises(ConfigError, match=r"no cluster named 'nope'.*known: prod"):
             load_settings(config_path=cfg, cluster="nope", env={})
         bad = self.write(tmp_path, '[clusters.prod]\nread_only = "yes"\n')
-        with pytest.raises(ConfigError, match=r"clusters\.prod\.read_only has the wrong type"):
+        with pytest.raises(
+            ConfigError,
+            match=r"clusters\.prod\.read_only \(from .*\): must be true or false, not the string",
+        ):
             load_settings(config_path=bad, env={})
 
     def test_reasons(self) -> None:
