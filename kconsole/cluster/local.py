@@ -16,6 +16,7 @@ place to import the local cluster from.
 
 from __future__ import annotations
 
+import logging
 import shutil
 import signal
 import time
@@ -49,7 +50,7 @@ from kconsole.cluster.local_spec import (
     zookeeper_properties,
 )
 from kconsole.cluster.local_status import ClusterStatus, ProcessStatus, read_status
-from kconsole.cluster.procs import ManagedProcess, ProcState
+from kconsole.cluster.procs import ManagedProcess, PidRecord, ProcState, wait_reaped
 from kconsole.cluster.settings import TEST_TOPIC, TEST_TOPIC_PARTITIONS, TEST_TOPIC_RF
 
 __all__ = [
@@ -77,11 +78,18 @@ __all__ = [
 
 Progress = Callable[[str], None]
 
+log = logging.getLogger(__name__)
+
 # Beyond the computed bound, how long a previous session's registration may take to go away
 # (a busy ZooKeeper) before start says something else holds the broker id.
 EXPIRY_MARGIN_S = 10.0
 # How often progress repeats "still waiting" while a previous session expires.
 PROGRESS_EVERY_S = 2.0
+# How long a stop waits for the parent of a process that exited to reap it (so that no
+# `[java] <defunct>` is left when the command returns): a process kconsole started in this
+# process is reaped at once; one whose `cluster up` has returned belongs to init, which may reap
+# orphans only every second or so; past this, the stop returns anyway (the process is gone).
+REAP_WAIT_S = 5.0
 
 
 @dataclass
@@ -199,10 +207,13 @@ class LocalCluster(LocalClusterDir):
             if create_topic:
                 result.topic_created = self._ensure_test_topic(deadline, say)
         except BaseException:
+            records = []
             for name in reversed(started):
                 proc = self.process(name)
+                records.append(proc.record())
                 if not proc.terminate(timeout=5.0):
                     proc.kill()
+            self._wait_reaped(records)
             raise
         result.started = started
         result.elapsed_s = time.monotonic() - t0
@@ -410,6 +421,7 @@ class LocalCluster(LocalClusterDir):
         `timeout` is killed.
         """
         stopped: list[str] = []
+        records: list[PidRecord | None] = []
         order = [
             b
             for b in self.known_broker_ids()
@@ -420,17 +432,26 @@ class LocalCluster(LocalClusterDir):
             order = [b for b in order if b != ctl] + [ctl]
         for bid in order:
             proc = self.process(f"broker-{bid}")
+            records.append(proc.record())
             if not proc.terminate(timeout):
                 proc.kill()
             stopped.append(proc.name)
         zk = self.zookeeper
         if zk.state() is not ProcState.STOPPED:
+            records.append(zk.record())
             if not zk.terminate(timeout=10.0):
                 zk.kill()
             stopped.append("zookeeper")
+        self._wait_reaped(records)  # all at once: the brokers' went while the next ones stopped
         if purge and self.state_dir.exists():
             shutil.rmtree(self.state_dir)
         return stopped
+
+    @staticmethod
+    def _wait_reaped(records: list[PidRecord | None]) -> None:
+        """Return once the stopped processes in `records` are reaped, or after REAP_WAIT_S."""
+        for rec in wait_reaped(records, REAP_WAIT_S):
+            log.warning("pid %d exited but its parent has not reaped it yet", rec.pid)
 
     def _controller_or_none(self) -> int | None:
         if self.zookeeper.state() is not ProcState.RUNNING:
@@ -448,13 +469,16 @@ class LocalCluster(LocalClusterDir):
         proc = self.zookeeper
         if proc.state() is ProcState.STOPPED:
             raise ClusterError("cannot stop ZooKeeper: it is not running")
+        rec = proc.record()
         t0 = time.monotonic()
         if not proc.terminate(timeout):
             raise ClusterError(
                 f"ZooKeeper did not exit within {timeout:.0f} s of SIGTERM",
                 log_lines=self.log_tail("zookeeper", 15),
             )
-        return time.monotonic() - t0
+        took = time.monotonic() - t0
+        self._wait_reaped([rec])
+        return took
 
     def start_zookeeper(self, *, timeout: float = 60.0) -> float:
         """Start a stopped ZooKeeper with its existing zoo.cfg and data dir and wait until it
@@ -475,6 +499,7 @@ class LocalCluster(LocalClusterDir):
     def stop_broker(self, broker_id: int, timeout: float = 60.0) -> float:
         """SIGTERM: controlled shutdown. Returns seconds until the process exited."""
         proc = self._running(broker_id, "stop")
+        rec = proc.record()
         t0 = time.monotonic()
         if not proc.terminate(timeout):
             raise ClusterError(
@@ -482,14 +507,19 @@ class LocalCluster(LocalClusterDir):
                 f"use `kconsole cluster kill {broker_id}`",
                 log_lines=self.log_tail(f"broker-{broker_id}", 15),
             )
-        return time.monotonic() - t0
+        took = time.monotonic() - t0
+        self._wait_reaped([rec])
+        return took
 
     def kill_broker(self, broker_id: int) -> float:
         """SIGKILL: no controlled shutdown; noticed when its ZooKeeper session expires."""
         proc = self._running(broker_id, "kill")
+        rec = proc.record()
         t0 = time.monotonic()
         proc.kill()
-        return time.monotonic() - t0
+        took = time.monotonic() - t0
+        self._wait_reaped([rec])
+        return took
 
     def pause_broker(self, broker_id: int) -> None:
         """SIGSTOP: the JVM freezes with its sockets open."""

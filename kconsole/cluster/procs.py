@@ -7,7 +7,9 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -100,6 +102,10 @@ class ManagedProcess:
                 start_new_session=True,
             )
         self._popen = popen
+        # Reap it the moment it exits, whoever stops it (this object, another one, another
+        # kconsole process): a child nobody waits for stays `[java] <defunct>` until its
+        # parent next asks, which for a console started hours ago may be never.
+        threading.Thread(target=popen.wait, name=f"reap-{self.name}", daemon=True).start()
         rec = PidRecord(popen.pid, psutil.Process(popen.pid).create_time())
         tmp = self.pid_file.with_suffix(".tmp")
         tmp.write_text(rec.to_json())
@@ -166,12 +172,48 @@ class ManagedProcess:
             self.pid_file.unlink(missing_ok=True)
 
     def exit_code(self) -> int | None:
-        """Exit status if we are its parent and it has exited."""
-        return self._popen.poll() if self._popen is not None else None
+        """Exit status if we are its parent and it has exited (None until it is reaped)."""
+        if self._popen is None:
+            return None
+        code = self._popen.poll()
+        if code is None and not psutil.pid_exists(self._popen.pid):
+            # Reaped this instant by the thread waiting on it, which is storing the status.
+            with suppress(subprocess.TimeoutExpired):
+                code = self._popen.wait(timeout=1.0)
+        return code
 
     def log_tail(self, lines: int = 30) -> list[str]:
         """The last lines of the process log (empty if none)."""
         return tail_lines(self.log_file, lines)
+
+
+def is_zombie(rec: PidRecord) -> bool:
+    """Whether the process `rec` names has exited but its parent has not reaped it yet."""
+    try:
+        proc = psutil.Process(rec.pid)
+        return (
+            abs(proc.create_time() - rec.create_time) <= 0.5
+            and proc.status() == psutil.STATUS_ZOMBIE
+        )
+    except psutil.Error:
+        return False
+
+
+def wait_reaped(records: list[PidRecord | None], timeout: float) -> list[PidRecord]:
+    """Wait until none of the exited processes in `records` is a zombie any more; those still
+    unreaped after `timeout` seconds.
+
+    A JVM started by a `kconsole cluster up` that has since returned is the child of init (or
+    of a subreaper), and only its parent can reap it: stopped from here, it stays
+    `[java] <defunct>` until that parent gets to it (some inits reap orphans only every second
+    or so). Our own children are reaped at once (see ManagedProcess.spawn)."""
+    deadline = time.monotonic() + timeout
+    left = [rec for rec in records if rec is not None]
+    while True:
+        left = [rec for rec in left if is_zombie(rec)]
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(0.02)
 
 
 def tail_lines(path: Path, lines: int) -> list[str]:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import time
 import uuid
 from pathlib import Path
 
+import psutil
 import pytest
 from click.testing import CliRunner
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
@@ -47,6 +50,16 @@ def _produce(p: Producer, records: list[tuple[str, str]], timeout: float = 30) -
     remaining = p.flush(timeout)
     assert remaining == 0, f"{remaining} records still in flight after {timeout} s"
     return results
+
+
+def zombie_children() -> list[int]:
+    """Pids of this test process's children that have exited and not been reaped."""
+    out = []
+    for child in psutil.Process().children():
+        with contextlib.suppress(psutil.Error):
+            if child.status() == psutil.STATUS_ZOMBIE:
+                out.append(child.pid)
+    return out
 
 
 class TestHealthyCluster:
@@ -349,6 +362,22 @@ class TestCli:
         assert res.exit_code == 4
         assert "read-only" in res.output
         assert healthy.broker(2).state() is ProcState.RUNNING
+
+    def test_no_zombie_is_left_after_stop_or_kill(self, healthy: LocalCluster) -> None:
+        """Issue 26 item 22: a broker this process started (the fixture's LocalCluster, as the
+        console's) and stopped through another (the CLI's, the door's) stayed `[java] <defunct>`
+        until its starter next asked. Now it is reaped at once, and the command returns only
+        once it is."""
+        for verb, bid in (("stop", 2), ("kill", 3)):
+            pid = healthy.broker(bid).pid
+            assert pid is not None and psutil.Process(pid).ppid() == os.getpid()
+            res = CliRunner().invoke(
+                cli, ["cluster", "--state-dir", str(healthy.state_dir), verb, str(bid), "--yes"]
+            )
+            assert res.exit_code == 0, res.output
+            assert pid not in zombie_children(), f"broker {bid} ({verb}) left a zombie"
+            assert not psutil.pid_exists(pid) or psutil.Process(pid).ppid() != os.getpid()
+        wait_until(lambda: not zombie_children(), 10, "no zombie child of this test process")
 
     def test_stop_without_confirmation_is_refused(self, healthy: LocalCluster) -> None:
         res = CliRunner().invoke(

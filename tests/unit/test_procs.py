@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from kconsole.cluster import jars
 from kconsole.cluster.errors import PortInUse, ToolMissing
-from kconsole.cluster.local import check_port_free
-from kconsole.cluster.procs import ManagedProcess, ProcState, tail_lines
+from kconsole.cluster.local import REAP_WAIT_S, LocalCluster, LocalClusterSpec, check_port_free
+from kconsole.cluster.procs import ManagedProcess, ProcState, tail_lines, wait_reaped
+from tests.waiting import wait_until
 
 SLEEPER = [sys.executable, "-c", "import signal; signal.pause()"]  # waits to be signalled
 
@@ -100,3 +106,122 @@ def test_cached_jars_need_no_maven(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     (lib / ".complete").write_text("9.9.9")
     monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
     assert jars.ensure_kafka_jars("9.9.9") == lib
+
+
+# -- reaping (issue 26 item 22: no `[java] <defunct>` left after a stop) ------------------------
+
+
+def zombie_children() -> list[int]:
+    """Pids of this test process's children that have exited and not been reaped."""
+    out = []
+    for child in psutil.Process().children():
+        with contextlib.suppress(psutil.Error):
+            if child.status() == psutil.STATUS_ZOMBIE:
+                out.append(child.pid)
+    return out
+
+
+def test_our_child_is_reaped_when_another_object_stops_it(tmp_path: Path) -> None:
+    """A broker started by one LocalCluster (the console's, a test fixture's) and stopped
+    through another (the door's, the CLI's) was a zombie until its starter next asked."""
+    starter = ManagedProcess("sleeper", tmp_path / "x.pid", tmp_path / "x.log")
+    pid = starter.spawn(SLEEPER, cwd=tmp_path, env=dict(os.environ))
+    try:
+        other = ManagedProcess("sleeper", tmp_path / "x.pid", tmp_path / "x.log")
+        assert other.terminate(timeout=10)
+        wait_until(lambda: pid not in zombie_children(), 5, f"pid {pid} to be reaped")
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).ppid() != os.getpid()
+        assert starter.exit_code() == -signal.SIGTERM  # reaping kept its exit status
+    finally:
+        starter.kill()
+
+
+# Starts one sleeper per pid file given, records each as ManagedProcess.spawn would, and reaps
+# them only every 2 s, as some inits reap orphans (the parent of a JVM whose `cluster up` is gone).
+LAZY_PARENT = """
+import json, signal, subprocess, sys, time
+from pathlib import Path
+import psutil
+children = []
+for pid_file in map(Path, sys.argv[1:]):
+    p = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"])
+    pid_file.parent.mkdir(parents=True, exist_ok=True)
+    created = psutil.Process(p.pid).create_time()
+    pid_file.write_text(json.dumps({"pid": p.pid, "create_time": created}))
+    children.append(p)
+print("ready", flush=True)
+while any(c.poll() is None for c in children):
+    time.sleep(2.0)
+"""
+
+
+def test_a_stop_returns_once_another_parent_has_reaped(tmp_path: Path) -> None:
+    """`kconsole cluster down` after a `cluster up` that has returned: the JVMs belong to init,
+    which reaps when it gets to it. Down, stop and kill return only once it has, so no
+    `[java] <defunct>` is left behind them."""
+    cluster = LocalCluster(tmp_path / "c", LocalClusterSpec(brokers=3))
+    pid_files = [cluster.process(f"broker-{b}").pid_file for b in (1, 2, 3)]
+    parent = subprocess.Popen(
+        [sys.executable, "-c", LAZY_PARENT, *map(str, pid_files)], stdout=subprocess.PIPE
+    )
+    try:
+        assert parent.stdout is not None and parent.stdout.readline() == b"ready\n"
+        records = [cluster.process(f"broker-{b}").record() for b in (1, 2, 3)]
+        assert all(rec is not None for rec in records)
+        pids = [rec.pid for rec in records if rec is not None]
+        assert all(psutil.Process(pid).ppid() == parent.pid for pid in pids)  # not ours
+
+        cluster.kill_broker(1)
+        assert not is_zombie_pid(pids[0])
+        t0 = time.monotonic()
+        assert cluster.down() == ["broker-2", "broker-3"]
+        took = time.monotonic() - t0
+        assert not any(is_zombie_pid(pid) for pid in pids)
+        assert took < REAP_WAIT_S  # waited for the reaping, not for the time-out
+        assert cluster.process("broker-2").state() is ProcState.STOPPED
+        assert parent.wait(10) == 0
+    finally:
+        for b in (1, 2, 3):
+            cluster.process(f"broker-{b}").kill()
+        parent.kill()
+        parent.wait(10)
+
+
+def is_zombie_pid(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+# Starts one sleeper, records it in the pid file given, and never reaps it.
+NEVER_REAPS = """
+import json, subprocess, sys, time
+from pathlib import Path
+import psutil
+p = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"])
+created = psutil.Process(p.pid).create_time()
+Path(sys.argv[1]).write_text(json.dumps({"pid": p.pid, "create_time": created}))
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_parent_that_never_reaps_does_not_hold_a_stop_for_ever(tmp_path: Path) -> None:
+    """wait_reaped returns the unreaped after its time-out (the process is gone all the same)."""
+    proc = ManagedProcess("sleeper", tmp_path / "x.pid", tmp_path / "x.log")
+    parent = subprocess.Popen(
+        [sys.executable, "-c", NEVER_REAPS, str(proc.pid_file)], stdout=subprocess.PIPE
+    )
+    try:
+        assert parent.stdout is not None and parent.stdout.readline() == b"ready\n"
+        rec = proc.record()
+        assert rec is not None and wait_reaped([rec, None], 0.2) == []  # alive: none to wait for
+        assert proc.kill()
+        t0 = time.monotonic()
+        assert wait_reaped([rec], 0.5) == [rec] and is_zombie_pid(rec.pid)
+        assert 0.5 <= time.monotonic() - t0 < 5
+    finally:
+        proc.kill()
+        parent.kill()  # its zombie child goes to init, which reaps it
+        parent.wait(10)
