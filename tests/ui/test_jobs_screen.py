@@ -215,7 +215,9 @@ async def test_an_ended_runs_log_is_read_from_its_file(manager: JobManager, tmp_
     write_fake(
         manager.jobs_directory or tmp_path,
         "last_words",
-        extra="import atexit; atexit.register(print, 'the last words', file=sys.stderr)",
+        # at the job's exit (not the console's: it loads the script to read its options)
+        extra="__name__ == '__main__' and __import__('atexit').register("
+        "print, 'the last words', file=sys.stderr)",
     )
     app = jobs_app(manager)
     async with app.run_test(size=SIZE) as pilot:

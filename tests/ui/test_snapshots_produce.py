@@ -27,6 +27,7 @@ from tests.ui.produce_fakes import (
     open_tail,
     produce_app,
     send_and_wait,
+    steady_cursors,
     tail_app,
     tail_records,
     wait_for,
@@ -176,6 +177,7 @@ class TestJobs:
             pilot.app.screen.query_one("#job-specs").focus()
             await pilot.press("enter")
             await wait_for(pilot, lambda: type(pilot.app.screen).__name__ == "StartJobDialog")
+            steady_cursors(pilot.app.screen)
             await pilot.pause()
 
         assert snap_compare(app, terminal_size=WIDE, run_before=run_before)
@@ -193,6 +195,7 @@ class TestJobs:
             pilot.app.screen.query_one("#job-specs").focus()
             await pilot.press("enter")
             await wait_for(pilot, lambda: type(pilot.app.screen).__name__ == "StartJobDialog")
+            steady_cursors(pilot.app.screen)
             pilot.app.screen.query_one("#opt-trigger", Input).value = ""
             await pilot.press("ctrl+s")
             await pilot.pause()
