@@ -32,7 +32,7 @@ from kconsole.config import Settings
 from kconsole.jobs.client import java_kafka_options, redacted, redacted_argv
 from kconsole.jobs.output import read_output_dir
 from kconsole.jobs.runs import JobRun, RunRecord, recorded_outcome
-from kconsole.jobs.specs import INTERNAL_OPTIONS, JobError, JobSpec, get_job
+from kconsole.jobs.specs import INTERNAL_OPTIONS, MASTER, JobError, JobSpec, get_job
 
 HISTORY = 120  # progress entries kept per run: two minutes at a 1 s trigger
 _REAP_GRACE_S = 5.0  # a process gone from view is reaped once its last threads have exited
@@ -163,7 +163,10 @@ class JobManager:
         parser = spec.make_parser()
 
         def error(message: str) -> None:
-            raise JobError(f"bad option for {spec.name}: {message}")
+            named = re.match(r"argument --([\w-]+)", message)
+            opt = spec.option(named.group(1)) if named else None
+            form = f" ({opt.name}: {opt.form})" if opt is not None and opt.kind != "flag" else ""
+            raise JobError(f"bad option for {spec.name}: {message}{form}")
 
         parser.error = error  # type: ignore[method-assign,assignment]
         ns = parser.parse_args(flags)
@@ -177,9 +180,7 @@ class JobManager:
                     f"JSON, not {offsets!r}"
                 ) from exc
         master = getattr(ns, "master", None)
-        if master and not re.match(
-            r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://.+|yarn|k8s://.+)$", master
-        ):
+        if master and not MASTER.match(master):
             raise JobError(f"bad option for {spec.name}: master {master!r} is not a Spark master")
         return ns
 

@@ -116,10 +116,59 @@ _LOG_PATTERNS: list[tuple[re.Pattern[str], str]] = [
 ]
 
 
+# What the JVM prints when it refuses its own options (Spark's driver JVM is started by
+# spark-submit with spark.driver.memory as -Xmx and spark.driver.extraJavaOptions as they are).
+_JVM_HEAP = re.compile(r"Invalid maximum heap size: -Xmx(\S*)")
+_JVM_REFUSED = re.compile(
+    r"^(Invalid \w+ (heap|stack) size: \S+|Unrecognized VM option '.*'|Unrecognized option: "
+    r"\S+|Too small (maximum|initial) heap|Improperly specified VM option '.*')"
+)
+_GATEWAY = re.compile(r"JAVA_GATEWAY_EXITED|Java gateway process exited|Java could not start")
+
+
+def jvm_start_error(lines: Iterable[str]) -> str | None:
+    """Why Spark's JVM refused to start, from the lines it printed before exiting ('Invalid
+    maximum heap size: -Xmx1zz'), said as the Spark setting that caused it; None if it did not
+    print one. The job itself sees only that Java exited."""
+    for ln in lines:
+        s = ln.strip()
+        heap = _JVM_HEAP.search(s)
+        if heap:
+            return (
+                f"Spark could not start: spark.driver.memory={heap.group(1)} is not a valid size "
+                f"(a number with k, m or g, e.g. 1g; the JVM said: {s[:200]})"
+            )
+        if _JVM_REFUSED.match(s):
+            if s.startswith("Too small"):
+                return (
+                    f"Spark could not start: spark.driver.memory is too small (the JVM said: {s})"
+                )
+            return (
+                "Spark could not start: the JVM refused an option from spark.driver.memory or "
+                f"spark.driver.extraJavaOptions (the JVM said: {s[:200]})"
+            )
+    return None
+
+
+def explain_failure(reported: str | None, log_lines: Iterable[str]) -> str | None:
+    """Why a run failed: the job's own reason, unless it only says Java exited and the log
+    names the JVM's real cause; without a reason, what the log says."""
+    lines = list(log_lines)
+    if not reported or _GATEWAY.search(reported):
+        exact = jvm_start_error(lines)
+        if exact is not None:
+            return exact
+    return reported or extract_error(lines)
+
+
 def extract_error(lines: Iterable[str]) -> str | None:
-    """The reason a job failed, from its log: a known cause first, then the job's own
-    'failed' line, then the last Python error, then the first Java exception or ERROR line."""
+    """The reason a job failed, from its log: the JVM's refusal of its options, a known cause,
+    then the job's own 'failed' line, then the last Python error, then the first Java exception
+    or ERROR line."""
     lines = [ln.rstrip() for ln in lines if ln.strip()]
+    jvm = jvm_start_error(lines)
+    if jvm is not None:
+        return jvm
     for pattern, what in _LOG_PATTERNS:
         hit = next((ln for ln in lines if pattern.search(ln)), None)
         if hit is not None:

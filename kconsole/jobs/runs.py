@@ -18,7 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from kconsole.cluster.procs import ManagedProcess, tail_lines
-from kconsole.jobs.progress import JobProgress, extract_error, parse_line, parse_progress_line
+from kconsole.jobs.progress import (
+    JobProgress,
+    explain_failure,
+    extract_error,
+    parse_line,
+    parse_progress_line,
+)
 
 RECENT = 50  # output / finding lines kept per run
 FIRST_READ_MAX = 16 * 2**20  # a longer progress file is read from its last 4 MiB only
@@ -292,7 +298,7 @@ class RunRecord:
         error = None
         if last_state == "failed":
             state = JobState.FAILED
-            error = str(last.get("reason") or "") or extract_error(tail_lines(self.log_path, 300))
+            error = explain_failure(str(last.get("reason") or ""), tail_lines(self.log_path, 300))
         elif last_state == "finished":
             state = JobState.FINISHED
         elif last_state == "stopped" or meta.get("stop_requested_at"):

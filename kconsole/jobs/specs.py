@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterable
@@ -32,6 +34,7 @@ class JobOption:
     help: str
     kind: str = "str"  # str | int | float | choice | flag | list (repeatable KEY=VALUE)
     choices: tuple[str, ...] = ()
+    form: str = "text"  # what a value looks like, in words ("a number of seconds, 0 or more")
 
 
 @dataclass(frozen=True)
@@ -144,4 +147,63 @@ def _options(parser: argparse.ArgumentParser) -> Iterable[JobOption]:
         else:
             kind = "str"
         default = [] if kind == "list" else a.default
-        yield JobOption(name, default, a.help or "", kind, tuple(str(c) for c in a.choices or ()))
+        choices = tuple(str(c) for c in a.choices or ())
+        yield JobOption(name, default, a.help or "", kind, choices, _form(name, a, kind, choices))
+
+
+MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://.+|yarn|k8s://.+)$")
+
+
+def _form(name: str, a: argparse.Action, kind: str, choices: tuple[str, ...]) -> str:
+    """What a value of the option looks like, in words a person can type from."""
+    seconds = " of seconds" if "second" in (a.help or "").lower() else ""
+    if name == "starting-offsets":
+        return "earliest, latest, or Spark's JSON offsets"
+    if name == "master":
+        return "local, local[N], local[*], spark://HOST:PORT, yarn or k8s://HOST"
+    if kind == "choice":
+        return "one of " + ", ".join(choices)
+    if kind == "list":
+        return "KEY=VALUE"
+    if kind == "flag":
+        return "on or off"
+    if kind == "int":
+        return "a whole number" + (", or empty for none" if a.default is None else "")
+    if kind == "float":
+        zero = ", 0 or more" if getattr(a.type, "__name__", "") == "positive_or_zero" else ""
+        return f"a number{seconds}{zero}"
+    return "text"
+
+
+def value_problem(spec: JobSpec, name: str, value: Any) -> str | None:
+    """What is wrong with `value` for option `name`, said with the option's name and the form
+    it takes ("trigger: a number of seconds, 0 or more (it is empty)"); None if the job's own
+    parser takes it. The start dialog asks this of each field before it closes."""
+    opt = spec.option(name)
+    action = next((a for a in spec.make_parser()._actions if f"--{name}" in a.option_strings), None)
+    if opt is None or action is None or opt.kind == "flag" or value is None:
+        return None
+    if not isinstance(value, list | tuple) and not str(value).strip() and action.default is None:
+        return None  # empty: not given (the dialog leaves such an option out)
+    items = list(value) if isinstance(value, list | tuple) else [value]
+    for item in items:
+        text = str(item)
+        try:
+            parsed = action.type(text) if callable(action.type) else text
+        except (argparse.ArgumentTypeError, ValueError, TypeError, OverflowError):
+            parsed = _BAD
+        ok = parsed is not _BAD and (not action.choices or parsed in action.choices)
+        if ok and name == "starting-offsets" and text not in ("earliest", "latest"):
+            try:
+                json.loads(text)
+            except (ValueError, RecursionError):
+                ok = False
+        if ok and name == "master" and text and not MASTER.match(text):
+            ok = False
+        if not ok:
+            said = "it is empty" if not text.strip() else f"not {text[:60]!r}"
+            return f"{name}: {opt.form} ({said})"
+    return None
+
+
+_BAD = object()

@@ -4,7 +4,6 @@ tails) once a second."""
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from typing import TYPE_CHECKING
 
@@ -17,10 +16,11 @@ from kconsole.config import Settings
 from kconsole.errors import ClusterError
 from kconsole.jobs.runs import JobRun
 from kconsole.jobs.specs import JobError, JobSpec, available_jobs
-from kconsole.ui.messages import JobActionDone, JobsUpdated
+from kconsole.ui.messages import JobActionDone, JobsUpdated, LogNote
 
 JOB_ACTIONS_GROUP = "job-actions"
 JOB_LOG_LINES = 14
+JOB_LOG_READS = 20  # ended runs' logs read per poll (each once): a long history comes in steps
 
 
 class JobActions(App[None]):
@@ -84,14 +84,39 @@ class JobActions(App[None]):
             except Exception as exc:
                 self.post_message(JobsUpdated((), {}, f"cannot read the jobs: {exc}"))
                 return
-            logs = {}
-            for run in runs[-10:] if self.show_job_logs else ():
-                if run.active or run.error:
-                    with contextlib.suppress(Exception):
-                        logs[run.run_id] = tuple(jobs.log_tail(run.run_id, JOB_LOG_LINES))
+            logs = self._read_job_logs(jobs, runs) if self.show_job_logs else {}
             self.post_message(JobsUpdated(runs, logs))
         finally:
             self._jobs_polling.release()
+
+    def _read_job_logs(
+        self, jobs: JobsView, runs: tuple[JobRun, ...]
+    ) -> dict[str, tuple[str, ...]]:
+        """The log tail of every run the jobs screen lists: an active run's each time, an
+        ended run's once after it ended (its file does not change any more; a tail read while
+        it ran would miss its last lines), at most JOB_LOG_READS of those per poll."""
+        # job_runs before job_logs: on_jobs_updated sets them in the other order, so a run seen
+        # ended here had its tail read after it ended, and that tail is in the logs read next.
+        ended_before = {r.run_id for r in self.job_runs if not r.active}
+        known = self.job_logs
+        logs: dict[str, tuple[str, ...]] = {}
+        reads = 0
+        for run in reversed(runs):  # newest first
+            if not run.active and run.run_id in ended_before and run.run_id in known:
+                logs[run.run_id] = known[run.run_id]
+                continue
+            if not run.active:
+                if reads >= JOB_LOG_READS:
+                    continue
+                reads += 1
+            try:
+                lines = tuple(jobs.log_tail(run.run_id, JOB_LOG_LINES))
+                if not lines and not run.log_path.exists():
+                    lines = (LogNote(f"{run.log_path.name} is gone: {run.log_path}"),)
+            except Exception as exc:  # one unreadable log must not hide the others
+                lines = (LogNote(f"cannot read {run.log_path}: {exc}"),)
+            logs[run.run_id] = lines
+        return logs
 
     def on_jobs_updated(self, message: JobsUpdated) -> None:
         if message.error:

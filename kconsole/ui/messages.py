@@ -49,6 +49,10 @@ class BrokerActionDone(Message):
         self.text = text
 
 
+class LogNote(str):
+    """A line in a run's log tail that the console wrote, not the job ("job.log is gone")."""
+
+
 class JobsUpdated(Message):
     """Every job run as last observed, with the newest log lines of the interesting ones."""
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Input
 
 from kconsole.cluster.local import LocalCluster
 from kconsole.commands import Commands
@@ -72,6 +72,11 @@ async def test_start_watch_and_stop_keyed_counts_from_the_jobs_screen(
                 return app.job_runs[-1]
 
             assert run().topic == topic and not run().detached
+            # The run just started is the one selected and shown (issue 26 #16).
+            runs = screen.query_one("#job-runs", DataTable)
+            await until(lambda: run().run_id in str(screen.query_one("#job-detail").border_title),
+                        10, "the new run shown")  # fmt: skip
+            assert runs.coordinate_to_cell_key(runs.cursor_coordinate).row_key.value == run().run_id
             await until(lambda: run().state is JobState.RUNNING or not run().active, 180,
                         "the job running")  # fmt: skip
             assert run().active, describe(run(), manager)
@@ -81,7 +86,6 @@ async def test_start_watch_and_stop_keyed_counts_from_the_jobs_screen(
             await until(
                 lambda: sum(p.input_rows for p in run().history) >= 300, 120, "300 rows processed"
             )
-            runs = screen.query_one("#job-runs", DataTable)
             row = [str(c) for c in runs.get_row(run().run_id)]
             assert row[1] == "running" and row[2] != "-"
             assert f"topic {topic}" in text_of(app, "#job-summary")
@@ -97,5 +101,47 @@ async def test_start_watch_and_stop_keyed_counts_from_the_jobs_screen(
             runs.focus()
             await pilot.press("s")
             await until(lambda: run().state is JobState.STOPPED, 60, "the run stopped")
+            # Its log, read from job.log after it ended, ends with the job's own last words.
+            await until(lambda: "kconsole-job: stopped" in text_of(app, "#job-log"), 15,
+                        "the stopped run's log")  # fmt: skip
             assert pid is not None
             assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
+
+
+async def test_a_driver_memory_the_jvm_refuses_is_the_reason_shown(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """Issue 26 #18: conf spark.driver.memory=1zz from the start dialog failed as "Java could not
+    start (is Java installed? ...)"; the screen now shows the JVM's reason as the setting."""
+    topic = new_topic(cluster, "console-mem", partitions=1)
+    settings = settings_for(cluster)
+    with job_manager(tmp_path / "state", settings) as manager:
+        app = make_app(
+            ClusterObserver(settings),
+            commands=Commands(None, settings=settings, jobs=manager),
+            settings=settings,
+        )
+        app.animation_level = "none"
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.press("J")
+            await until(lambda: isinstance(app.screen, JobsScreen), 5, "the jobs screen")
+            specs = app.screen.query_one("#job-specs", DataTable)
+            specs.focus()
+            specs.move_cursor(row=specs.get_row_index("keyed-counts"))
+            await pilot.press("enter")
+            await until(lambda: isinstance(app.screen, StartJobDialog), 5, "the start dialog")
+            dialog = app.screen
+            assert isinstance(dialog, StartJobDialog)
+            dialog.query_one("#opt-topic", Input).value = topic
+            dialog.query_one("#opt-master", Input).value = "local[1]"
+            dialog.query_one("#opt-conf", Input).value = "spark.driver.memory=1zz"
+            await pilot.press("ctrl+s")
+            await until(lambda: bool(app.job_runs), 30, "the run listed")
+            await until(lambda: not app.job_runs[-1].active, 120, "the run ended")
+            run = app.job_runs[-1]
+            assert run.state is JobState.FAILED, describe(run, manager)
+            assert (run.error or "").startswith(
+                "Spark could not start: spark.driver.memory=1zz is not a valid size"
+            ), run.error
+            await until(lambda: "spark.driver.memory=1zz" in text_of(app, "#job-notes"), 10,
+                        "the reason on the screen")  # fmt: skip

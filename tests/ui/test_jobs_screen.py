@@ -9,18 +9,26 @@ from pathlib import Path
 
 import psutil
 import pytest
-from textual.widgets import DataTable, Input
+from textual.widgets import DataTable, Input, Sparkline, Static
 
 from kconsole.commands import Commands
 from kconsole.config import Settings
 from kconsole.jobs import JobState
 from kconsole.jobs.manager import JobManager
 from kconsole.ui.app import KConsoleApp
-from kconsole.ui.screens.jobs import JobsScreen, StartJobDialog, group_lag, run_cells
+from kconsole.ui.screens.jobs import (
+    CHART_BATCHES,
+    JobsScreen,
+    StartJobDialog,
+    group_lag,
+    rate_scale,
+    run_cells,
+)
 from tests.ui.conftest import feed, load, new_app
-from tests.ui.jobs_fakes import recorded_jobs
+from tests.ui.jobs_fakes import T0, RecordedJobs, plant_run, recorded_jobs
 from tests.ui.produce_fakes import text_of, wait_for
 from tests.unit.test_jobs import write_fake
+from tests.waiting import wait_until
 
 SIZE = (140, 40)
 
@@ -93,13 +101,14 @@ async def test_start_and_stop_a_job_from_the_screen(manager: JobManager) -> None
 async def test_a_failing_job_shows_why(manager: JobManager, tmp_path: Path) -> None:
     app = jobs_app(manager)
     async with app.run_test(size=SIZE) as pilot:
-        await open_jobs(app, pilot)
+        screen = await open_jobs(app, pilot)
         app.request_job_start("fake", {"mode": "fail"}, False)
         await wait_for(
             pilot, lambda: bool(app.job_runs) and app.job_runs[-1].state is JobState.FAILED
         )
+        screen.query_one("#job-runs").focus()  # the jobs table had it: the detail showed the job
         await pilot.pause()
-        assert "why it failed: the topic is on fire" in text_of(app, "#job-log")
+        assert "why it failed: the topic is on fire" in text_of(app, "#job-notes")
         assert "failed" in text_of(app, "#job-summary")
 
 
@@ -155,7 +164,8 @@ async def test_recorded_runs_are_listed_newest_first(tmp_path: Path) -> None:
         assert states == ["running", "failed", "stopped"]
         runs.focus()
         await pilot.press("down")
-        await wait_for(pilot, lambda: "does not exist" in text_of(app, "#job-log"))
+        await wait_for(pilot, lambda: "does not exist" in text_of(app, "#job-notes"))
+        assert "does not exist" in text_of(app, "#job-log")
 
 
 async def test_quit_stops_attached_runs_first(manager: JobManager) -> None:
@@ -168,3 +178,170 @@ async def test_quit_stops_attached_runs_first(manager: JobManager) -> None:
         await pilot.press("q")
         await wait_for(pilot, lambda: not alive(pid), timeout=20)
     assert manager.runs()[-1].state is JobState.STOPPED
+
+
+def border_title(app: KConsoleApp, selector: str) -> str:
+    return str(app.screen.query_one(selector).border_title or "")
+
+
+async def test_a_run_the_user_starts_is_selected_and_shown(manager: JobManager) -> None:
+    """Issue 26 #16: the runs table kept its cursor on the run it was on (now one row down), so
+    the detail pane went on showing an old run after a start."""
+    old = manager.start("fake", {"batches": "3"})
+    wait_until(lambda: not manager.get(old.run_id).active, 20, "the first run to finish")
+    app = jobs_app(manager)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_jobs(app, pilot)
+        runs = screen.query_one("#job-runs", DataTable)
+        await wait_for(pilot, lambda: runs.row_count == 1)
+        runs.focus()
+        await wait_for(pilot, lambda: old.run_id in border_title(app, "#job-detail"))
+        screen.query_one("#job-specs", DataTable).focus()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, StartJobDialog))
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: runs.row_count == 2, timeout=20)
+        new = app.job_runs[-1]
+        assert new.run_id != old.run_id
+        cursor = runs.coordinate_to_cell_key(runs.cursor_coordinate).row_key.value
+        assert cursor == new.run_id and screen.focused is runs
+        assert new.run_id in border_title(app, "#job-detail")
+
+
+async def test_an_ended_runs_log_is_read_from_its_file(manager: JobManager, tmp_path: Path) -> None:
+    """Issue 26 #15: only active and failed runs had their log read, so a finished or stopped run
+    showed 'log (job.log, newest last):' and nothing. The tail is read once the run has ended,
+    so what it wrote last is there; a log file that is gone is said to be gone."""
+    write_fake(
+        manager.jobs_directory or tmp_path,
+        "last_words",
+        # at the job's exit (not the console's: it loads the script to read its options)
+        extra="__name__ == '__main__' and __import__('atexit').register("
+        "print, 'the last words', file=sys.stderr)",
+    )
+    app = jobs_app(manager)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_jobs(app, pilot)
+        app.request_job_start("last-words", {"batches": "40"}, False)
+        await wait_for(pilot, lambda: bool(app.job_runs), timeout=20)
+        run_id = app.job_runs[-1].run_id
+        screen.query_one("#job-runs").focus()
+        await wait_for(pilot, lambda: app.job_runs[-1].state is JobState.FINISHED, timeout=20)
+        await wait_for(pilot, lambda: "the last words" in text_of(app, "#job-log"))
+        log = text_of(app, "#job-log")
+        assert "some log line" in log and log.index("some log line") < log.index("the last words")
+        # Another run; the finished one, selected again, still shows its log.
+        app.request_job_start("fake", {"batches": "2"}, False)
+        runs = screen.query_one("#job-runs", DataTable)
+        await wait_for(pilot, lambda: runs.row_count == 2, timeout=20)
+        await wait_for(pilot, lambda: not app.job_runs[-1].active, timeout=20)
+        runs.move_cursor(row=runs.get_row_index(run_id))
+        await wait_for(pilot, lambda: run_id in border_title(app, "#job-detail"))
+        assert "the last words" in text_of(app, "#job-log")
+        # Its log removed: a console that has not read it says it is gone.
+        (manager.runs_dir / run_id / "job.log").unlink()
+        app.job_logs = {k: v for k, v in app.job_logs.items() if k != run_id}
+        await wait_for(pilot, lambda: "job.log is gone" in text_of(app, "#job-log"))
+
+
+async def test_a_bad_option_is_shown_beside_its_field_and_the_dialog_stays(
+    manager: JobManager,
+) -> None:
+    """Issue 26 #18: a bad option closed the dialog (everything typed lost), and the only word
+    of it was a notification ("invalid int value: ''"). Now the dialog stays with every field as
+    typed, names the field and its form beside it, and starts nothing until it is fixed; opened
+    again, it shows what was asked for last."""
+    app = jobs_app(manager)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_jobs(app, pilot)
+        screen.query_one("#job-specs", DataTable).focus()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, StartJobDialog))
+        dialog = app.screen
+        assert isinstance(dialog, StartJobDialog)
+        dialog.query_one("#opt-topic", Input).value = "orders"
+        dialog.query_one("#opt-batches", Input).value = ""
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert app.screen is dialog
+        assert text_of(app, "#err-batches") == "↑ batches: a whole number (it is empty)"
+        assert "fix batches" in text_of(app, "#start-job-error")
+        assert dialog.query_one("#opt-topic", Input).value == "orders"
+        assert dialog.focused is dialog.query_one("#opt-batches", Input)
+        assert manager.runs() == [] and not app.job_runs
+        dialog.query_one("#opt-batches", Input).value = "many"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert text_of(app, "#err-batches") == "↑ batches: a whole number (not 'many')"
+        dialog.query_one("#opt-batches", Input).value = "3"
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen))
+        await wait_for(pilot, lambda: bool(app.job_runs), timeout=20)
+        assert app.job_runs[-1].options == {"topic": "orders", "batches": "3"}
+        screen.query_one("#job-specs", DataTable).focus()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, StartJobDialog))
+        again = app.screen
+        assert again is not dialog and isinstance(again, StartJobDialog)
+        assert again.query_one("#opt-topic", Input).value == "orders"
+        assert again.query_one("#opt-batches", Input).value == "3"
+        assert not again.query_one("#err-batches", Static).display
+        await pilot.press("escape")
+
+
+def test_one_fast_first_batch_does_not_flatten_the_rate_chart() -> None:
+    """Issue 26 #17: the first batch (32,313 rows/s: startup and the backlog since the last
+    checkpoint) set the chart's top, and 400-500 rows/s drew as nothing."""
+    shown, top, clipped = rate_scale([32_313.0, 400.0, 500.0, 450.0, 480.0])
+    assert (top, clipped) == (500.0, 1)
+    assert shown == [500.0, 400.0, 500.0, 450.0, 480.0]
+    # A spike later on is an outlier against the window's median; a steady run is drawn as is.
+    assert rate_scale([400.0, 420.0, 9_000.0, 410.0, 430.0])[1:] == (430.0, 1)
+    assert rate_scale([180.0, 893.0, 1228.0, 2091.0]) == ([180.0, 893.0, 1228.0, 2091.0], 2091.0, 0)
+    assert rate_scale([]) == ([], 0.0, 0)
+    assert len(rate_scale([float(i) for i in range(200)])[0]) == CHART_BATCHES
+
+
+async def test_the_rate_chart_names_what_it_clipped(tmp_path: Path) -> None:
+    state_dir, run_id = tmp_path / "state", "keyed-counts-20270115-080000-0001"
+    plant_run(state_dir, run_id, "keyed_counts_backlog", job="keyed-counts",
+              started_at=T0 - 60, topic="test-topic", group_id=None)  # fmt: skip
+    progress = state_dir / "jobs" / "runs" / run_id / "progress.jsonl"
+    lines = progress.read_text().splitlines()
+    first = next(i for i, ln in enumerate(lines) if '"progress"' in ln)
+    lines[first] = lines[first].replace('"processedRowsPerSecond": 179.98918983844814',
+                                        '"processedRowsPerSecond": 32313.0')  # fmt: skip
+    assert "32313.0" in lines[first]
+    progress.write_text("".join(f"{ln}\n" for ln in lines))
+    app = new_app(commands=Commands(None), settings=Settings(), jobs=RecordedJobs(state_dir, set()))
+    async with app.run_test(size=SIZE) as pilot:
+        await open_jobs(app, pilot)
+        await wait_for(pilot, lambda: "now" in text_of(app, "#job-rate-range"))
+        said = text_of(app, "#job-rate-range")
+        assert "now 1,391" in said and "max 3,637 rows/s" in said, said
+        assert "(1 batch above it, up to 32,313)" in said, said
+        assert app.screen.query_one("#job-rate", Sparkline).data[0] == 3_637.13592233009740
+
+
+async def test_what_a_job_does_fits_the_pane_at_any_width(tmp_path: Path) -> None:
+    """Issue 26 #8: "what it does" was cut mid-word at 200 columns and hidden at 80. Where the
+    jobs pane has room it is elided with '…'; where it has none the column is left out, and the
+    detail pane shows the whole description while the jobs table has the focus."""
+    for width, column in ((200, True), (80, False)):
+        jobs = recorded_jobs(tmp_path / str(width))
+        app = new_app(commands=Commands(None), settings=Settings(), jobs=jobs)
+        async with app.run_test(size=(width, 40)) as pilot:
+            screen = await open_jobs(app, pilot)
+            specs = screen.query_one("#job-specs", DataTable)
+            await pilot.pause()
+            assert ("what" in specs.columns) is column
+            if column:
+                cell = str(specs.get_cell("keyed-counts", "what"))
+                assert cell.endswith("…") and len(cell) > 16
+                assert "how many records each key had in each".startswith(cell[:-1])
+                widths = sum(c.get_render_width(specs) for c in specs.columns.values())
+                assert widths <= specs.scrollable_content_region.width
+            specs.focus()
+            await wait_for(pilot, lambda: "Job" in border_title(pilot.app, "#job-detail"))  # type: ignore[arg-type]
+            assert "keyed-counts" in border_title(app, "#job-detail")
+            assert "each event-time window, from a Kafka topic." in text_of(app, "#job-summary")

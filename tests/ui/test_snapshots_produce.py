@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Input
 
 from kconsole.cluster import produce as pr
 from kconsole.commands import Commands
@@ -27,6 +27,7 @@ from tests.ui.produce_fakes import (
     open_tail,
     produce_app,
     send_and_wait,
+    steady_cursors,
     tail_app,
     tail_records,
     wait_for,
@@ -176,9 +177,47 @@ class TestJobs:
             pilot.app.screen.query_one("#job-specs").focus()
             await pilot.press("enter")
             await wait_for(pilot, lambda: type(pilot.app.screen).__name__ == "StartJobDialog")
+            steady_cursors(pilot.app.screen)
             await pilot.pause()
 
         assert snap_compare(app, terminal_size=WIDE, run_before=run_before)
+
+    def test_start_dialog_bad_option(self, snap_compare: SnapCompare, tmp_path: Path) -> None:
+        """An empty trigger: the dialog stays open, the field named with its form beside it."""
+        app = new_app(
+            commands=Commands(None),
+            settings=Settings(bootstrap="127.0.0.1:19092"),
+            jobs=recorded_jobs(tmp_path),
+        )
+
+        async def run_before(pilot: Pilot[Any]) -> None:
+            await jobs_screen()(pilot)
+            pilot.app.screen.query_one("#job-specs").focus()
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: type(pilot.app.screen).__name__ == "StartJobDialog")
+            steady_cursors(pilot.app.screen)
+            pilot.app.screen.query_one("#opt-trigger", Input).value = ""
+            await pilot.press("ctrl+s")
+            await pilot.pause()
+
+        assert snap_compare(app, terminal_size=WIDE, run_before=run_before)
+
+    def test_stopped_run_log(self, snap_compare: SnapCompare, tmp_path: Path) -> None:
+        """A stopped run: its log, read from its file once it ended."""
+        app = new_app(commands=Commands(None), settings=Settings(), jobs=recorded_jobs(tmp_path))
+        assert snap_compare(app, terminal_size=WIDE, run_before=jobs_screen("down", "down"))
+
+    def test_job_description_small(self, snap_compare: SnapCompare, tmp_path: Path) -> None:
+        """On 80x24 the jobs table has no room for what a job does: the detail pane says it
+        whole while the jobs table has the focus."""
+        app = new_app(commands=Commands(None), settings=Settings(), jobs=recorded_jobs(tmp_path))
+
+        async def run_before(pilot: Pilot[Any]) -> None:
+            await jobs_screen()(pilot)
+            pilot.app.screen.query_one("#job-specs").focus()
+            await pilot.pause()
+
+        assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
 
 
 def jobs_screen(*keys: str) -> RunBefore:

@@ -40,6 +40,8 @@ from kconsole.jobs import (
     parse_progress_line,
 )
 from kconsole.jobs.manager import JobManager
+from kconsole.jobs.progress import explain_failure
+from kconsole.jobs.specs import value_problem
 from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -131,6 +133,7 @@ class TestRecordedFailures:
             ("missing_topic", "'no-such-topic' does not exist"),
             ("no_connector", "the Kafka connector jars are missing"),
             ("java_missing", "Java could not start"),
+            ("bad_driver_memory", "Java could not start"),  # all the job itself can know
         ],
     )
     def test_failed_state_line_has_the_reason(self, name: str, words: str) -> None:
@@ -146,12 +149,49 @@ class TestRecordedFailures:
             ("missing_topic", "does not exist"),
             ("no_connector", "Kafka connector jars are missing"),
             ("java_missing", "Java is missing"),
+            ("bad_driver_memory", "Spark could not start: spark.driver.memory=1zz is not a valid"),
         ],
     )
     def test_reason_from_the_log_alone(self, name: str, words: str) -> None:
         """Without stdout (a job killed mid-way), the log still says what went wrong."""
         reason = extract_error(recorded(f"{name}.log"))
         assert reason is not None and words in reason, reason
+
+    def test_the_jvm_refusing_its_options_is_the_reason(self) -> None:
+        """Issue 26 #18: conf spark.driver.memory=1zz failed as "Java could not start (is Java
+        installed? …)" while the log said the JVM refused -Xmx1zz: the job sees only that Java
+        exited, so the reason is taken from the log, said as the setting to fix."""
+        states = [d for ln in recorded("bad_driver_memory.jsonl") if (d := parse_line(ln))]
+        reason = explain_failure(states[-1]["reason"], recorded("bad_driver_memory.log"))
+        assert reason == (
+            "Spark could not start: spark.driver.memory=1zz is not a valid size (a number with "
+            "k, m or g, e.g. 1g; the JVM said: Invalid maximum heap size: -Xmx1zz)"
+        )
+        # A reason that names its cause is kept; without the JVM's words the job's stands.
+        assert explain_failure("the topic is on fire", recorded("bad_driver_memory.log")) == (
+            "the topic is on fire"
+        )
+        java_missing = [d for ln in recorded("java_missing.jsonl") if (d := parse_line(ln))]
+        said = java_missing[-1]["reason"]
+        assert explain_failure(said, recorded("java_missing.log")) == said
+        refused = [
+            "Unrecognized VM option 'Bogus'",
+            "Error: Could not create the Java Virtual Machine.",
+        ]
+        assert "spark.driver.extraJavaOptions (the JVM said: Unrecognized VM option 'Bogus')" in (
+            explain_failure(None, refused) or ""
+        )
+
+    def test_a_run_that_failed_so_shows_the_setting(self, tmp_path: Path) -> None:
+        """The same through a JobManager reading the recorded run's files."""
+        from tests.ui.jobs_fakes import plant_run
+
+        plant_run(tmp_path, "keyed-counts-1", "bad_driver_memory", job="keyed-counts",
+                  started_at=time.time(), topic="t", group_id=None)  # fmt: skip
+        (run,) = JobManager(tmp_path, Settings()).runs()
+        assert run.state is JobState.FAILED
+        assert run.error is not None
+        assert run.error.startswith("Spark could not start: spark.driver.memory=1zz is not a")
 
     def test_python_traceback_and_java_exception(self) -> None:
         log = [
@@ -194,6 +234,42 @@ def test_available_jobs_come_from_the_scripts() -> None:
     assert get_job("sequence_checker").name == "sequence-checker"
     with pytest.raises(JobError, match="no job called 'nope'"):
         get_job("nope")
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "problem"),
+    [
+        ("trigger", "", "trigger: a number of seconds, 0 or more (it is empty)"),
+        ("trigger", "-1", "trigger: a number of seconds, 0 or more (not '-1')"),
+        ("trigger", "nan", "trigger: a number of seconds, 0 or more (not 'nan')"),
+        ("trigger", "0", None),
+        ("shuffle-partitions", "four", "shuffle-partitions: a whole number (not 'four')"),
+        ("max-offsets-per-trigger", "", None),  # empty: none (not given)
+        ("max-offsets-per-trigger", "1k", "max-offsets-per-trigger: a whole number, or empty"),
+        ("output-mode", "all", "output-mode: one of update, append (not 'all')"),
+        ("starting-offsets", "{oops", "starting-offsets: earliest, latest, or Spark's JSON"),
+        ("starting-offsets", '{"t": {"0": 5}}', None),
+        ("master", "local[x]", "master: local, local[N], local[*], spark://HOST:PORT"),
+        ("conf", ["a=1", "b"], "conf: KEY=VALUE (not 'b')"),
+        ("window", "ten", "window: a number of seconds (not 'ten')"),
+        ("available-now", "whatever", None),
+        ("topic", "orders", None),
+    ],
+)
+def test_a_bad_value_is_named_with_its_form(name: str, value: Any, problem: str | None) -> None:
+    """Issue 26 #18: the start dialog said "invalid positive_or_zero value: ''"; each option now
+    says, by the job's own parser, which field is wrong and what it takes, in words."""
+    said = value_problem(get_job("keyed-counts"), name, value)
+    assert (said is None) if problem is None else (said or "").startswith(problem), said
+
+
+def test_the_cli_names_the_form_too(tmp_path: Path) -> None:
+    """The manager's refusal (what `kconsole jobs start` prints) says the form after argparse."""
+    manager = JobManager(tmp_path, Settings())
+    with pytest.raises(JobError) as refused:
+        manager.start("keyed-counts", {"trigger": ""})
+    assert "(trigger: a number of seconds, 0 or more)" in refused.value.message
+    assert manager.runs() == []
 
 
 def test_job_help_runs_without_spark() -> None:

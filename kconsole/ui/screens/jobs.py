@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -18,9 +18,11 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Checkbox, DataTable, Input, Label, Select, Sparkline, Static
 
 from kconsole.jobs import JobRun, JobSpec, JobState
+from kconsole.jobs.specs import value_problem
 from kconsole.models import ClusterSnapshot
 from kconsole.ui import format as fmt
 from kconsole.ui.context import actions, state, subscribe
+from kconsole.ui.messages import LogNote
 from kconsole.ui.widgets.footer import KeyBar
 from kconsole.ui.widgets.panes import set_border
 
@@ -57,6 +59,31 @@ def _num(value: float | int | None, digits: int = 0) -> str:
     if value is None:
         return "-"
     return f"{value:,.{digits}f}"
+
+
+CHART_BATCHES = 60  # one bar per batch: the newest this many
+OUTLIER = 4.0  # a rate this many times the window's median is drawn at the top, not scaled to
+
+
+def rate_scale(values: list[float]) -> tuple[list[float], float, int]:
+    """The newest CHART_BATCHES rates as drawn: the scale's top is the highest rate that is not
+    an outlier, and outliers are clipped to it, so one batch cannot flatten the others. A run's
+    first batch is always left out of the scale: it carries the JVM's warm-up and whatever
+    waited since the last checkpoint (32,313 rows/s beside 400-500 made those look like 0).
+    Returns (the values drawn, the top, how many were clipped)."""
+    window = values[-CHART_BATCHES:]
+    scaled = window[1:] if len(values) <= CHART_BATCHES and len(window) > 1 else window
+    nonzero = sorted(v for v in scaled if v > 0)
+    median = nonzero[len(nonzero) // 2] if nonzero else 0.0
+    kept = [v for v in scaled if not median or v <= OUTLIER * median]
+    top = max(kept) if kept else max(window, default=0.0)
+    clipped = sum(1 for v in window if v > top)
+    return [min(v, top) for v in window], top, clipped
+
+
+def what_it_does(spec: JobSpec) -> str:
+    """The job's one-line description without its name ("Keyed counts: how many ...")."""
+    return spec.description.partition(": ")[2] or spec.description
 
 
 def run_cells(run: JobRun, snapshot: ClusterSnapshot | None) -> tuple[Text | str, ...]:
@@ -106,13 +133,22 @@ class JobsScreen(Screen[None]):
                 yield Label("offsets behind   ", classes="job-chart-label")
                 yield Sparkline([], id="job-behind")
                 yield Static(id="job-behind-range", classes="job-chart-range")
-            yield Static(id="job-log")
+            yield Static(id="job-notes")
+            with VerticalScroll(id="job-log-scroll"):
+                yield Static(id="job-log")
         yield KeyBar()
+
+    def __init__(self) -> None:
+        super().__init__()
+        # What the user last asked for per job (options, detached): the dialog reopens with it.
+        self._typed: dict[str, tuple[dict[str, Any], bool]] = {}
+        # A start the user asked for: (job, the runs there were); its run is selected on arrival.
+        self._awaited: tuple[str, set[str]] | None = None
+        self._shown: str | None = None  # the run the detail pane shows
 
     def on_mount(self) -> None:
         specs = self.query_one("#job-specs", DataTable)
         specs.add_column("job", key="job")
-        specs.add_column("what it does", key="what")
         runs = self.query_one("#job-runs", DataTable)
         for label, key in RUN_COLUMNS:
             runs.add_column(label, key=key)
@@ -121,8 +157,7 @@ class JobsScreen(Screen[None]):
         if actions(self).jobs_available:
             actions(self).poll_jobs()  # the log tails now, not a second from now
         for spec in view.job_specs():
-            what = spec.description.partition(": ")[2] or spec.description
-            specs.add_row(Text(spec.name, fmt.BOLD), what, key=spec.name)
+            specs.add_row(Text(spec.name, fmt.BOLD), key=spec.name)
         subscribe(self, "job_runs", self.redraw, init=True)
         subscribe(self, "snapshot", self.redraw, init=False)
         (runs if runs.row_count else specs).focus()
@@ -153,7 +188,11 @@ class JobsScreen(Screen[None]):
             table.clear()
             for run in runs:
                 table.add_row(*run_cells(run, view.snapshot), key=run.run_id)
-            if selected is not None and selected.run_id in wanted:
+            started = self._started_run(runs)
+            if started is not None:  # the run the user just started: show it
+                table.move_cursor(row=wanted.index(started.run_id), animate=False)
+                table.focus()
+            elif selected is not None and selected.run_id in wanted:
                 table.move_cursor(row=wanted.index(selected.run_id), animate=False)
         else:
             for run in runs:
@@ -167,12 +206,86 @@ class JobsScreen(Screen[None]):
         )
         self._detail()
 
-    @on(DataTable.RowHighlighted, "#job-runs")
-    def _run_highlighted(self) -> None:
+    def _started_run(self, runs: list[JobRun]) -> JobRun | None:
+        """The run of the start the user asked for, once it is listed (then no longer awaited)."""
+        if self._awaited is None:
+            return None
+        job, before = self._awaited
+        new = next((r for r in runs if r.job == job and r.run_id not in before), None)
+        if new is not None:
+            self._awaited = None
+        return new
+
+    @on(DataTable.RowHighlighted)
+    def _row_highlighted(self) -> None:
         self._detail()
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        if isinstance(event.widget, DataTable):
+            self._detail()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.call_after_refresh(self._fit_what_it_does)
+
+    def _fit_what_it_does(self) -> None:
+        """The jobs table says what each job does where the pane has room for a useful part of
+        it, elided with '…' (at 80 columns it has none: the detail pane shows it whole while
+        the jobs table has the focus)."""
+        table = self.query_one("#job-specs", DataTable)
+        specs = state(self).job_specs()
+        if not specs or not table.size.width:
+            return
+        name_width = max(len("job"), *(len(sp.name) for sp in specs))
+        room = table.scrollable_content_region.width - name_width - 4 * table.cell_padding
+        has = "what" in table.columns
+        if room < 16:
+            if has:
+                table.remove_column("what")
+            return
+        if not has:
+            table.add_column("what it does", key="what")
+        for spec in specs:
+            what = what_it_does(spec)
+            shown = what if len(what) <= room else what[: room - 1].rstrip() + "…"
+            table.update_cell(spec.name, "what", Text(shown, fmt.DIM), update_width=True)
+
+    def _focused_spec(self) -> JobSpec | None:
+        """The job under the cursor while the jobs table has the focus."""
+        table = self.query_one("#job-specs", DataTable)
+        if self.focused is not table or not table.row_count:
+            return None
+        name = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+        return next((sp for sp in state(self).job_specs() if sp.name == name), None)
+
+    def _spec_detail(self, spec: JobSpec) -> None:
+        """What the job under the cursor does, whole, and how to start it."""
+        set_border(self.query_one("#job-detail"), title=f"Job [b]{spec.name}[/]")
+        text = Text()
+        text.append(spec.description + "\n\n")
+        text.append("enter or n: its options, then ctrl+s starts it", fmt.DIM)
+        self.query_one("#job-summary", Static).update(text)
+        for row in self.query(".job-chart"):
+            row.display = False
+        self._show_log(None, Text(), Text())
+
+    def _show_log(self, run_id: str | None, notes: Text, log: Text) -> None:
+        """The notes above the log, and the log, kept scrolled to its newest line (unless the
+        user scrolled it) and scrolled there again when another run is shown."""
+        self.query_one("#job-notes", Static).update(notes)
+        self.query_one("#job-notes").display = bool(notes.plain)
+        scroll = self.query_one("#job-log-scroll", VerticalScroll)
+        follow = run_id != self._shown or scroll.scroll_y >= scroll.max_scroll_y
+        self._shown = run_id
+        self.query_one("#job-log", Static).update(log)
+        if follow:
+            scroll.call_after_refresh(scroll.scroll_end, animate=False)
 
     def _detail(self) -> None:
         view = state(self)
+        spec = self._focused_spec()
+        if spec is not None:
+            self._spec_detail(spec)
+            return
         run = self.selected_run
         pane = self.query_one("#job-detail")
         if run is None:
@@ -184,7 +297,7 @@ class JobsScreen(Screen[None]):
                 self.query_one(chart, Sparkline).data = []
             for row in self.query(".job-chart"):
                 row.display = False
-            self.query_one("#job-log", Static).update("")
+            self._show_log(None, Text(), Text())
             return
         set_border(pane, title=f"Run [b]{run.run_id}[/] · {run.job}")
         self.query_one("#job-summary", Static).update(run_summary(run, view.snapshot, view.clock()))
@@ -192,37 +305,55 @@ class JobsScreen(Screen[None]):
             row.display = True
         rates = [p.processed_rows_per_second or 0.0 for p in run.history]
         behind = [float(p.offsets_behind or 0) for p in run.history]
-        self._chart("#job-rate", rates, "rows/s")
+        self._chart("#job-rate", rates, "rows/s", clip=True)
         self._chart("#job-behind", behind, "offsets")
-        log = view.job_logs.get(run.run_id, ())
-        text = Text()
+        log = view.job_logs.get(run.run_id)
+        notes = Text()
         if run.error:
-            text.append("why it failed: ", fmt.BAD)
-            text.append(run.error + "\n", fmt.BAD)
+            notes.append("why it failed: ", fmt.BAD)
+            notes.append(run.error + "\n", fmt.BAD)
         for w in run.warnings:
-            text.append(f"warning: {w}\n", fmt.WARN)
+            notes.append(f"warning: {w}\n", fmt.WARN)
         if run.finding_counts:
             found = ", ".join(f"{k} {v:,}" for k, v in sorted(run.finding_counts.items()))
-            text.append(f"findings: {found}\n", fmt.WARN)
-        text.append(f"log ({run.log_path.name}, newest last):\n", fmt.DIM)
-        for line in log:
-            text.append(line[:300] + "\n", fmt.DIM)
-        self.query_one("#job-log", Static).update(text)
+            notes.append(f"findings: {found}\n", fmt.WARN)
+        notes.rstrip()
+        text = Text()
+        text.append(f"log ({run.log_path.name}, newest last):", fmt.DIM)
+        if log is None:
+            text.append("\nreading it…", fmt.DIM)
+        elif not log:
+            text.append("\n(empty)", fmt.DIM)
+        for line in log or ():
+            text.append("\n" + line[:300], fmt.WARN if isinstance(line, LogNote) else fmt.DIM)
+        self._show_log(run.run_id, notes, text)
 
-    def _chart(self, selector: str, data: list[float], unit: str) -> None:
+    def _chart(self, selector: str, data: list[float], unit: str, *, clip: bool = False) -> None:
         chart = self.query_one(selector, Sparkline)
-        chart.data = data
-        chart.styles.width = max(1, min(len(data), 60))
         rng = self.query_one(f"{selector}-range", Static)
-        if data:
-            rng.update(
-                Text.assemble(
-                    (f" now {data[-1]:,.0f}", "bold"),
-                    (f"  max {max(data):,.0f} {unit}  last {len(data)} batches", fmt.DIM),
-                )
-            )
-        else:
+        if not data:
+            chart.data = []
+            chart.styles.width = 1
             rng.update(Text(" no progress yet", fmt.DIM))
+            return
+        if clip:
+            shown, top, clipped = rate_scale(data)
+        else:
+            shown = data[-CHART_BATCHES:]
+            top, clipped = max(shown), 0
+        chart.data = shown
+        chart.styles.width = len(shown)
+        text = Text.assemble(
+            (f" now {data[-1]:,.0f}", "bold"), (f"  max {top:,.0f} {unit}", fmt.DIM)
+        )
+        if clipped:
+            peak = max(data[-CHART_BATCHES:])
+            text.append(
+                f" ({clipped} batch{'es' if clipped > 1 else ''} above it, up to {peak:,.0f})",
+                fmt.NOTE,
+            )
+        text.append(f"  last {len(shown)} batches", fmt.DIM)
+        rng.update(text)
 
     # -- actions ------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -253,9 +384,13 @@ class JobsScreen(Screen[None]):
         def chosen(result: tuple[dict[str, Any], bool] | None) -> None:
             if result is not None:
                 options, detached = result
+                self._typed[spec.name] = result
+                self._awaited = (spec.name, {r.run_id for r in view.job_runs})
                 actions(self).request_job_start(spec.name, options, detached)
 
-        self.app.push_screen(StartJobDialog(spec, view.job_option_defaults(spec)), chosen)
+        given, detached = self._typed.get(spec.name, ({}, False))
+        dialog = StartJobDialog(spec, view.job_option_defaults(spec), given, detached)
+        self.app.push_screen(dialog, chosen)
 
     def action_stop_run(self) -> None:
         """Stop the selected run: SIGTERM (graceful), SIGKILL after the timeout."""
@@ -310,10 +445,19 @@ class StartJobDialog(ModalScreen[tuple[dict[str, Any], bool] | None]):
         Binding("escape", "cancel", "Cancel", id="start-job-cancel"),
     ]
 
-    def __init__(self, spec: JobSpec, defaults: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        spec: JobSpec,
+        defaults: dict[str, Any],
+        given: dict[str, Any] | None = None,
+        detached: bool = False,
+    ) -> None:
+        """`given`: what the user asked for last time (shown instead of the defaults)."""
         super().__init__()
         self.spec = spec
         self.defaults = defaults
+        self.given = dict(given or {})
+        self.detached = detached
 
     def compose(self) -> ComposeResult:
         with Vertical(id="start-job-dialog") as dialog:
@@ -322,7 +466,7 @@ class StartJobDialog(ModalScreen[tuple[dict[str, Any], bool] | None]):
             yield Static(Text(self.spec.description, fmt.DIM), id="start-job-what")
             with VerticalScroll(id="start-job-options"):
                 for opt in self.spec.options:
-                    value = self.defaults.get(opt.name, opt.default)
+                    value = self.given.get(opt.name, self.defaults.get(opt.name, opt.default))
                     with Horizontal(classes="job-option"):
                         yield Label(opt.name, classes="job-option-name")
                         if opt.kind == "flag":
@@ -349,10 +493,14 @@ class StartJobDialog(ModalScreen[tuple[dict[str, Any], bool] | None]):
                                 placeholder=placeholder,
                                 compact=True,
                                 id=f"opt-{opt.name}",
-                                tooltip=opt.help,
+                                tooltip=f"{opt.help} ({opt.form})",
                             )
+                    yield Static(id=f"err-{opt.name}", classes="job-option-error")
             yield Checkbox(
-                "detached (keeps running after the console exits)", compact=True, id="detached"
+                "detached (keeps running after the console exits)",
+                value=self.detached,
+                compact=True,
+                id="detached",
             )
             yield Static(id="start-job-error")
         yield KeyBar()
@@ -389,10 +537,32 @@ class StartJobDialog(ModalScreen[tuple[dict[str, Any], bool] | None]):
                 out[opt.name] = value
         return out
 
+    def problems(self, options: dict[str, Any]) -> dict[str, str]:
+        """What is wrong with each option given, by the job's own parser, in words."""
+        found = {name: value_problem(self.spec, name, v) for name, v in options.items()}
+        return {name: problem for name, problem in found.items() if problem}
+
     @on(Input.Submitted)
     def action_start(self) -> None:
-        """Start with these options."""
-        self.dismiss((self.options(), self.query_one("#detached", Checkbox).value))
+        """Start with these options, or, if any is wrong, say which and how, beside it (the
+        dialog stays open with everything typed)."""
+        options = self.options()
+        problems = self.problems(options)
+        for opt in self.spec.options:
+            note = self.query_one(f"#err-{opt.name}", Static)
+            problem = problems.get(opt.name)
+            note.update(Text(f"↑ {problem}", fmt.BAD) if problem else "")
+            note.display = problem is not None
+        error = self.query_one("#start-job-error", Static)
+        if problems:
+            names = ", ".join(problems)
+            error.update(Text(f"not started: fix {names} (see beside it)", fmt.BAD))
+            first = self.query_one(f"#opt-{next(iter(problems))}")
+            first.focus()
+            first.scroll_visible(animate=False)
+            return
+        error.update("")
+        self.dismiss((options, self.query_one("#detached", Checkbox).value))
 
     def action_cancel(self) -> None:
         """Start nothing."""
