@@ -31,7 +31,7 @@ def run(cluster: LocalCluster, fault: str, target: str, restore_after: float) ->
         fault=fault,
         target=target,
         acks="all",
-        duration_s=6,
+        duration_s=restore_after + 4,  # the warm-up and the restore fit in the workload
         restore_after_s=restore_after,
         settle_timeout_s=90,
         wait_preferred=False,
