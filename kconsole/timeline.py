@@ -195,7 +195,7 @@ def _partition_events(
                 EventKind.PARTITION_OFFLINE,
                 f"{tp} is offline (leader was {a.leader})"
                 if b.offline
-                else f"{tp} is offline (its leader, broker {b.leader}, left the cluster)",
+                else f"{tp} is offline (its leader, broker {b.leader}, is down)",
                 old=a.leader,
                 new=b.leader,
             )

@@ -209,6 +209,7 @@ class AuditResult:
                 "to_origin_s": w.end - self.zero,
             }
         )
+        del data["origin_name"]
         data["origin"] = {"name": self.origin_name, "at": self.zero}
         return data
 

@@ -110,7 +110,7 @@ class TestChart:
             assert max(said) == 0 and not offline and not online
         else:
             assert max(said) == led == len(offline) == len(online) > 0
-            assert offline[0].text.endswith("(its leader, broker 1, left the cluster)")
+            assert offline[0].text.endswith("is offline (its leader, broker 1, is down)")
         measured = {m.name: m.seconds for m in drill.measurements(events)}
         assert measured[f"fault -> every partition it led ({led}) has a leader again"] == (
             pytest.approx(5.921)
