@@ -81,11 +81,36 @@ def diff(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[Event]:
         was, now = old_b.get(bid), new_b.get(bid)
         was_in = was is not None and was.in_cluster
         now_in = now is not None and now.in_cluster
+        # `new` is the state it is in now: a paused broker that drops out stays paused.
+        state = now.state.value if now is not None else BrokerState.DOWN.value
         if was_in and not now_in:
-            events.append(Event(ts, EventKind.BROKER_LEFT, f"broker {bid} left the cluster", bid))
+            events.append(
+                Event(ts, EventKind.BROKER_LEFT, f"broker {bid} left the cluster", bid, new=state)
+            )
         elif now_in and not was_in:
-            events.append(Event(ts, EventKind.BROKER_JOINED, f"broker {bid} joined", bid))
+            events.append(
+                Event(ts, EventKind.BROKER_JOINED, f"broker {bid} joined", bid, new=state)
+            )
         if (
+            was is not None
+            and now is not None
+            and was.state is BrokerState.PAUSED
+            and now.state is BrokerState.DOWN
+            and not was_in
+        ):
+            # Resumed after its session expired: running again, not registered yet (it
+            # registers anew in a moment: "joined"). Without this the resume would say nothing.
+            events.append(
+                Event(
+                    ts,
+                    EventKind.BROKER_STATE,
+                    f"broker {bid} is no longer paused (not registered yet)",
+                    bid,
+                    old=was.state.value,
+                    new=now.state.value,
+                )
+            )
+        elif (
             was is not None
             and now is not None
             and was.state != now.state
@@ -138,31 +163,55 @@ def diff(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[Event]:
             for p in new.partitions
             if (before := old_p.get((p.topic, p.partition))) is not None and before is not p
         ]
+    # A partition is offline also while its leader is a broker that left (is_offline): between
+    # the broker leaving and the controller electing another leader, or for good when no
+    # other replica can lead. Those partitions did not change themselves: find them by leader.
+    flipped = _down(old) ^ _down(new)
+    if flipped:
+        seen = {(p.topic, p.partition) for _a, p in pairs}
+        pairs = list(pairs)
+        for p in new.partitions:
+            if p.leader in flipped and (p.topic, p.partition) not in seen:
+                before = old.partition(p.topic, p.partition)
+                if before is not None:
+                    pairs.append((before, p))
     for before, p in pairs:
-        events.extend(_partition_events(ts, before, p))
+        events.extend(_partition_events(ts, before, p, old.is_offline(before), new.is_offline(p)))
     return events
 
 
-def _partition_events(ts: float, a: Partition, b: Partition) -> list[Event]:
+def _partition_events(
+    ts: float, a: Partition, b: Partition, was_offline: bool, now_offline: bool
+) -> list[Event]:
     out: list[Event] = []
     tp = f"{b.topic}/{b.partition}"
 
     def ev(kind: EventKind, text: str, **kw: object) -> None:
         out.append(Event(ts, kind, text, topic=b.topic, partition=b.partition, **kw))  # type: ignore[arg-type]
 
-    if a.leader != b.leader:
-        if b.offline:
+    if a.leader != b.leader or was_offline != now_offline:
+        if now_offline and not was_offline:
             ev(
                 EventKind.PARTITION_OFFLINE,
-                f"{tp} is offline (leader was {a.leader})",
+                f"{tp} is offline (leader was {a.leader})"
+                if b.offline
+                else f"{tp} is offline (its leader, broker {b.leader}, is down)",
                 old=a.leader,
                 new=b.leader,
             )
-        elif a.offline:
+        elif was_offline and not now_offline:
             ev(
                 EventKind.PARTITION_ONLINE,
                 f"{tp} is online, leader {b.leader}",
                 broker=b.leader,
+                old=a.leader,
+                new=b.leader,
+            )
+        elif now_offline:  # another leader, still offline (-1, or another broker gone)
+            ev(
+                EventKind.LEADER_CHANGED,
+                f"{tp} leader {a.leader} -> {b.leader if b.leader >= 0 else 'none'} "
+                "(still offline)",
                 old=a.leader,
                 new=b.leader,
             )
@@ -258,6 +307,10 @@ def _reassign_events(ts: float, a: Partition, b: Partition) -> list[Event]:
                 list(b.replicas),
             )
     return out
+
+
+def _down(snap: ClusterSnapshot) -> set[int]:
+    return {b.id for b in snap.brokers if b.state is BrokerState.DOWN}
 
 
 def _ids(ids: object) -> str:

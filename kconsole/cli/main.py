@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import sys
 from pathlib import Path
@@ -13,6 +14,8 @@ from kconsole.cli.common import commands, fail, fail_config
 from kconsole.config import BACKENDS, ConfigError, Settings, load_settings
 from kconsole.errors import ClusterError
 
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
 
 def _quiet_libraries() -> None:
     # kazoo logs every dropped connection as a warning; a stopped ZooKeeper is reported by us.
@@ -20,6 +23,26 @@ def _quiet_libraries() -> None:
     logging.getLogger("kazoo").setLevel(logging.CRITICAL)
     # librdkafka's connection errors are expected while a drill has a broker down.
     logging.getLogger("kconsole.rdkafka").setLevel(logging.CRITICAL)
+    # kafka-python (groups, configs, reassignment) logs every request a paused or stopped broker
+    # does not answer as an ERROR; kconsole says what failed itself. Its lines go to the log
+    # file the console keeps, not into a command's output.
+    kafka_python = logging.getLogger("kafka")
+    for old in [h for h in kafka_python.handlers if isinstance(h, _LibraryLog)]:
+        kafka_python.removeHandler(old)
+        old.close()
+    handler = _LibraryLog(paths.state_dir() / "kconsole.log", delay=True)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    kafka_python.addHandler(handler)
+    kafka_python.setLevel(logging.WARNING)
+    kafka_python.propagate = False
+
+
+class _LibraryLog(logging.FileHandler):
+    """The log file, made (with its directory) only when a first line is written."""
+
+    def _open(self) -> io.TextIOWrapper:
+        Path(self.baseFilename).parent.mkdir(parents=True, exist_ok=True)
+        return super()._open()
 
 
 @click.group(invoke_without_command=True)
@@ -131,7 +154,7 @@ def _run_console(ctx: click.Context, settings: Settings) -> None:
     for handler in list(root.handlers):
         root.removeHandler(handler)
     handler = logging.FileHandler(log_file)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
 

@@ -20,6 +20,10 @@ PAGE_CACHE_NOTE = (
     "A process kill does not drop the OS page cache, so these drills do not show "
     "power-loss behaviour."
 )
+PAUSE_NOTE = (
+    "A pause freezes the process and keeps everything it holds (its memory, the OS page "
+    "cache): the drill shows timeouts and elections, not what a crash would lose."
+)
 ACKS0_NOTE = (
     "acks=0: sends are not acknowledged. The broker never confirms a write, so 'acked' here "
     "only means 'sent' (librdkafka reports offset -1) and no message was promised; messages "
@@ -164,6 +168,15 @@ class AuditResult:
     stopped_at: float
     longest_no_success: Window | None
     notes: tuple[str, ...] = field(default=())
+    # Where the report's relative times count from, on the workload's clock, and its name:
+    # the fault in a drill (every other figure of the report counts from it too).
+    origin: float | None = None
+    origin_name: str = "the start of sending"
+
+    @property
+    def zero(self) -> float:
+        """The origin of relative times (the start of sending unless one was given)."""
+        return self.started_at if self.origin is None else self.origin
 
     @property
     def acknowledged(self) -> bool:
@@ -192,10 +205,12 @@ class AuditResult:
                 "start": w.start,
                 "end": w.end,
                 "seconds": w.seconds,
-                "from_start_s": w.start - self.started_at,
-                "to_start_s": w.end - self.started_at,
+                "from_origin_s": w.start - self.zero,
+                "to_origin_s": w.end - self.zero,
             }
         )
+        del data["origin_name"]
+        data["origin"] = {"name": self.origin_name, "at": self.zero}
         return data
 
     def markdown(self, *, max_listed: int = 20) -> str:
@@ -206,8 +221,8 @@ class AuditResult:
         window = (
             "—"
             if w is None
-            else f"{w.seconds:.2f} s (+{w.start - self.started_at:.2f} s to "
-            f"+{w.end - self.started_at:.2f} s)"
+            else f"{w.seconds:.2f} s ({w.start - self.zero:+.2f} s to "
+            f"{w.end - self.zero:+.2f} s from {self.origin_name})"
         )
         rows = [
             (sent_word, str(self.acked)),
@@ -247,8 +262,9 @@ class AuditResult:
         out += _listing("Duplicates", self.duplicates, max_listed)
         out += _listing("Order violations", self.order_violations, max_listed)
         out += _listing("Acked position did not hold", self.moved, max_listed)
-        out += ["", "Notes:"]
-        out += [f"- {n}" for n in (*self.notes, PAGE_CACHE_NOTE)]
+        if self.notes:
+            out += ["", "Notes:"]
+            out += [f"- {n}" for n in self.notes]
         return "\n".join(out) + "\n"
 
 
@@ -279,12 +295,17 @@ def check(
     send_times: Sequence[float],
     unknown: Iterable[_Keyed] = (),
     acks: Acks = "all",
+    origin: float | None = None,
+    origin_name: str = "the start of sending",
+    caveats: Sequence[str] = (),
 ) -> AuditResult:
     """Compare what the producer was told with what was read back.
 
     `send_times`: when sending started and stopped (any sequence of send times works; its
     minimum and maximum are the edges of the no-success window). `unknown`: sends without an
-    outcome when the workload stopped.
+    outcome when the workload stopped. `origin` (on the clock of `send_times`) and its name:
+    where the report's relative times count from (a drill's fault). `caveats`: notes on what
+    the run can show (PAGE_CACHE_NOTE after a kill, PAUSE_NOTE after a pause).
     """
     if acks not in ACKS_VALUES:
         raise ValueError(f"acks must be one of {ACKS_VALUES}, not {acks!r}")
@@ -345,7 +366,9 @@ def check(
         started_at=started_at,
         stopped_at=stopped_at,
         longest_no_success=longest_gap((a.acked_at for a in acked_by_id.values()), send_times),
-        notes=tuple(notes),
+        notes=(*notes, *caveats),
+        origin=origin,
+        origin_name=origin_name,
     )
 
 

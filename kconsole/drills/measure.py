@@ -79,10 +79,12 @@ class Replay:
         (self._urp.add if urp else self._urp.discard)(tp)
 
     def apply(self, e: Event) -> None:
+        # Left and joined carry the state the broker is in (a paused broker that drops out
+        # stays paused, and leads nothing offline: the snapshots say so too).
         if e.kind is EventKind.BROKER_LEFT and e.broker is not None:
-            self.brokers[e.broker] = "down"
+            self.brokers[e.broker] = str(e.new or "down")
         elif e.kind is EventKind.BROKER_JOINED and e.broker is not None:
-            self.brokers[e.broker] = "up"
+            self.brokers[e.broker] = str(e.new or "up")
         elif e.kind is EventKind.BROKER_STATE and e.broker is not None:
             self.brokers[e.broker] = str(e.new)
         elif e.kind is EventKind.CONTROLLER_CHANGED:
@@ -248,13 +250,36 @@ def measure(
             ),
             None,
         )
-        out.append(
-            Measurement(
-                "restore -> broker registered again",
-                joined,
-                "JVM start-up and log recovery: a few seconds here",
-            )
+        resumed = str(restore.new or "") == "resume"
+        left = any(
+            e.kind is EventKind.BROKER_LEFT and e.broker == target and e.ts < restore.ts
+            for e in after
         )
+        if resumed and not left and joined is None:
+            out.append(
+                Measurement(
+                    "restore -> broker registered again",
+                    None,
+                    "nothing to wait for: resumed before its ZooKeeper session expired",
+                    "it never left ZooKeeper (resumed before its session expired)",
+                )
+            )
+        else:
+            out.append(
+                Measurement(
+                    "restore -> broker registered again",
+                    joined,
+                    # A resumed process starts nothing: its ZooKeeper client reconnects, finds
+                    # its session expired and registers anew.
+                    "about a second: the resumed process finds its session expired and "
+                    "registers again (no JVM start, no log recovery)"
+                    if resumed
+                    else "JVM start-up and log recovery after the kill: a few seconds here"
+                    if action == "kill"
+                    else "JVM start-up (a clean shutdown leaves no log to recover): "
+                    "a few seconds here",
+                )
+            )
         replay = Replay.of(before)
         isr_at: float | None = None
         pref_at: float | None = None
@@ -270,7 +295,8 @@ def measure(
             Measurement(
                 "restore -> ISR fully restored",
                 isr_at,
-                "once the restarted broker has caught up (seconds with little data behind)",
+                f"once the {'resumed' if resumed else 'restarted'} broker has caught up "
+                "(seconds with little data behind)",
             )
         )
         out.append(

@@ -15,7 +15,8 @@ from datetime import UTC, datetime
 from kconsole.cluster.admin import AdminReader
 from kconsole.cluster.control import BrokerAction, BrokerControl
 from kconsole.config import Settings
-from kconsole.drills.audit import check
+from kconsole.drills.audit import PAGE_CACHE_NOTE, PAUSE_NOTE, check
+from kconsole.drills.export import ClusterIdentity
 from kconsole.drills.measure import measure
 from kconsole.drills.spec import (
     FAULTS,
@@ -59,6 +60,7 @@ class DrillRunner:
         self.observer = ClusterObserver(settings, proc_states=control.states)
         self._latest: ClusterSnapshot | None = None
         self._changed = threading.Condition()
+        self._acted_at: float | None = None  # the last action, on the workload's clock
 
     def _on_update(self, snap: ClusterSnapshot, _events: tuple[Event, ...]) -> None:
         with self._changed:
@@ -78,7 +80,10 @@ class DrillRunner:
 
     def _act(self, action: BrokerAction, broker: int, before: ClusterSnapshot) -> Event:
         text = f"{action.value} broker {broker}"
+        # Both clocks at once: the timeline's (wall) and the workload's (monotonic), so the
+        # audit counts from the same moment as the measurements.
         event = Event(time.time(), EventKind.ACTION, text, broker=broker, new=action.value)
+        self._acted_at = time.monotonic()
         self.observer.record(event)
         self.say(f"{text}: " + self.act(action, broker))
         return event
@@ -143,6 +148,7 @@ class DrillRunner:
             for line in impact.lines(config.session_timeout_ms):
                 self.say(f"  {line}")
             fault = self._act(FAULTS[spec.fault], target, before)
+            fault_clock = self._acted_at
             time.sleep(spec.restore_after_s)  # the fault lasts this long, by design
             restore = self._act(RESTORE[spec.fault], target, before)
             self.say(
@@ -183,6 +189,9 @@ class DrillRunner:
                 send_times=result.send_times,
                 unknown=result.unknown,
                 acks=spec.acks,
+                origin=fault_clock,
+                origin_name="the fault",
+                caveats=[PAUSE_NOTE if spec.fault == "pause" else PAGE_CACHE_NOTE],
             )
             events = self.observer.events_since(fault.ts - spec.warmup_s)
             measurements = measure(
@@ -208,6 +217,9 @@ class DrillRunner:
                 ok_settled,
                 notes,
                 asdict(config),
+                ClusterIdentity(
+                    self.settings.bootstrap, before.cluster_id, self.settings.zookeeper
+                ),
             )
         finally:
             if workload is not None:

@@ -17,7 +17,7 @@ from kconsole.cluster.control import BrokerAction
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.produce_request import check_topic_name
 from kconsole.drills.audit import Acks, AuditResult
-from kconsole.drills.export import timeline_document, timeline_markdown
+from kconsole.drills.export import ClusterIdentity, iso, timeline_document, timeline_markdown
 from kconsole.drills.measure import Measurement
 from kconsole.models import ClusterSnapshot
 from kconsole.timeline import Event, EventKind
@@ -58,6 +58,17 @@ class DrillSpec:
             raise DrillError("--rate must be between 0 and 100000 messages per second")
         if not (0 < self.duration_s < math.inf and 0 <= self.restore_after_s < math.inf):
             raise DrillError("--duration must be positive and --restore-after not negative")
+        if self.warmup_s + self.restore_after_s >= self.duration_s:
+            # The duration counts from the workload's start, the fault comes after the warm-up:
+            # the workload would end before the restore, and the drill would not be the one
+            # asked for. Said before anything starts, rather than stretched in silence.
+            raise DrillError(
+                f"--restore-after {self.restore_after_s:g} s does not fit in --duration "
+                f"{self.duration_s:g} s: the fault comes {self.warmup_s:g} s after the workload "
+                f"starts, so the workload would end before the restore. Give --duration more "
+                f"than {self.warmup_s + self.restore_after_s:g} s (the workload then runs until "
+                "the cluster settled), or a shorter --restore-after."
+            )
         if not 0 <= self.settle_timeout_s < math.inf:
             raise DrillError("--settle-timeout must be a number of seconds, not negative")
         try:
@@ -114,6 +125,7 @@ class DrillReport:
     settled: bool
     notes: list[str] = field(default_factory=list)
     broker_config: dict[str, Any] = field(default_factory=dict)
+    cluster: ClusterIdentity | None = None
 
     @property
     def ok(self) -> bool:
@@ -130,10 +142,13 @@ class DrillReport:
             "started": self.started,
             "settled": self.settled,
             "ok": self.ok,
+            "cluster": None if self.cluster is None else self.cluster.to_dict(),
             "blast_radius": self.impact,
             "broker_config": self.broker_config,
             "audit": self.audit.to_dict(),
-            "timeline": timeline_document(self.events, self.measurements, fault),
+            "timeline": timeline_document(
+                self.events, self.measurements, fault, lead_s=self.spec.warmup_s
+            ),
             "notes": self.notes,
         }
 
@@ -149,17 +164,19 @@ class DrillReport:
             f"Started {self.started}; workload {s.rate:g} msg/s on {s.topic}; restore after "
             f"{s.restore_after_s:g} s; {'settled' if self.settled else 'did NOT settle'}.",
             "",
+            *([self.cluster.line(), ""] if self.cluster is not None else []),
+            f"Times are counted from the fault ({iso(self.fault_at)}), with a sign: -1.00 s is "
+            "a second before it. Measurements named 'restore -> ...' count from the restore.",
+            "",
             f"**Verdict: {verdict}.**",
             "",
             "## Blast radius (predicted before the fault)",
             "",
             *[f"- {line}" for line in self.impact],
             "",
-            "## Audit",
-            "",
             self.audit.markdown(),
             "",
-            timeline_markdown(self.events, self.measurements, fault),
+            timeline_markdown(self.events, self.measurements, fault, lead_s=s.warmup_s),
         ]
         if self.notes:
             lines += ["## Notes", "", *[f"- {n}" for n in self.notes], ""]

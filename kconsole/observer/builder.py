@@ -32,6 +32,10 @@ from kconsole.models import (
 
 # A source's error before its first answer: _has_metadata tells "not yet" from "failed".
 _WAITING = "waiting for first data"
+# Kafka (ZooKeeper mode) registers a starting broker before its listeners accept connections:
+# 2.1 s apart in a restart on the local cluster with the machine busy. A failed port probe of
+# a registration this young says "still starting", not "unreachable".
+STARTING_S = 10.0
 _GENS = itertools.count(1)  # ClusterSnapshot.partitions_gen: unique in the process
 
 
@@ -65,6 +69,10 @@ class SnapshotBuilder:
         self.broker_config: BrokerConfig | None = None
         self.seq = 0
         self.reachable: dict[int, bool] = {}
+        # When a registration was first seen (this builder's clock): brokers that joined while
+        # it watched, not those already there at its first build.
+        self._joined_at: dict[int, float] = {}
+        self._registered_before: set[int] | None = None  # None: no broker seen yet
         self.proc_states: dict[int, ProcState] = {}
         self.health = {n: _Health(n) for n in SourceName}
         if not use_zookeeper:
@@ -93,7 +101,7 @@ class SnapshotBuilder:
         zk_ok = self.use_zookeeper and self.zk is not None
         admin = self.admin
         partitions = self._partitions(zk_ok)
-        brokers = self._brokers(zk_ok, partitions)
+        brokers = self._brokers(zk_ok, partitions, now)
         controller = self._controller(zk_ok, now)
         topics = self._topics(partitions)
         self.seq += 1
@@ -242,7 +250,9 @@ class SnapshotBuilder:
             return tuple(self._parts[i] for i in ch.positions)
         return None
 
-    def _brokers(self, zk_ok: bool, partitions: tuple[Partition, ...]) -> tuple[Broker, ...]:
+    def _brokers(
+        self, zk_ok: bool, partitions: tuple[Partition, ...], now: float
+    ) -> tuple[Broker, ...]:
         present: dict[int, Broker] = {}
         if zk_ok and self.zk is not None:
             for bid, reg in self.zk.brokers.items():
@@ -261,6 +271,13 @@ class SnapshotBuilder:
                     present[bid] = Broker(b.id, b.host, b.port, rack, b.state, b.registered_at)
         for bid, b in present.items():
             self._known[bid] = b
+        if self._registered_before is not None:
+            for bid in present.keys() - self._registered_before:
+                self._joined_at[bid] = now
+        for bid in self._joined_at.keys() - present.keys():
+            del self._joined_at[bid]
+        if (zk_ok and self.zk is not None) or self.admin is not None:  # a source answered
+            self._registered_before = set(present)
         # A replica on a broker never seen is a broker that is down; most builds change no
         # partition, and a slice of a burst only a few.
         scan = self._since(self._replicas_gen)
@@ -277,7 +294,7 @@ class SnapshotBuilder:
                 state = BrokerState.DOWN
             elif self.proc_states.get(bid) is ProcState.PAUSED:
                 state = BrokerState.PAUSED
-            elif self.reachable.get(bid) is False:
+            elif self.reachable.get(bid) is False and not self._starting(bid, now):
                 state = BrokerState.UNREACHABLE
             elif self.proc_states.get(bid) is ProcState.STOPPED:
                 # Registered, but its process is gone (killed): the registration is the dead
@@ -289,6 +306,12 @@ class SnapshotBuilder:
                 state = BrokerState.PAUSED
             out.append(Broker(b.id, b.host, b.port, b.rack, state, b.registered_at, bid in present))
         return tuple(out)
+
+    def _starting(self, bid: int, now: float) -> bool:
+        """Registered less than STARTING_S ago, while this builder watched: a failed port
+        probe then means its listeners are not open yet, and it is shown as it registered."""
+        joined = self._joined_at.get(bid)
+        return joined is not None and now - joined < STARTING_S
 
     def _controller(self, zk_ok: bool, now: float) -> Controller:
         if zk_ok and self.zk is not None:

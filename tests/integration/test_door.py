@@ -68,7 +68,7 @@ RECIPES: dict[str, Callable[[Commands, World], Any]] = {
     "job.start": lambda c, w: c.start_job("fake", {"topic": TEST_TOPIC}),
     "job.stop": lambda c, w: c.stop_job(w.run.run_id),
     "drill.run": lambda c, w: c.drill_run(
-        DrillSpec(fault="kill", target="broker:2", duration_s=3), yes
+        DrillSpec(fault="kill", target="broker:2", duration_s=13), yes
     ),
     "reassign.execute": lambda c, w: c.reassign_execute(
         Plan((Move(TEST_TOPIC, 0, (3, 1, 2)),)),

@@ -345,8 +345,12 @@ class TestTimeline:
             assert left["time"] == "2027-01-15T08:00:07.300+00:00"
             names = {m["name"]: m["seconds"] for m in doc["measurements"]}
             assert names["restore -> broker registered again"] == 5.0
+            assert app.snapshot is not None and app.snapshot.cluster_id
+            assert doc["cluster"]["cluster_id"] == app.snapshot.cluster_id
             md = files[1].read_text()
             assert md.startswith("# Drill timeline: stop broker 2\n")
+            assert f"\nCluster id {app.snapshot.cluster_id}, bootstrap " in md
+            assert "From 10 s before the fault (2027-01-15T07:59:51.000+00:00)" in md
             assert "| fault -> new controller | 6.30 |" in md
             assert "| 2027-01-15T08:00:07.300+00:00 | +6.300 | broker-left |" in md
             assert any(str(files[0]) in n and str(files[1]) in n for n in notices(app))

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kconsole.cluster.control import BrokerAction
-from kconsole.drills.measure import measure
+from kconsole.drills.measure import Measurement, measure
 from kconsole.impact import blast_radius
 from kconsole.models import Broker, BrokerConfig, ClusterSnapshot, Controller, Partition, Topic
 from kconsole.timeline import Event, EventKind
@@ -115,3 +117,31 @@ def test_broker_config_from_describe_configs() -> None:
         {"zookeeper.session.timeout.ms": "6000", "replica.lag.time.max.ms": "bogus"}
     )
     assert cfg.session_timeout_ms == 6000 and cfg.replica_lag_time_max_ms == 30000
+
+
+def _registered(fault_kind: str, restore_kind: str, *, left: bool) -> Measurement:
+    fault = _ev(200.0, EventKind.ACTION, broker=2, new=fault_kind)
+    restore = _ev(210.0, EventKind.ACTION, broker=2, new=restore_kind)
+    events = [fault]
+    if left:
+        events.append(_ev(206.0, EventKind.BROKER_LEFT, broker=2, new="paused"))
+    events.append(restore)
+    if left:
+        events.append(_ev(211.6, EventKind.BROKER_JOINED, broker=2, new="up"))
+    m = {x.name: x for x in measure(_before(), events, fault=fault, target=2, restore=restore)}
+    return m["restore -> broker registered again"]
+
+
+def test_the_restore_prediction_fits_the_restore() -> None:
+    """A resume starts no JVM (issue 26 predicted 'JVM start-up and log recovery' for it);
+    a stop leaves no log to recover; a kill does."""
+    resumed = _registered("pause", "resume", left=True)
+    assert resumed.seconds == pytest.approx(1.6)
+    assert "registers again (no JVM start, no log recovery)" in resumed.predicted
+    assert "JVM start-up" not in resumed.predicted
+    early = _registered("pause", "resume", left=False)
+    assert early.seconds is None
+    assert early.note == "it never left ZooKeeper (resumed before its session expired)"
+    assert "log recovery after the kill" in _registered("kill", "start", left=True).predicted
+    stopped = _registered("stop", "start", left=True).predicted
+    assert stopped.startswith("JVM start-up (a clean shutdown leaves no log to recover)")

@@ -101,6 +101,7 @@ def test_any_drill_settings(
         and acks in ("all", "1", "0")
         and 0 < duration < math.inf
         and 0 <= restore_after < math.inf
+        and 2.0 + restore_after < duration  # the restore comes while the workload runs
         and 0 <= settle_timeout < math.inf
         and 0 < rate <= 100_000
         and 0 < len(topic) < 250
@@ -177,12 +178,19 @@ def test_drill_target_bugs_found(target: str, message: str) -> None:
         ({"duration_s": math.inf}, "--duration must be positive"),
         ({"restore_after_s": math.nan}, "--restore-after not negative"),
         ({"settle_timeout_s": -1.0}, "--settle-timeout must be"),
+        (
+            {"duration_s": 5.0, "restore_after_s": 10.0},
+            r"--restore-after 10 s does not fit in --duration 5 s: the fault comes 2 s after "
+            r"the workload starts, so the workload would end before the restore\. Give "
+            r"--duration more than 12 s",
+        ),
         ({"topic": "bad topic"}, "--topic: invalid topic name 'bad topic'"),
     ],
 )
 def test_drill_settings_bugs_found(kw: dict[str, Any], message: str) -> None:
     """NaN and infinite durations and rates were accepted (every comparison with NaN is false),
-    and so was any topic name."""
+    and so was any topic name; a restore after the workload's end was accepted without a word
+    (issue 26)."""
     with pytest.raises(DrillError, match=message):
         DrillSpec("stop", "controller", **kw)
 

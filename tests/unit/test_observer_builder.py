@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +17,8 @@ from kconsole.cluster.zk import ZkState
 from kconsole.config import Settings
 from kconsole.models import BrokerState, Partition, SourceName
 from kconsole.observer import ClusterObserver, SnapshotBuilder
-from kconsole.timeline import EventKind
+from kconsole.observer.builder import STARTING_S
+from kconsole.timeline import EventKind, diff
 
 REG = {
     i: {"host": "127.0.0.1", "port": 19091 + i, "endpoints": [], "timestamp": "1000"}
@@ -367,3 +370,54 @@ def test_incremental_partitions_equal_a_fresh_build(seed: int) -> None:
             if p.key in old and old[p.key] == p:
                 assert old[p.key] is p, p.key
         before = parts
+
+
+RESTARTS = json.loads(
+    (Path(__file__).resolve().parents[1] / "fixtures" / "restart_listener.json").read_text()
+)
+
+
+@pytest.mark.parametrize("run", RESTARTS["runs"], ids=lambda r: r["fault"])
+def test_a_restarted_broker_is_not_unreachable_while_its_listeners_open(
+    run: dict[str, Any],
+) -> None:
+    """Recorded (tests/fixtures/record_restart.py): Kafka registers in ZooKeeper 1-2 s before
+    its port accepts, and the observer published joined -> unreachable -> up for a stop and a
+    kill (issue 26). Replayed here: the port probes that failed in that window no longer make
+    it unreachable; it joins, and that is all."""
+    bid = RESTARTS["broker"]
+    b = SnapshotBuilder(use_zookeeper=True)
+    b.health[SourceName.ZOOKEEPER].success(1.0)
+    b.zk = zk_state(brokers=(1, 3))
+    t0 = 1000.0
+    snaps = [b.build(t0 - 1)]
+    b.zk = zk_state()
+    for at, state, _registered in run["published_after_registered"]:
+        # What the observer published at `at`: the registration first (no probe of it yet),
+        # then each state a port probe made it.
+        if snaps[-1].broker(bid) is not None and snaps[-1].broker(bid).registered:  # type: ignore[union-attr]
+            b.reachable = {1: True, 3: True, bid: state == "up"}
+        snaps.append(b.build(t0 + at))
+    events = [e for a, z in itertools.pairwise(snaps) for e in diff(a, z)]
+    assert [(e.kind, e.broker) for e in events] == [(EventKind.BROKER_JOINED, bid)]
+    assert all(s.broker(bid).state is BrokerState.UP for s in snaps[1:])  # type: ignore[union-attr]
+
+
+def test_a_registration_whose_port_stays_shut_becomes_unreachable() -> None:
+    """The start-up allowance is bounded: still no answer STARTING_S after it registered is
+    unreachable. A broker registered before the observer's first build gets no allowance."""
+    b = SnapshotBuilder(use_zookeeper=True)
+    b.health[SourceName.ZOOKEEPER].success(1.0)
+    b.zk = zk_state(brokers=(1, 3))
+    b.reachable = {1: False}
+    first = b.build(100.0)
+    assert first.broker(1).state is BrokerState.UNREACHABLE  # type: ignore[union-attr]
+    b.zk = zk_state()
+    b.reachable = {1: False, 2: False}
+    assert b.build(101.0).broker(2).state is BrokerState.UP  # type: ignore[union-attr]
+    late = b.build(101.0 + STARTING_S)
+    assert late.broker(2).state is BrokerState.UNREACHABLE  # type: ignore[union-attr]
+    b.zk = zk_state(brokers=(1, 3))  # it leaves; registering again starts a new allowance
+    b.build(200.0)
+    b.zk = zk_state()
+    assert b.build(201.0).broker(2).state is BrokerState.UP  # type: ignore[union-attr]

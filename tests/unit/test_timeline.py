@@ -76,7 +76,8 @@ def test_recorded_controller_stop() -> None:
 
 def test_paused_broker_leaves_when_its_session_expires() -> None:
     """Paused (process frozen) and registered are separate: 'left' comes at session expiry,
-    while the broker still shows as paused; 'joined' when it re-registers after resume."""
+    while the broker still shows as paused (and says so); the resume is an event of its own
+    (no longer paused, not registered yet); 'joined' when it re-registers."""
     b = (Broker(1, "h", 1), Broker(3, "h", 3))
     up = _snap(brokers=(*b, Broker(2, "h", 2)))
     paused = _snap(brokers=(*b, Broker(2, "h", 2, state=BrokerState.PAUSED)))
@@ -85,8 +86,15 @@ def test_paused_broker_leaves_when_its_session_expires() -> None:
     kinds = lambda a, z: [(e.kind, e.broker) for e in diff(a, z)]  # noqa: E731
     assert kinds(up, paused) == [(EventKind.BROKER_STATE, 2)]
     assert kinds(paused, expired) == [(EventKind.BROKER_LEFT, 2)]
-    assert kinds(expired, resumed) == []
+    assert [e.new for e in diff(paused, expired)] == ["paused"]
+    (back,) = diff(expired, resumed)
+    assert (back.kind, back.old, back.new) == (EventKind.BROKER_STATE, "paused", "down")
+    assert back.text == "broker 2 is no longer paused (not registered yet)"
     assert kinds(resumed, up) == [(EventKind.BROKER_JOINED, 2)]
+    # Resumed before the backend noticed: it re-registers while still shown paused, then is up.
+    rejoined = _snap(brokers=(*b, Broker(2, "h", 2, state=BrokerState.PAUSED)))
+    assert kinds(expired, rejoined) == [(EventKind.BROKER_JOINED, 2)]
+    assert [e.text for e in diff(rejoined, up)] == ["broker 2 is up (was paused)"]
 
 
 def test_reassignment_started_caught_up_completed() -> None:

@@ -14,7 +14,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Static
 
-from kconsole.drills.export import export_timeline
+from kconsole.drills.export import ClusterIdentity, export_timeline
 from kconsole.drills.measure import Measurement
 from kconsole.ui import format as fmt
 from kconsole.ui.context import state, subscribe
@@ -169,12 +169,19 @@ class TimelineScreen(Screen[None]):
         """Write the timeline as JSON and Markdown."""
         view = state(self)
         drill = view.latest_drill()
+        settings, snap = view.settings, view.snapshot
+        cluster = ClusterIdentity(
+            settings.bootstrap if settings else "unknown",
+            snap.cluster_id if snap else None,
+            settings.zookeeper if settings else "",
+        )
         try:
             json_path, md_path = export_timeline(
                 view.timeline_events(),
                 view.drill_measurements(drill),
                 view.export_dir,
                 fault=drill.fault if drill else None,
+                cluster=cluster,
             )
         except OSError as exc:
             self.notify(f"export failed: {exc}", severity="error", markup=False)
