@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from kconsole.cluster.procs import ManagedProcess, tail_lines
-from kconsole.jobs.progress import JobProgress, extract_error, parse_line, parse_progress_line
+from kconsole.jobs.progress import (
+    CheckpointNote,
+    JobProgress,
+    extract_error,
+    parse_checkpoint_line,
+    parse_line,
+    parse_progress_line,
+)
 
 RECENT = 50  # output / finding lines kept per run
 FIRST_READ_MAX = 16 * 2**20  # a longer progress file is read from its last 4 MiB only
@@ -64,6 +71,7 @@ class JobRun:
     warnings: tuple[str, ...] = ()
     finding_counts: dict[str, int] = field(default_factory=dict)
     recent_output: tuple[dict[str, Any], ...] = ()  # the newest output / finding lines
+    checkpoint_note: CheckpointNote | None = None  # what the job did with its checkpoint
 
     @property
     def active(self) -> bool:
@@ -71,6 +79,7 @@ class JobRun:
 
     @property
     def offsets_behind(self) -> int | None:
+        """The newest batch's offsets behind (log end after it - its end); None if unknown."""
         return self.latest.offsets_behind if self.latest else None
 
 
@@ -171,6 +180,7 @@ class RunRecord:
         self.counts: dict[str, int] = {}
         self.warnings: list[str] = []
         self.last_state: dict[str, Any] | None = None
+        self.checkpoint_note: CheckpointNote | None = None
         self.seen_running = False
         self.final: JobRun | None = None
         self.ours = False  # started by this manager (so it can reap it and knows its exit code)
@@ -260,6 +270,8 @@ class RunRecord:
             self.last_state = data
             if data.get("state") == "running":
                 self.seen_running = True
+        elif kind == "checkpoint":
+            self.checkpoint_note = parse_checkpoint_line(data) or self.checkpoint_note
         elif kind in ("output", "finding"):
             self.recent.append(data)
         elif kind == "findings":
@@ -335,6 +347,7 @@ class RunRecord:
             warnings=tuple(self.warnings),
             finding_counts=dict(self.counts),
             recent_output=tuple(self.recent),
+            checkpoint_note=self.checkpoint_note,
         )
 
 

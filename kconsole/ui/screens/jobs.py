@@ -299,6 +299,10 @@ def run_summary(run: JobRun, snapshot: ClusterSnapshot | None, now: float) -> Te
             text.append(_num(lag), fmt.WARN if lag else fmt.GOOD)
     elif run.active:
         text.append(" · no batch yet (the JVM and Spark session start first)", fmt.DIM)
+    note = run.checkpoint_note
+    if note is not None:
+        style = fmt.BAD if note.status == "refused" else fmt.WARN if note.out_of_range else fmt.DIM
+        text.append(f"\ncheckpoint: {note.message}", style)
     return text
 
 
