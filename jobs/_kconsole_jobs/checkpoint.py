@@ -142,9 +142,9 @@ def mismatch(recorded: dict[str, Any] | None, here: Identity, topics: list[str])
     sides could be read)."""
     if recorded is None:
         return (
-            "it has no record of the cluster and topic it was written for (kconsole writes "
-            f"one beside it, {SUFFIX}, since it checks this), so it may be from another cluster "
-            "or an earlier incarnation of the topic"
+            f"there is no record beside it ({SUFFIX}) of the cluster and topic it was written "
+            "for (a checkpoint from before kconsole kept one), so it may be another cluster's "
+            "or an earlier incarnation of the topic's"
         )
     then = recorded.get("cluster_id")
     if then and here.cluster_id and then != here.cluster_id:

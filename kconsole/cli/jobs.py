@@ -219,8 +219,9 @@ def jobs_status(ctx: click.Context, run_id: str | None, as_json: bool, limit: in
             f"{'-' if r.offsets_behind is None else r.offsets_behind:>8}  "
             f"{time.strftime('%H:%M:%S', time.localtime(r.started_at))}"
         )
-        if r.checkpoint_note is not None:
-            click.echo(f"    checkpoint: {r.checkpoint_note.message}")
+        note = r.checkpoint_note
+        if note is not None and not (note.status == "refused" and r.error):  # else the reason
+            click.echo(f"    checkpoint: {note.message}")
         if r.latest is not None and r.latest.offsets_behind is None:
             click.echo(f"    {_behind_text(r.latest)}")
         if r.error:

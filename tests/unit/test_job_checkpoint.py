@@ -5,6 +5,7 @@ start does with it: new, resuming (with its offsets and any out of the log's ran
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -83,7 +84,7 @@ class TestIdentity:
 
     def test_no_record(self, ck: str) -> None:
         why = checkpoint.mismatch(checkpoint.read_record(ck), HERE, [TOPIC])
-        assert why is not None and "no record" in why
+        assert why is not None and "no record beside it" in why
 
     def test_offsets_outside_the_log_are_named(self) -> None:
         """Beyond the end (truncated) and below the start (deleted) each get a sentence."""
@@ -186,7 +187,7 @@ class TestStart:
         [
             (Identity("cluster-B", {TOPIC: "topic-id-1"}), "this is cluster cluster-A"),
             (Identity("cluster-A", {TOPIC: "topic-id-0"}), "deleted and created again"),
-            (None, "no record"),
+            (None, "no record beside it"),
         ],
     )
     def test_foreign_checkpoint_is_refused_with_the_way_out(
@@ -259,14 +260,21 @@ def test_jobs_screen_summary_shows_the_checkpoint_note(tmp_path: Path) -> None:
     from kconsole.jobs import CheckpointNote, JobRun, JobState
     from kconsole.ui.screens.jobs import run_summary
 
-    note = CheckpointNote(
-        "refused", "checkpoint /x not resumed: ... run with --fresh-checkpoint ...", "/x"
-    )
+    note = CheckpointNote("resuming", 'resuming from checkpoint: offsets {"t": {"0": 5}}', "/x")
     run = JobRun(
         run_id="kc-1", job="keyed-counts", options={}, argv=(), pid=None, started_at=1.0,
-        state=JobState.FAILED, detached=False, run_dir=tmp_path, log_path=tmp_path / "job.log",
+        state=JobState.RUNNING, detached=False, run_dir=tmp_path, log_path=tmp_path / "job.log",
         progress_path=tmp_path / "p", output_dir=None, checkpoint=Path("/x"), topic="t",
         group_id=None, checkpoint_note=note,
     )  # fmt: skip
     text = run_summary(run, None, 2.0).plain
     assert f"checkpoint: {note.message}" in text.splitlines()
+    # Refused: the reason (with the way out) is the run's failure reason, shown once, below.
+    refused = dataclasses.replace(
+        run,
+        state=JobState.FAILED,
+        error="checkpoint /x not resumed: ... --fresh-checkpoint ...",
+        checkpoint_note=CheckpointNote("refused", "checkpoint /x not resumed: ...", "/x"),
+    )
+    lines = run_summary(refused, None, 2.0).plain.splitlines()
+    assert "checkpoint: not resumed (why and the way out: below)" in lines
