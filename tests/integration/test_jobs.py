@@ -108,6 +108,10 @@ def _observe_group_until_caught_up(
     are what the group has committed), each time they could be matched."""
     observer = ClusterObserver(settings_for(cluster))
     seen: list[tuple[int | None, int | None]] = []
+    # The JVM and the session first (minutes on a busy machine), then the batches.
+    wait_until(
+        lambda: manager.get(run_id).state is not JobState.STARTING, 300, "the query to start"
+    )
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
         run = manager.get(run_id)
