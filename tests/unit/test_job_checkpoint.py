@@ -9,6 +9,7 @@ import dataclasses
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -278,3 +279,25 @@ def test_jobs_screen_summary_shows_the_checkpoint_note(tmp_path: Path) -> None:
     )
     lines = run_summary(refused, None, 2.0).plain.splitlines()
     assert "checkpoint: not resumed (why and the way out: below)" in lines
+
+
+def test_without_confluent_kafka_the_checkpoint_is_resumed_unverified(ck: str) -> None:
+    """Plain spark-submit without confluent_kafka: the package imports, and a checkpoint is
+    resumed with its offsets, saying it was not checked against the cluster."""
+    code = f"""
+import sys
+sys.modules["confluent_kafka"] = None  # import fails as when it is not installed
+sys.path.insert(0, {str(ROOT / "jobs")!r})
+import _kconsole_jobs as common
+assert not common.HAVE_CONFLUENT_KAFKA
+p = common.parser("keyed_counts", "", topic={TOPIC!r}, starting_offsets="latest")
+job = common.Job("keyed_counts", p.parse_args(["--checkpoint", {ck!r}]))
+job.check_checkpoint()
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    (line,) = [d for ln in out.splitlines() if (d := parse_line(ln)) and d["type"] == "checkpoint"]
+    assert line["status"] == "unverified"
+    assert line["message"].startswith("resuming from checkpoint: offsets {")
+    assert "not checked against the cluster" in line["message"]
