@@ -15,13 +15,15 @@ functions Spark ships to executors are the scripts' own. By concern:
     preflight   Kafka checked before Spark starts, the output topic created
     emitter     the stdout protocol, progress lines, the log, the readable sink
     committer   each batch's end offsets committed to the job's consumer group
+    checkpoint  whose checkpoint it is (cluster id, topic ids), what a restart resumes from
     job         Job: the run that ties them together; watch_parent
     errors      JobFailure and failure reasons;  confluent: the optional confluent_kafka
 
 The stdout protocol (one JSON object per line, nothing else on stdout):
 
     {"type": "state", "state": "starting|running|stopping|stopped|failed|finished", ...}
-    {"type": "progress", "batchId": 7, "numInputRows": 120, "offsetsBehindLatest": 0, ...}
+    {"type": "checkpoint", "status": "new|resuming|fresh|refused|unverified", "message": ...}
+    {"type": "progress", "batchId": 7, "numInputRows": 120, "offsetsBehindLatest": 41, ...}
     {"type": "warning", "message": "..."}
     plus job-specific lines ("output", "finding", "findings")
 

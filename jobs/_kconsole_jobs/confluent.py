@@ -9,17 +9,21 @@ __all__ = [
     "Consumer",
     "KafkaException",
     "NewTopic",
+    "OffsetSpec",
+    "TopicCollection",
     "TopicPartition",
     "kafka_reason",
 ]
 
 try:  # optional: pre-flight checks, topic creation and the consumer-group commit
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka import Consumer, KafkaException, TopicCollection, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
     HAVE_CONFLUENT_KAFKA = True
-except ImportError:  # plain spark-submit without kconsole's venv
+except ImportError:  # plain spark-submit without kconsole's venv: the names exist, unused
     HAVE_CONFLUENT_KAFKA = False
+    Consumer = AdminClient = NewTopic = OffsetSpec = TopicCollection = TopicPartition = None  # type: ignore[assignment,misc]
+    KafkaException = Exception  # type: ignore[assignment,misc]
 
 
 def kafka_reason(exc: Exception) -> str:

@@ -38,8 +38,11 @@ def log(message: str) -> None:
 
 
 def progress_line(p: dict[str, Any]) -> dict[str, Any]:
-    """The fields of a StreamingQueryProgress kconsole reads, plus offsets behind latest:
-    per partition latest available - end of batch, summed over the job's sources."""
+    """The fields of a StreamingQueryProgress kconsole reads, plus what Spark left behind when
+    it planned the batch: per partition Spark's latestOffset (the log end it read then) - the
+    batch's end, summed. That is 0 whenever a batch takes all there was (no
+    --max-offsets-per-trigger), however much arrived since: the job's "behind"
+    (offsetsBehindLatest) is measured against the log end after the batch, by Job."""
     end: dict[str, dict[str, int]] = {}
     latest: dict[str, dict[str, int]] = {}
     behind: int | None = None
@@ -66,7 +69,7 @@ def progress_line(p: dict[str, Any]) -> dict[str, Any]:
         "processedRowsPerSecond": _num(p.get("processedRowsPerSecond")),
         "batchDuration": p.get("batchDuration"),
         "durationMs": p.get("durationMs") or {},
-        "offsetsBehindLatest": behind,
+        "offsetsBehindAtPlan": behind,
         "endOffset": end,
         "latestOffset": latest,
         "sourceMetrics": metrics,

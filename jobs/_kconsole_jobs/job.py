@@ -13,15 +13,17 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from . import spark
+from . import checkpoint, spark
 from .committer import Committer
 from .confluent import HAVE_CONFLUENT_KAFKA
 from .emitter import Emitter, as_dict, log, progress_line
 from .errors import JobFailure, failure_reason
 from .options import client_from_env
-from .preflight import Preflight
+from .preflight import Preflight, log_offsets
 
 _POLL_S = 0.25
+_MEASURE_TIMEOUT_S = 2.0  # reading the log ends after a batch: an unhealthy cluster delays the
+# progress line by at most this, and "behind" is then unknown
 
 
 class Job:
@@ -82,6 +84,70 @@ class Job:
             self._committer.start()
         self._committer.offer(end)
 
+    def check_checkpoint(self) -> None:
+        """Resume the checkpoint only if it is this cluster's and this topic incarnation's;
+        report what happens to it as a "checkpoint" line (and a JobFailure when refused)."""
+        if "://" in str(self.args.checkpoint):  # HDFS, S3...: not a local directory to read
+            self._checkpoint("unverified", "checkpoint not checked: it is not a local directory")
+            return
+        ck = os.path.abspath(self.args.checkpoint)
+        topics = [t.strip() for t in str(self.args.topic).split(",") if t.strip()]
+        here = self._preflight.identity(topics)
+        start = f"starting from starting-offsets {self.args.starting_offsets}"
+        moved = None
+        if getattr(self.args, "fresh_checkpoint", False) and (
+            os.path.exists(ck) or os.path.exists(checkpoint.record_path(ck))
+        ):
+            moved = checkpoint.move_aside(ck)
+        if not checkpoint.has_progress(ck):
+            checkpoint.write_record(ck, here, self.name, self.args.bootstrap)
+            if moved:
+                self._checkpoint(
+                    "fresh",
+                    f"fresh checkpoint: the old one moved to {moved}; {start}",
+                    movedTo=moved,
+                )
+            else:
+                self._checkpoint("new", f"new checkpoint: {start}")
+            return
+        batch, offsets = checkpoint.resume_point(ck)
+        where = checkpoint.offsets_text(offsets) if offsets else "(none recorded yet)"
+        after = "" if batch is None else f" (after batch {batch})"
+        if not HAVE_CONFLUENT_KAFKA:
+            self._checkpoint(
+                "unverified",
+                f"resuming from checkpoint: offsets {where}{after}; not checked against the "
+                "cluster (confluent_kafka is not installed)",
+                offsets=offsets,
+                batch=batch,
+            )
+            return
+        why = checkpoint.mismatch(checkpoint.read_record(ck), here, topics)
+        if why is not None:
+            reason = (
+                f"checkpoint {ck} not resumed: {why}. To start anew, run with --fresh-checkpoint "
+                "(kconsole: the fresh-checkpoint box, or -o fresh-checkpoint=true), which moves "
+                f"it to {ck}.old-<time> and starts from starting-offsets "
+                f"{self.args.starting_offsets}"
+            )
+            self._checkpoint("refused", reason, offsets=offsets, batch=batch)
+            raise JobFailure(reason)
+        problems = checkpoint.out_of_range(offsets, self._preflight.log_ranges(topics))
+        message = f"resuming from checkpoint: offsets {where}{after}"
+        if problems:
+            message += "; " + "; ".join(problems)
+            if self.args.fail_on_data_loss == "true":
+                message += " (fail-on-data-loss is true: Spark will stop on it)"
+        self._checkpoint("resuming", message, offsets=offsets, batch=batch, outOfRange=problems)
+        for problem in problems:
+            self.warn(f"checkpoint: {problem}")
+
+    def _checkpoint(self, status: str, message: str, **fields: Any) -> None:
+        path = str(self.args.checkpoint)
+        path = path if "://" in path else os.path.abspath(path)
+        self.emit("checkpoint", status=status, path=path, message=message, **fields)
+        log(message)
+
     # -- Spark --------------------------------------------------------------------------------
     def session(self) -> Any:
         """The SparkSession; in local mode with the connector jars from kconsole's cache."""
@@ -121,6 +187,7 @@ class Job:
         try:
             if check is not None:
                 check(self)
+            self.check_checkpoint()
             if self._stop.is_set():
                 return self._finish("stopped", 0)
             self.session()
@@ -174,6 +241,13 @@ class Job:
             todo = newer or [last]
         for p in todo:
             line = progress_line(p)
+            if p is todo[-1]:
+                line.update(self._behind_now(line["endOffset"]))
+            else:  # an older batch, found late: the log end when it ended is not known
+                line.update(
+                    offsetsBehindLatest=None,
+                    behindUnknown="not measured (a later batch ended first)",
+                )
             self.emit("progress", **line)
             self._last_ts = p.get("timestamp")
             self._last_batch = max(self._last_batch, p.get("batchId", -1))
@@ -181,6 +255,37 @@ class Job:
         self.commit(
             {(t, int(part)): off for t, parts in end.items() for part, off in parts.items()}
         )
+
+    def _behind_now(self, end: dict[str, dict[str, int]]) -> dict[str, Any]:
+        """How far behind the topic the job is as its newest batch ends: per partition the log
+        end now - the batch's end offset, summed (what the group's lag is once the batch's end is
+        committed); with the log ends read and when. Unknown, with why, when a log end could not
+        be read."""
+        tps = [(t, int(p)) for t, parts in end.items() for p in parts]
+        admin = self.admin()
+        if admin is None:
+            return {
+                "offsetsBehindLatest": None,
+                "behindUnknown": "confluent_kafka is not installed",
+            }
+        ends, errors = log_offsets(admin, tps, "latest", _MEASURE_TIMEOUT_S)
+        at = time.time()
+        log_end = {
+            t: {p: ends[(t, int(p))] for p in parts if (t, int(p)) in ends}
+            for t, parts in end.items()
+        }
+        if errors or not tps:
+            why = "; ".join(f"{t}/{p}: {e}" for (t, p), e in sorted(errors.items()))
+            return {
+                "offsetsBehindLatest": None,
+                "behindUnknown": f"log end not read ({why or 'no partitions'})",
+                "logEndOffset": log_end,
+                "behindAt": at,
+            }
+        behind = sum(
+            max(0, ends[(t, int(p))] - off) for t, parts in end.items() for p, off in parts.items()
+        )
+        return {"offsetsBehindLatest": behind, "logEndOffset": log_end, "behindAt": at}
 
     def _last_progress(self) -> dict[str, Any] | None:
         # One py4j call for the JSON: pyspark's own lastProgress builds the Python object field

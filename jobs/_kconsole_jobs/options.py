@@ -62,6 +62,12 @@ def parser(
         help="checkpoint dir: offsets and state; a restart with the same dir resumes",
     )
     p.add_argument(
+        "--fresh-checkpoint",
+        action="store_true",
+        help="move an existing checkpoint aside (renamed, not deleted) and start anew from "
+        "--starting-offsets; needed when it belongs to another cluster or topic incarnation",
+    )
+    p.add_argument(
         "--output-dir",
         default=None,
         help="readable sink: one JSON-lines file per batch (default: beside the checkpoint)",

@@ -9,7 +9,17 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
-from .confluent import HAVE_CONFLUENT_KAFKA, AdminClient, KafkaException, NewTopic, kafka_reason
+from .checkpoint import Identity
+from .confluent import (
+    HAVE_CONFLUENT_KAFKA,
+    AdminClient,
+    KafkaException,
+    NewTopic,
+    OffsetSpec,
+    TopicCollection,
+    TopicPartition,
+    kafka_reason,
+)
 from .emitter import log
 from .errors import JobFailure
 
@@ -74,6 +84,73 @@ class Preflight:
                 raise JobFailure(
                     f"cannot create output topic {topic!r}: {kafka_reason(exc)}"
                 ) from exc
+
+    def identity(self, topics: list[str]) -> Identity:
+        """The cluster id and each topic's Kafka topic id (a new one each time a topic is
+        created); None for what could not be read."""
+        admin = self.admin()
+        if admin is None:
+            return Identity(None, dict.fromkeys(topics))
+        timeout = self.args.preflight_timeout
+        try:
+            cluster_id = admin.list_topics(timeout=timeout).cluster_id or None
+        except KafkaException as exc:
+            raise JobFailure(
+                f"Kafka is unreachable at {self.args.bootstrap}: {kafka_reason(exc)}"
+            ) from exc
+        ids: dict[str, str | None] = {}
+        futs = admin.describe_topics(TopicCollection(topics), request_timeout=timeout)
+        for topic in topics:
+            try:
+                ids[topic] = str(futs[topic].result(timeout=timeout).topic_id)
+            except Exception as exc:  # KafkaException, or a timeout of the future
+                why = kafka_reason(exc) or type(exc).__name__
+                self._warn(f"could not read the topic id of {topic}: {why}")
+                ids[topic] = None
+        return Identity(cluster_id, ids)
+
+    def log_ranges(self, topics: list[str]) -> dict[tuple[str, int], tuple[int, int]]:
+        """(log start, log end) of every partition of `topics` that could be read."""
+        admin = self.admin()
+        if admin is None:
+            return {}
+        md = admin.list_topics(timeout=self.args.preflight_timeout)
+        tps = [(t, p) for t in topics if t in md.topics for p in md.topics[t].partitions]
+        return log_ranges(admin, tps, self.args.preflight_timeout)
+
+
+def log_ranges(
+    admin: Any, tps: list[tuple[str, int]], timeout: float
+) -> dict[tuple[str, int], tuple[int, int]]:
+    """(log start, log end) per partition; partitions whose answer failed are left out."""
+    starts, _ = log_offsets(admin, tps, "earliest", timeout)
+    ends, _ = log_offsets(admin, tps, "latest", timeout)
+    return {tp: (starts[tp], ends[tp]) for tp in tps if tp in starts and tp in ends}
+
+
+def log_offsets(
+    admin: Any, tps: list[tuple[str, int]], which: str, timeout: float
+) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], str]]:
+    """The earliest or latest offset of each partition, from one ListOffsets per leader, and
+    why for those that could not be read."""
+    if not tps:
+        return {}, {}
+    spec = OffsetSpec.earliest() if which == "earliest" else OffsetSpec.latest()
+    found: dict[tuple[str, int], int] = {}
+    errors: dict[tuple[str, int], str] = {}
+    try:
+        futs = admin.list_offsets(
+            {TopicPartition(t, p): spec for t, p in tps}, request_timeout=timeout
+        )
+    except KafkaException as exc:
+        return {}, dict.fromkeys(tps, kafka_reason(exc))
+    for tp, fut in futs.items():
+        key = (tp.topic, tp.partition)
+        try:
+            found[key] = fut.result(timeout=timeout).offset
+        except Exception as exc:  # this partition's answer (no leader, a timeout)
+            errors[key] = kafka_reason(exc) or type(exc).__name__
+    return found, errors
 
 
 def _connects(host_port: str, timeout: float = 3.0) -> bool:

@@ -139,11 +139,15 @@ def jobs_start(ctx: click.Context, job: str, opts: tuple[str, ...], detach: bool
 def _follow_run(manager: JobsView, run_id: str) -> None:
     shown = -1.0
     state = None
+    note = None
     while True:
         run = manager.get(run_id)
         if run.state != state:
             state = run.state
             click.echo(f"state: {state.value}")
+        if run.checkpoint_note is not None and run.checkpoint_note != note:
+            note = run.checkpoint_note
+            click.echo(f"checkpoint: {note.message}")
         for p in run.history:
             if p.ts > shown:
                 shown = p.ts
@@ -155,9 +159,15 @@ def _follow_run(manager: JobsView, run_id: str) -> None:
 
 def _progress_text(p: JobProgress) -> str:
     rate = "-" if p.processed_rows_per_second is None else f"{p.processed_rows_per_second:.0f}"
-    behind = "?" if p.offsets_behind is None else str(p.offsets_behind)
     took = "-" if p.batch_duration_ms is None else f"{p.batch_duration_ms} ms"
-    return f"  batch {p.batch_id}: {p.input_rows} rows in {took}, {rate} rows/s, behind {behind}"
+    return f"  batch {p.batch_id}: {p.input_rows} rows in {took}, {rate} rows/s, {_behind_text(p)}"
+
+
+def _behind_text(p: JobProgress) -> str:
+    """The batch's offsets behind (the log end after it - its end), or unknown with why."""
+    if p.offsets_behind is None:
+        return f"behind unknown ({p.behind_unknown or 'not reported'})"
+    return f"behind {p.offsets_behind} after it"
 
 
 def _run_summary(run: JobRun) -> str:
@@ -209,6 +219,11 @@ def jobs_status(ctx: click.Context, run_id: str | None, as_json: bool, limit: in
             f"{'-' if r.offsets_behind is None else r.offsets_behind:>8}  "
             f"{time.strftime('%H:%M:%S', time.localtime(r.started_at))}"
         )
+        note = r.checkpoint_note
+        if note is not None and not (note.status == "refused" and r.error):  # else the reason
+            click.echo(f"    checkpoint: {note.message}")
+        if r.latest is not None and r.latest.offsets_behind is None:
+            click.echo(f"    {_behind_text(r.latest)}")
         if r.error:
             click.echo(f"    reason: {r.error}")
         for w in r.warnings:
@@ -233,6 +248,16 @@ def _run_json(run: JobRun) -> dict[str, object]:
         "topic": run.topic,
         "group_id": run.group_id,
         "checkpoint": run.checkpoint,
+        "checkpoint_status": None
+        if run.checkpoint_note is None
+        else {
+            "status": run.checkpoint_note.status,
+            "message": run.checkpoint_note.message,
+            "offsets": {f"{t}/{p}": o for (t, p), o in run.checkpoint_note.offsets.items()},
+            "after_batch": run.checkpoint_note.batch,
+            "out_of_range": list(run.checkpoint_note.out_of_range),
+            "moved_to": run.checkpoint_note.moved_to,
+        },
         "output_dir": run.output_dir,
         "log": run.log_path,
         "progress": run.progress_path,
@@ -247,6 +272,10 @@ def _run_json(run: JobRun) -> dict[str, object]:
             "processed_rows_per_second": p.processed_rows_per_second,
             "batch_duration_ms": p.batch_duration_ms,
             "offsets_behind": p.offsets_behind,
+            "offsets_behind_unknown": p.behind_unknown,
+            "offsets_behind_at": p.behind_at,
+            "log_end_offsets": {f"{t}/{part}": off for (t, part), off in p.log_end_offsets.items()},
+            "offsets_behind_at_plan": p.behind_at_plan,
             "end_offsets": {f"{t}/{part}": off for (t, part), off in p.end_offsets.items()},
         },
     }

@@ -14,7 +14,9 @@ console. Everything about it lives in `<state_dir>/jobs/runs/<run_id>/`:
     output/         the job's readable sink, one JSON-lines file per micro-batch
 
 Checkpoints outlive runs, in `<state_dir>/jobs/checkpoints/<job>--<topic>/`: starting the same
-job on the same topic again resumes where the last run stopped.
+job on the same topic again resumes where the last run stopped, if the job finds the checkpoint
+is this cluster's and this topic incarnation's (its record beside it, `<checkpoint>.kconsole.json`);
+what it did is the run's `checkpoint_note`.
 
 The job's options are the job script's own argparse options: `available_jobs()` reads them from
 each script's `build_parser()`, and `start()` validates with that same parser before anything
@@ -33,11 +35,19 @@ from __future__ import annotations
 
 from kconsole.jobs.client import java_kafka_options
 from kconsole.jobs.output import latest_counts, read_output_dir
-from kconsole.jobs.progress import JobProgress, extract_error, parse_line, parse_progress_line
+from kconsole.jobs.progress import (
+    CheckpointNote,
+    JobProgress,
+    extract_error,
+    parse_checkpoint_line,
+    parse_line,
+    parse_progress_line,
+)
 from kconsole.jobs.runs import JobRun, JobState
 from kconsole.jobs.specs import JobError, JobOption, JobSpec, available_jobs, get_job, jobs_dir
 
 __all__ = [
+    "CheckpointNote",
     "JobError",
     "JobOption",
     "JobProgress",
@@ -50,6 +60,7 @@ __all__ = [
     "java_kafka_options",
     "jobs_dir",
     "latest_counts",
+    "parse_checkpoint_line",
     "parse_line",
     "parse_progress_line",
     "read_output_dir",

@@ -1,5 +1,5 @@
-"""What a job reports: its stdout is one JSON object per line (state, progress, output,
-finding, findings, warning), its stderr is Spark's and Kafka's log. Parsing both, never
+"""What a job reports: its stdout is one JSON object per line (state, checkpoint, progress,
+output, finding, findings, warning), its stderr is Spark's and Kafka's log. Parsing both, never
 trusting either: anything that is not a well-formed line is skipped."""
 
 from __future__ import annotations
@@ -21,13 +21,55 @@ class JobProgress:
     input_rows_per_second: float | None
     processed_rows_per_second: float | None
     batch_duration_ms: int | None
-    offsets_behind: int | None  # sum over partitions of latest available - batch end
+    # Per partition the log end right after the batch - the batch's end offset, summed: what
+    # the job's group lag is once it has committed that end. None when it could not be read.
+    offsets_behind: int | None
     end_offsets: dict[tuple[str, int], int]
-    latest_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    latest_offsets: dict[tuple[str, int], int] = field(default_factory=dict)  # Spark's, at plan
+    behind_at: float | None = None  # when the log ends were read (epoch seconds)
+    behind_unknown: str | None = None  # why offsets_behind is None
+    log_end_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    # What Spark left for later when it planned the batch (its latestOffset - end): 0 unless
+    # max-offsets-per-trigger capped the batch, whatever arrived since.
+    behind_at_plan: int | None = None
     duration_ms: dict[str, int] = field(default_factory=dict)
     timestamp: str = ""  # Spark's trigger time, ISO 8601
     watermark: str | None = None
     state_rows: int | None = None
+
+
+@dataclass(frozen=True)
+class CheckpointNote:
+    """What the job did with its checkpoint when it started: `status` is new (none yet),
+    resuming (this cluster's and topic incarnation's), fresh (the old one moved aside by
+    fresh-checkpoint), refused (another cluster's or topic incarnation's, or of unknown origin:
+    the run fails with the way out) or unverified (resumed, but could not be checked)."""
+
+    status: str
+    message: str  # one line for a person, e.g. "resuming from checkpoint: offsets {...}"
+    path: str = ""
+    offsets: dict[tuple[str, int], int] = field(default_factory=dict)  # where it resumes
+    batch: int | None = None  # the newest committed batch it resumes after
+    out_of_range: tuple[str, ...] = ()  # resume offsets beyond a log's end / below its start
+    moved_to: str | None = None  # where fresh-checkpoint moved the old one
+
+
+def parse_checkpoint_line(data: dict[str, Any]) -> CheckpointNote | None:
+    """A "checkpoint" line (already parsed by parse_line) as a CheckpointNote."""
+    if data.get("type") != "checkpoint" or not isinstance(data.get("status"), str):
+        return None
+    try:
+        return CheckpointNote(
+            status=data["status"],
+            message=str(data.get("message") or data["status"]),
+            path=str(data.get("path") or ""),
+            offsets=_flat_offsets(data.get("offsets")),
+            batch=_int(data.get("batch")),
+            out_of_range=tuple(str(x) for x in data.get("outOfRange") or ()),
+            moved_to=str(data["movedTo"]) if data.get("movedTo") else None,
+        )
+    except (TypeError, ValueError, AttributeError):
+        return None
 
 
 def parse_line(line: str | bytes) -> dict[str, Any] | None:
@@ -60,6 +102,10 @@ def parse_progress_line(line: str | bytes) -> JobProgress | None:
             offsets_behind=_int(data.get("offsetsBehindLatest")),
             end_offsets=_flat_offsets(data.get("endOffset")),
             latest_offsets=_flat_offsets(data.get("latestOffset")),
+            behind_at=_float(data.get("behindAt")),
+            behind_unknown=str(data["behindUnknown"]) if data.get("behindUnknown") else None,
+            log_end_offsets=_flat_offsets(data.get("logEndOffset")),
+            behind_at_plan=_int(data.get("offsetsBehindAtPlan")),
             duration_ms={
                 str(k): int(v)
                 for k, v in (data.get("durationMs") or {}).items()

@@ -19,9 +19,11 @@ from typing import Any
 
 from kconsole.cluster.procs import ManagedProcess, tail_lines
 from kconsole.jobs.progress import (
+    CheckpointNote,
     JobProgress,
     explain_failure,
     extract_error,
+    parse_checkpoint_line,
     parse_line,
     parse_progress_line,
 )
@@ -70,6 +72,7 @@ class JobRun:
     warnings: tuple[str, ...] = ()
     finding_counts: dict[str, int] = field(default_factory=dict)
     recent_output: tuple[dict[str, Any], ...] = ()  # the newest output / finding lines
+    checkpoint_note: CheckpointNote | None = None  # what the job did with its checkpoint
 
     @property
     def active(self) -> bool:
@@ -77,6 +80,7 @@ class JobRun:
 
     @property
     def offsets_behind(self) -> int | None:
+        """The newest batch's offsets behind (log end after it - its end); None if unknown."""
         return self.latest.offsets_behind if self.latest else None
 
 
@@ -177,6 +181,7 @@ class RunRecord:
         self.counts: dict[str, int] = {}
         self.warnings: list[str] = []
         self.last_state: dict[str, Any] | None = None
+        self.checkpoint_note: CheckpointNote | None = None
         self.seen_running = False
         self.final: JobRun | None = None
         self.ours = False  # started by this manager (so it can reap it and knows its exit code)
@@ -266,6 +271,8 @@ class RunRecord:
             self.last_state = data
             if data.get("state") == "running":
                 self.seen_running = True
+        elif kind == "checkpoint":
+            self.checkpoint_note = parse_checkpoint_line(data) or self.checkpoint_note
         elif kind in ("output", "finding"):
             self.recent.append(data)
         elif kind == "findings":
@@ -341,6 +348,7 @@ class RunRecord:
             warnings=tuple(self.warnings),
             finding_counts=dict(self.counts),
             recent_output=tuple(self.recent),
+            checkpoint_note=self.checkpoint_note,
         )
 
 

@@ -4,13 +4,17 @@ console starts them: through JobManager, as background processes."""
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
+from confluent_kafka import Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from kconsole.cluster.local import LocalCluster
 from kconsole.jobs import JobProgress, JobState, latest_counts, parse_progress_line
@@ -104,6 +108,10 @@ def _observe_group_until_caught_up(
     are what the group has committed), each time they could be matched."""
     observer = ClusterObserver(settings_for(cluster))
     seen: list[tuple[int | None, int | None]] = []
+    # The JVM and the session first (minutes on a busy machine), then the batches.
+    wait_until(
+        lambda: manager.get(run_id).state is not JobState.STARTING, 300, "the query to start"
+    )
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
         run = manager.get(run_id)
@@ -254,6 +262,8 @@ def test_sequence_checker_finds_planted_faults_and_resumes(
     assert _findings(manager, run2.run_id) == {("k0", "gap", 9)}, describe(r2, manager)
     assert r2.finding_counts == {"gap": 1}
     # It resumed: batch ids continue and its first batch read only the new records.
+    assert r2.checkpoint_note is not None and r2.checkpoint_note.status == "resuming"
+    assert r1.latest is not None and r2.checkpoint_note.offsets == r1.latest.end_offsets
     assert r2.history[0].batch_id > last_batch
     assert sum(p.input_rows for p in r2.history) == len(second)
     manager.stop(run2.run_id, timeout_s=30)
@@ -295,3 +305,162 @@ def test_missing_topic_fails_with_reason(cluster: LocalCluster, manager: JobMana
     failed = manager.get(run.run_id)
     assert failed.state is JobState.FAILED, describe(failed, manager)
     assert failed.error and "'no-such-topic-here' does not exist" in failed.error, failed.error
+
+
+# --------------------------------------------------------------------------------------------
+# Offsets behind under live traffic; checkpoints of another topic incarnation
+# --------------------------------------------------------------------------------------------
+
+
+def _log_ends(admin: AdminClient, tps: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    futs = admin.list_offsets({TopicPartition(t, p): OffsetSpec.latest() for t, p in tps})
+    return {(tp.topic, tp.partition): f.result(timeout=30).offset for tp, f in futs.items()}
+
+
+def test_behind_is_measured_against_the_log_end_under_live_traffic(
+    cluster: LocalCluster, manager: JobManager
+) -> None:
+    """With records arriving all the time and no cap per batch, Spark's own figure (its latest
+    offset when it planned the batch - the batch's end) is always 0; the job's "behind" is the
+    log end read after the batch - its end, which the group's lag (log end now - the committed
+    end) can only exceed by what arrived since."""
+    topic = new_topic(cluster, "live")
+    group = f"kconsole-job-test-{topic}"
+    stop = threading.Event()
+
+    def traffic() -> None:
+        p = Producer({"bootstrap.servers": cluster.spec.bootstrap, "linger.ms": 5})
+        i = 0
+        while not stop.is_set():
+            for _ in range(10):
+                p.produce(topic, key=f"k{i % 7}".encode(), value=b"x")
+                i += 1
+            p.poll(0)
+            stop.wait(0.1)  # about 100 records a second
+        p.flush(30)
+
+    sender = threading.Thread(target=traffic, daemon=True)
+    sender.start()
+    admin = AdminClient({"bootstrap.servers": cluster.spec.bootstrap})
+    observer = ClusterObserver(settings_for(cluster))
+    tps = [(topic, 0), (topic, 1)]
+    try:
+        run = manager.start(
+            "keyed-counts",
+            {**SMALL_SPARK, "trigger": "1", "topic": topic, "output-topic": "", "group-id": group},
+        )
+        checked: list[JobProgress] = []
+        compared: list[tuple[int, int]] = []
+        deadline = time.monotonic() + 300
+        while len(checked) < 5 or not compared:
+            assert time.monotonic() < deadline, describe(manager.get(run.run_id), manager)
+            r = manager.get(run.run_id)
+            assert r.active, describe(r, manager)
+            new = [p for p in r.history if p.batch_id >= 1 and p not in checked]
+            for p in new:
+                ends_now = _log_ends(admin, tps)  # read after the job read its own
+                assert p.offsets_behind is not None, p.behind_unknown
+                assert p.behind_at_plan == 0  # what "behind" used to show
+                assert set(p.log_end_offsets) == set(p.end_offsets) == set(tps)
+                for tp in tps:
+                    assert p.end_offsets[tp] <= p.log_end_offsets[tp] <= ends_now[tp], (p, ends_now)
+                assert p.offsets_behind == sum(
+                    p.log_end_offsets[tp] - p.end_offsets[tp] for tp in tps
+                )
+                checked.append(p)
+            g = next((g for g in observer.read_once().groups if g.group_id == group), None)
+            latest = manager.get(run.run_id).latest
+            if g is not None and latest is not None and latest.offsets_behind is not None:
+                committed = {(p.topic, p.partition): p.committed for p in g.partitions}
+                if committed == latest.end_offsets and g.lag is not None:
+                    ends_after = sum(_log_ends(admin, tps).values())
+                    # behind <= lag <= (log end after the lag was read) - the committed end
+                    assert latest.offsets_behind <= g.lag <= ends_after - sum(committed.values())
+                    compared.append((latest.offsets_behind, g.lag))
+            time.sleep(0.2)
+        assert any(p.offsets_behind for p in checked), [p.offsets_behind for p in checked]
+    finally:
+        stop.set()
+        sender.join(30)
+    manager.stop(run.run_id, timeout_s=30)
+
+
+def _recreate(cluster: LocalCluster, topic: str) -> None:
+    """Delete `topic` and create it again (same name, a new topic id)."""
+    admin = AdminClient({"bootstrap.servers": cluster.spec.bootstrap})
+    admin.delete_topics([topic])[topic].result(timeout=30)
+
+    def created() -> bool:
+        admin.create_topics([NewTopic(topic, 2, 3)])[topic].result(timeout=30)
+        return True
+
+    wait_until(created, 60, f"{topic} to be created again (after its deletion completes)")
+    cluster.wait_metadata_everywhere(topic, time.monotonic() + 30)
+
+
+def test_checkpoint_of_a_recreated_topic_is_refused_then_started_fresh(
+    cluster: LocalCluster, manager: JobManager, tmp_path: Any
+) -> None:
+    """A run resumes its own checkpoint and says from which offsets; once the topic was deleted
+    and created again the checkpoint is refused with the way out, and fresh-checkpoint moves it
+    aside (kept whole) and reads the new topic from its start."""
+    topic = new_topic(cluster, "ckpt")
+    produce(cluster, topic, [(f"k{i}", b"x", None) for i in range(30)])
+    options = {
+        **SMALL_SPARK,
+        "topic": topic,
+        "starting-offsets": "earliest",
+        "output-topic": "",
+        "checkpoint": str(tmp_path / "ck"),
+        "group-id": f"kconsole-job-test-{topic}",
+    }
+    run1 = manager.start("keyed-counts", options)
+    wait_until(
+        lambda: (
+            ((p := manager.get(run1.run_id).latest) and sum(p.end_offsets.values()) == 30)
+            or not manager.get(run1.run_id).active
+        ),
+        240,
+        "the first run to read all 30 records",
+    )
+    r1 = manager.stop(run1.run_id, timeout_s=30)
+    assert r1.state is JobState.STOPPED and r1.latest is not None, describe(r1, manager)
+    assert r1.checkpoint_note is not None and r1.checkpoint_note.status == "new"
+
+    run2 = manager.start("keyed-counts", options)
+    note = wait_until(lambda: manager.get(run2.run_id).checkpoint_note, 120, "run 2's checkpoint")
+    assert note.status == "resuming", describe(manager.get(run2.run_id), manager)
+    assert note.offsets == r1.latest.end_offsets
+    assert note.message.startswith("resuming from checkpoint: offsets {")
+    assert note.out_of_range == ()
+    manager.stop(run2.run_id, timeout_s=30)
+
+    _recreate(cluster, topic)
+    produce(cluster, topic, [(f"n{i}", b"y", None) for i in range(5)])
+    run3 = manager.start("keyed-counts", options)
+    wait_until(lambda: not manager.get(run3.run_id).active, 120, "run 3 to refuse the checkpoint")
+    r3 = manager.get(run3.run_id)
+    assert r3.state is JobState.FAILED and r3.exit_code == 1, describe(r3, manager)
+    assert r3.error and "deleted and created again" in r3.error, r3.error
+    assert "--fresh-checkpoint" in r3.error and str(tmp_path / "ck") in r3.error
+    assert r3.checkpoint_note is not None and r3.checkpoint_note.status == "refused"
+    assert (tmp_path / "ck" / "offsets").is_dir()  # left as it was
+
+    run4 = manager.start("keyed-counts", {**options, "fresh-checkpoint": "true"})
+    wait_until(
+        lambda: (
+            ((p := manager.get(run4.run_id).latest) and sum(p.end_offsets.values()) == 5)
+            or not manager.get(run4.run_id).active
+        ),
+        240,
+        "the fresh run to read the new topic's 5 records",
+    )
+    r4 = manager.get(run4.run_id)
+    assert r4.active, describe(r4, manager)
+    note4 = r4.checkpoint_note
+    assert note4 is not None and note4.status == "fresh" and note4.moved_to
+    assert note4.moved_to in note4.message
+    old = Path(note4.moved_to)
+    assert (old / "offsets").is_dir() and (old / "commits").is_dir()  # moved, not deleted
+    assert sum(p.input_rows for p in r4.history) == 5
+    manager.stop(run4.run_id, timeout_s=30)

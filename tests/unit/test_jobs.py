@@ -79,15 +79,28 @@ class TestRecordedProgress:
         assert first.offsets_behind == raw["offsetsBehindLatest"]
 
     def test_offsets_behind_while_capped(self) -> None:
-        """With max-offsets-per-trigger the job starts behind: latest - end per partition."""
-        progress = [p for ln in recorded("keyed_counts.jsonl") if (p := parse_progress_line(ln))]
+        """With max-offsets-per-trigger the job starts behind: the log end read after each
+        batch - its end, per partition; nothing arrives meanwhile, so Spark's at-plan figure
+        (its latest offset - end) is the same number."""
+        lines = recorded("keyed_counts_measured.jsonl")
+        progress = [p for ln in lines if (p := parse_progress_line(ln))]
         behind = [p.offsets_behind for p in progress]
         assert behind[0] and behind[0] > 0
         assert behind[-1] == 0
         for p in progress:
+            assert p.behind_at is not None and p.behind_unknown is None
+            assert set(p.log_end_offsets) == set(p.end_offsets)
             assert p.offsets_behind == sum(
+                p.log_end_offsets[tp] - off for tp, off in p.end_offsets.items()
+            )
+            assert p.behind_at_plan == sum(
                 p.latest_offsets[tp] - off for tp, off in p.end_offsets.items()
             )
+            assert p.behind_at_plan == p.offsets_behind
+        note = next(
+            d for ln in lines if (d := parse_line(ln)) is not None and d["type"] == "checkpoint"
+        )
+        assert note["status"] == "new"
 
     def test_other_lines_and_garbage_are_not_progress(self) -> None:
         """State, output and finding lines, and anything that is not a JSON object, give None."""

@@ -434,6 +434,11 @@ def run_summary(run: JobRun, snapshot: ClusterSnapshot | None, now: float) -> Te
             text.append(_num(lag), fmt.WARN if lag else fmt.GOOD)
     elif run.active:
         text.append(" · no batch yet (the JVM and Spark session start first)", fmt.DIM)
+    note = run.checkpoint_note
+    if note is not None and note.status == "refused" and run.error:
+        text.append("\ncheckpoint: not resumed (why and the way out: below)", fmt.BAD)
+    elif note is not None:
+        text.append(f"\ncheckpoint: {note.message}", fmt.WARN if note.out_of_range else fmt.DIM)
     return text
 
 
