@@ -4,6 +4,7 @@ script that speaks the jobs' protocol, no Spark: tests/unit/test_jobs.py), and r
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -345,3 +346,35 @@ async def test_what_a_job_does_fits_the_pane_at_any_width(tmp_path: Path) -> Non
             await wait_for(pilot, lambda: "Job" in border_title(pilot.app, "#job-detail"))  # type: ignore[arg-type]
             assert "keyed-counts" in border_title(app, "#job-detail")
             assert "each event-time window, from a Kafka topic." in text_of(app, "#job-summary")
+
+
+async def test_an_unknown_behind_is_shown_unknown_not_zero(tmp_path: Path) -> None:
+    """A batch whose log ends could not be read has no offsets behind: the runs table shows `?`,
+    the summary the reason, and the behind chart leaves that batch out and says so (it drew
+    such a batch as 0)."""
+    state_dir, run_id = tmp_path / "state", "keyed-counts-20270115-080000-0002"
+    plant_run(state_dir, run_id, "keyed_counts_measured", job="keyed-counts",
+              started_at=T0 - 60, topic="test-topic", group_id=None)  # fmt: skip
+    progress = state_dir / "jobs" / "runs" / run_id / "progress.jsonl"
+    lines = progress.read_text().splitlines()
+    batches = [i for i, ln in enumerate(lines) if '"type": "progress"' in ln]
+    assert len(batches) >= 2, batches
+    last = json.loads(lines[batches[-1]])
+    last["offsetsBehindLatest"] = None
+    last["behindUnknown"] = "the log ends could not be read: timed out"
+    lines[batches[-1]] = json.dumps(last)
+    progress.write_text("".join(f"{ln}\n" for ln in lines))
+    jobs = RecordedJobs(state_dir, set())
+    run = jobs.runs()[-1]
+    assert run.latest is not None and run.latest.offsets_behind is None
+    assert str(run_cells(run, None)[6]) == "?"
+    app = new_app(commands=Commands(None), settings=Settings(), jobs=jobs)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_jobs(app, pilot)
+        await wait_for(pilot, lambda: "now" in text_of(app, "#job-behind-range"))
+        said = text_of(app, "#job-behind-range")
+        assert "(1 unknown, left out)" in said, said
+        chart = app.screen.query_one("#job-behind", Sparkline).data
+        assert chart is not None and len(chart) == len(batches) - 1
+        summary = text_of(app, "#job-summary")
+        assert "behind ? (the log ends could not be read: timed out)" in summary, summary

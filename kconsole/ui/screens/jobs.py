@@ -17,7 +17,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Checkbox, DataTable, Input, Label, Select, Sparkline, Static
 
-from kconsole.jobs import JobRun, JobSpec, JobState
+from kconsole.jobs import JobProgress, JobRun, JobSpec, JobState
 from kconsole.jobs.specs import value_problem
 from kconsole.models import ClusterSnapshot
 from kconsole.ui import format as fmt
@@ -86,11 +86,19 @@ def what_it_does(spec: JobSpec) -> str:
     return spec.description.partition(": ")[2] or spec.description
 
 
+def _behind_cell(p: JobProgress | None) -> Text:
+    """Offsets behind as the batch ended: `?` when the job could not read the log ends (never
+    0), `-` before the first batch."""
+    if p is None:
+        return Text("-")
+    if p.offsets_behind is None:
+        return Text("?" if p.behind_unknown else "-", fmt.WARN)
+    return Text(_num(p.offsets_behind), fmt.WARN if p.offsets_behind else fmt.PLAIN)
+
+
 def run_cells(run: JobRun, snapshot: ClusterSnapshot | None) -> tuple[Text | str, ...]:
     p = run.latest
     lag = group_lag(snapshot, run.group_id)
-    behind = run.offsets_behind
-    agree = lag is None or behind is None or lag == behind
     return (
         run.run_id,
         Text(run.state.value + (" (detached)" if run.detached else ""), STATE_STYLE[run.state]),
@@ -98,8 +106,10 @@ def run_cells(run: JobRun, snapshot: ClusterSnapshot | None) -> tuple[Text | str
         "-" if p is None else _num(p.input_rows_per_second),
         "-" if p is None else _num(p.processed_rows_per_second),
         "-" if p is None else _num(p.batch_duration_ms),
-        Text(_num(behind), fmt.WARN if behind else fmt.PLAIN),
-        Text(_num(lag), fmt.PLAIN if agree else fmt.NOTE),
+        _behind_cell(p),
+        # Read at another moment than behind (when the groups pane polls, not as the batch
+        # ended), so under traffic the two differ by what arrived between: not highlighted.
+        Text(_num(lag), fmt.PLAIN),
         fmt.clock_time(run.started_at)[:8] if run.started_at else "-",
     )
 
@@ -304,9 +314,11 @@ class JobsScreen(Screen[None]):
         for row in self.query(".job-chart"):
             row.display = True
         rates = [p.processed_rows_per_second or 0.0 for p in run.history]
-        behind = [float(p.offsets_behind or 0) for p in run.history]
+        # A batch whose behind could not be read is left out of the chart, not drawn as 0.
+        recent = run.history[-CHART_BATCHES:]
+        behind = [float(p.offsets_behind) for p in recent if p.offsets_behind is not None]
         self._chart("#job-rate", rates, "rows/s", clip=True)
-        self._chart("#job-behind", behind, "offsets")
+        self._chart("#job-behind", behind, "offsets", unknown=len(recent) - len(behind))
         log = view.job_logs.get(run.run_id)
         notes = Text()
         if run.error:
@@ -328,13 +340,18 @@ class JobsScreen(Screen[None]):
             text.append("\n" + line[:300], fmt.WARN if isinstance(line, LogNote) else fmt.DIM)
         self._show_log(run.run_id, notes, text)
 
-    def _chart(self, selector: str, data: list[float], unit: str, *, clip: bool = False) -> None:
+    def _chart(
+        self, selector: str, data: list[float], unit: str, *, clip: bool = False, unknown: int = 0
+    ) -> None:
         chart = self.query_one(selector, Sparkline)
         rng = self.query_one(f"{selector}-range", Static)
         if not data:
             chart.data = []
             chart.styles.width = 1
-            rng.update(Text(" no progress yet", fmt.DIM))
+            if unknown:
+                rng.update(Text(f" unknown for all {unknown} batches", fmt.WARN))
+            else:
+                rng.update(Text(" no progress yet", fmt.DIM))
             return
         if clip:
             shown, top, clipped = rate_scale(data)
@@ -353,6 +370,8 @@ class JobsScreen(Screen[None]):
                 fmt.NOTE,
             )
         text.append(f"  last {len(shown)} batches", fmt.DIM)
+        if unknown:
+            text.append(f"  ({unknown} unknown, left out)", fmt.WARN)
         rng.update(text)
 
     # -- actions ------------------------------------------------------------------------------
@@ -427,7 +446,10 @@ def run_summary(run: JobRun, snapshot: ClusterSnapshot | None, now: float) -> Te
         text.append(str(p.batch_id))
         text.append(f" ({p.input_rows:,} rows, {_num(p.batch_duration_ms)} ms)", fmt.DIM)
         text.append(" · behind ", fmt.DIM)
-        text.append(_num(p.offsets_behind), fmt.WARN if p.offsets_behind else fmt.GOOD)
+        if p.offsets_behind is None and p.behind_unknown:
+            text.append(f"? ({p.behind_unknown})", fmt.WARN)
+        else:
+            text.append(_num(p.offsets_behind), fmt.WARN if p.offsets_behind else fmt.GOOD)
         lag = group_lag(snapshot, run.group_id)
         if lag is not None:
             text.append(" · group lag ", fmt.DIM)
