@@ -60,6 +60,9 @@ STATS_INTERVAL_MS = 50  # how soon the producer id's arrival is seen (the stats 
 KEEP_POLL_S = 0.2  # between sends: serve the producer's statistics and errors this often
 
 
+_ASSIGNED = '"idemp_state": "Assigned"'  # as librdkafka's statistics JSON writes it
+
+
 class WarmProducer:
     """One producer kept open across sends (the produce dialog's, the CLI's started early).
 
@@ -228,8 +231,8 @@ class WarmProducer:
                     self.lock.release()
 
     def _on_stats(self, raw: str) -> None:
-        if self.ready_at is not None and not self.idempotent:
-            return
+        if self.ready_at is not None and (not self.idempotent or _ASSIGNED in raw):
+            return  # ready, and still: nothing to parse (this runs every STATS_INTERVAL_MS)
         try:
             stats = json.loads(raw)
         except ValueError:

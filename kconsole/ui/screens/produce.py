@@ -573,8 +573,7 @@ def render_trace(t: pr.Trace, acks: str = "all", *, refused: str = "") -> Text |
         # No promise the send would break: its size is checked against a limit not read yet.
         wait = Text("… ", fmt.DIM)
         wait.append(
-            f"record about {t.record_bytes:,} bytes: {t.topic}'s max.message.bytes is not "
-            "read yet",
+            f"record about {t.record_bytes:,} bytes: {t.topic}'s max.message.bytes is not read yet",
             fmt.DIM,
         )
         return Group(line, wait)
