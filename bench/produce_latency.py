@@ -237,12 +237,12 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, ports: str) -> 
         )
     plain = med(rows, "plain-warm", "wall_ms")
     target = 2 * plain + 20
-    got = med(rows, "dialog", "wall_ms")
+    dialog_ms = med(rows, "dialog", "wall_ms")
     out += [
         "",
         f"Target: the dialog's later sends, send -> outcome, within 2 x + 20 ms of the plain "
-        f"warm producer's: {got:.1f} ms against 2 x {plain:.1f} + 20 = {target:.1f} ms: "
-        f"**{'met' if got <= target else 'missed'}**.",
+        f"warm producer's: {dialog_ms:.1f} ms against 2 x {plain:.1f} + 20 = {target:.1f} ms: "
+        f"**{'met' if dialog_ms <= target else 'missed'}**.",
         "",
         "latency: librdkafka's produce() -> delivery report of the record (what the dialog's row "
         "and the CLI's line show). send -> outcome: plain, produce() to flush()'s return (a new "

@@ -125,6 +125,13 @@ class ProduceSession:
             warm.close(1.0)  # unused now: nothing of a send is left in it
         return new
 
+    @property
+    def spent(self) -> bool:
+        """No usable producer is kept (none made yet, or the last one was spent by a fatal
+        error or a send that lost records): the next send would wait for a new one."""
+        warm = self._warm
+        return warm is None or not warm.usable
+
     def prepare(
         self, topic: str, acks: str = "all", compression: str | None = None,
         timeout_s: float = WARM_TIMEOUT_S,

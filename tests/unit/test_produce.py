@@ -406,8 +406,10 @@ def test_session_keeps_one_producer(monkeypatch: pytest.MonkeyPatch) -> None:
 
     session, reads = _session()
     monkeypatch.setattr(produce_request, "read_topic_limits", session.read_limits_from)
+    assert session.spent  # nothing made yet
     state = session.prepare("test-topic", "all", None)
     assert state.ready and state.producer_id is not None and state.limits is not None
+    assert not session.spent
     assert len(FakeWarm.made) == 1 and session.made == 1
     first = FakeWarm.made[0]
     # The same settings: the same producer; the limits are not read again while fresh.
@@ -418,6 +420,7 @@ def test_session_keeps_one_producer(monkeypatch: pytest.MonkeyPatch) -> None:
     assert second is not first and first.closed is not None and second.acks == "1"
     # A spent producer (a fatal error, a send that lost records) is replaced too.
     second.spent = "a send left 1 records without an outcome"
+    assert session.spent  # the dialog makes the next one at once
     third = session.producer("1", "lz4", DEFAULT_MAX_MESSAGE_BYTES)
     assert third is not second and session.made == 3
     # Topic limits that map to the same librdkafka message.max.bytes share one; one that

@@ -323,7 +323,15 @@ class ProduceScreen(Screen[None]):
             ),
             self._select("#acks"),
             refused=refused,
+            limit_unknown=self._limit_unknown(topic),
         )  # fmt: skip
+
+    def _limit_unknown(self, topic: str) -> str:
+        """Why `topic`'s max.message.bytes is not known: being read, or why it could not be."""
+        p = self.prepared
+        if p is not None and p.topic == topic and p.error:
+            return f"could not be read ({p.error})"
+        return "is not read yet"
 
     def limits_for(self, topic: str) -> pr.TopicLimits | None:
         """`topic`'s limits as the session last read them (None: not read yet)."""
@@ -474,8 +482,9 @@ class ProduceScreen(Screen[None]):
         actions(self).refresh_observer()
         # A send that lost its producer (a fatal error, records without an outcome) leaves a
         # new one to be made: made now, not when the user sends again.
-        self._prepared_for = None
-        self._schedule_prepare()
+        if self.session is not None and self.session.spent:
+            self._prepared_for = None
+            self._schedule_prepare()
 
     def on_produce_screen_refused(self, message: Refused) -> None:
         self.sending = False
@@ -532,10 +541,13 @@ def fmt_key(key: bytes | None) -> Text:
     return Text(show_bytes(key, 60))
 
 
-def render_trace(t: pr.Trace, acks: str = "all", *, refused: str = "") -> Text | Group:
+def render_trace(
+    t: pr.Trace, acks: str = "all", *, refused: str = "", limit_unknown: str = "is not read yet"
+) -> Text | Group:
     """The trace as lines: where the key goes, then each warning. `refused`: why the command
     layer would refuse a send now (read-only mode, no cluster connection): said instead of
-    "a send would be accepted"."""
+    "a send would be accepted". `limit_unknown`: why the topic's size limit is not known, said
+    instead of it when the record's size could not be checked."""
     line = Text()
     line.append("key ", fmt.DIM)
     line.append_text(fmt_key(t.key))
@@ -573,7 +585,7 @@ def render_trace(t: pr.Trace, acks: str = "all", *, refused: str = "") -> Text |
         # No promise the send would break: its size is checked against a limit not read yet.
         wait = Text("… ", fmt.DIM)
         wait.append(
-            f"record about {t.record_bytes:,} bytes: {t.topic}'s max.message.bytes is not read yet",
+            f"record about {t.record_bytes:,} bytes: {t.topic}'s max.message.bytes {limit_unknown}",
             fmt.DIM,
         )
         return Group(line, wait)
