@@ -430,7 +430,13 @@ def _send(
             on_tick()
         if clock() >= deadline:
             break
-    if len(producer) > 0:
+    # Records still without a report (not len(producer): a kept producer's queue also holds
+    # its statistics events, and a purge for them would be a spurious one).
+    if detailed:
+        reported = sum(1 for d in outcomes if d is not None)
+    else:
+        reported = len(tally.latencies) + len(problems)
+    if reported < n:
         producer.purge(in_queue=True, in_flight=True, blocking=True)
         producer.flush(1.0)
     elapsed = max(sent_done, clock()) - start
