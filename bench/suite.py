@@ -408,7 +408,7 @@ def section_produce(smoke: bool, charts: Path) -> Section:
     })  # fmt: skip
     cells = list(dict.fromkeys((r["acks"], r["size"]) for r in rows))
     runs = sorted({r["run"] for r in rows})
-    names = {"console": "console dialog, send to finished (limits read, producer made, audit)",
+    names = {"console": "console dialog, send to finished (topic check, audit)",
              "console-path": "console dialog's send path", "cli": "CLI", "plain": "plain loop",
              "perf": "perf tool"}  # fmt: skip
     # Ratios of rounds measured side by side (same cell, same run). Targets: the send paths
