@@ -122,7 +122,13 @@ class ProduceSession:
             self._warm = new
             self.made += 1
         if warm is not None:
-            warm.close(1.0)  # unused now: nothing of a send is left in it
+            if warm.lock.locked():
+                # A send is still going through it: it is closed once that send has every
+                # report (its own flush is bounded by the message timeout), never purged early.
+                wait = self.message_timeout_ms / 1000 + 10
+                threading.Thread(target=warm.close, args=(wait,), daemon=True).start()
+            else:
+                warm.close(1.0)
         return new
 
     @property

@@ -471,3 +471,29 @@ def test_where_the_time_went() -> None:
     assert where_the_time_went(one(0.05, waited)) == ""  # quick: nothing to say
     many = ProduceResult("t", "all", 2, (Delivery(0, None, 0, 1, 1.0),) * 2, 1.0)
     assert where_the_time_went(many) == ""  # a single record only
+
+
+def test_a_producer_in_use_is_not_closed_under_its_send() -> None:
+    """Acks changed while a send still goes through the kept producer: the session makes a new
+    one for the next send and closes the old one only once that send is over (a close would
+    purge the send's records in flight)."""
+    from kconsole.cluster.produce_send import WarmProducer
+    from kconsole.commands import Commands
+    from kconsole.commands.produce import ProduceSession
+    from kconsole.config import Settings
+    from tests.waiting import wait_until
+
+    # No broker there: the producers are made (librdkafka connects in the background) and
+    # nothing is ever sent.
+    commands = Commands(None, settings=Settings(bootstrap="127.0.0.1:1"), audit=None)
+    session = ProduceSession(commands, WarmProducer)
+    old = session.producer("all", None, DEFAULT_MAX_MESSAGE_BYTES)
+    try:
+        with old.lock:  # as a send holds it
+            new = session.producer("1", None, DEFAULT_MAX_MESSAGE_BYTES)
+            assert new is not old and old.closed is None
+        wait_until(lambda: old.closed is not None, 10, "the old producer closed after the send")
+        assert old.closed is not None and old.closed.closed and not old.closed.purged
+    finally:
+        session.close(1.0)
+        old.close(1.0)

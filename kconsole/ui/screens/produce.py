@@ -215,8 +215,8 @@ class ProduceScreen(Screen[None]):
     def _schedule_prepare(self) -> None:
         """Get the session ready for the form's topic, acks and compression once they have
         stayed put a moment (not on every keystroke of the topic)."""
-        if self.session is None or self._form_target() == self._prepared_for:
-            return
+        if self.session is None or self.sending or self._form_target() == self._prepared_for:
+            return  # (while sending: once the send has finished)
         if self._prepare_timer is not None:
             self._prepare_timer.stop()
         self._prepare_timer = self.set_timer(
@@ -484,12 +484,13 @@ class ProduceScreen(Screen[None]):
         # new one to be made: made now, not when the user sends again.
         if self.session is not None and self.session.spent:
             self._prepared_for = None
-            self._schedule_prepare()
+        self._schedule_prepare()  # and what was changed during the send
 
     def on_produce_screen_refused(self, message: Refused) -> None:
         self.sending = False
         self.refresh_bindings()
         self._refused(message.reason)
+        self._schedule_prepare()  # what was changed while it was being checked
 
     def _refused(self, reason: str) -> None:
         self._status(Text.assemble(("not sent: ", fmt.BAD), (reason, fmt.BAD)))
