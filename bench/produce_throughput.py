@@ -21,9 +21,10 @@ reversed on every other round:
   - console: the real app headless (Textual run_test), the produce dialog filled in (topic, key,
     value, count, and the Acks select set as a user sets it) and sent (ctrl+s's action); the
     time is from the send to the dialog's "finished" (every record accounted for). It includes
-    what the dialog does before producing: the topic's limits read from the cluster,
-    validation, the producer's creation, and the audit-log entry after it (produce_seconds:
-    produce_records' own part, as the CLI reports it).
+    what the dialog does before producing: the topic's limits (read by the dialog's produce
+    session, or reused if it read them less than 30 s ago), validation, the producer the
+    session keeps (made when the dialog opened, or now if it is not yet), and the audit-log
+    entry after it (produce_seconds: produce_records' own part, as the CLI reports it).
   - cli: `kconsole produce -t T -k bench-key -v VALUE -n COUNT --acks A` as a fresh process.
     The time is the CLI's own send time, from its summary line ("sent N, acked M, ..., R msg/s":
     N / R, R being sent / elapsed of produce_records, from the first produce to the end of the
@@ -373,7 +374,8 @@ def report(rows: list[Row], args: argparse.Namespace) -> str:
     out += [
         "",
         "Times: plain from the first produce() to the end of flush(); console from the send "
-        "to the dialog's finish (topic check, producer creation and audit log included); CLI its "
+        "to the dialog's finish (topic check and audit log included; its producer is the one "
+        "the dialog keeps); CLI its "
         "own send time (first produce to end of flush); perf tool its own (before the first "
         "send to the end of close(); a cold JVM's JIT included). produce_records s: kconsole's "
         "producing function's own time (first produce to end of flush), for the console the "

@@ -13,6 +13,7 @@ Sections (each is also a script of its own in bench/):
              screen is the brokers taking the console's CPU on this small machine (no targets)
   failover   graceful stop of a partition leader: ZooKeeper's time and the screen's
   produce    bulk produce, the console's path vs a plain confluent-kafka loop
+  produce-latency  one record: the dialog's later sends and the CLI vs a plain warm producer
   describe   `kconsole describe --json` vs kafka-topics / kafka-consumer-groups (and kcat)
   start      `kconsole cluster up` warm (and cold with --cold)
   spark      the keyed-counts job on local[2] (about 6 minutes; --no-spark leaves it out)
@@ -407,7 +408,7 @@ def section_produce(smoke: bool, charts: Path) -> Section:
     })  # fmt: skip
     cells = list(dict.fromkeys((r["acks"], r["size"]) for r in rows))
     runs = sorted({r["run"] for r in rows})
-    names = {"console": "console dialog, send to finished (limits read, producer made, audit)",
+    names = {"console": "console dialog, send to finished (topic check, audit)",
              "console-path": "console dialog's send path", "cli": "CLI", "plain": "plain loop",
              "perf": "perf tool"}  # fmt: skip
     # Ratios of rounds measured side by side (same cell, same run). Targets: the send paths
@@ -432,6 +433,35 @@ def section_produce(smoke: bool, charts: Path) -> Section:
                         higher_is_better=True,
                     )
                 )
+    s.text = out
+    return s
+
+
+def section_produce_latency(smoke: bool, charts: Path) -> Section:
+    out, path = script("produce_latency.py", "--sends", "10", "--cli-sends", "3", "--rounds", "3")
+    rows = json.loads(path.read_text())
+    s = Section(
+        "Single-record produce latency: the console's dialog and `kconsole produce` beside a "
+        "plain warm confluent-kafka producer"
+    )
+
+    def values(side: str, key: str) -> list[float]:
+        return [r[key] for r in rows if r["side"] == side]
+
+    plain = statistics.median(values("plain-warm", "wall_ms"))
+    figures = (
+        ("plain-warm", "wall_ms", "plain warm producer, produce -> flush", None),
+        ("dialog", "wall_ms", "console dialog, later sends, send -> finished", 2 * plain + 20),
+        ("dialog", "latency_ms", "console dialog, later sends, record latency", None),
+        ("dialog-first", "latency_ms", "console dialog, first send, record latency", None),
+        ("cli", "latency_ms", "kconsole produce, record latency", None),
+        ("cli", "wall_ms", "kconsole produce, process wall time", None),
+        ("plain-new", "latency_ms", "plain producer new per send, record latency", None),
+    )
+    for side, key, name, target in figures:
+        if vals := values(side, key):
+            note = "target: 2 x the plain warm producer's + 20 ms" if target else ""
+            s.figures.append(Figure(f"produce one record: {name}", "ms", vals, target, note=note))
     s.text = out
     return s
 
@@ -482,6 +512,7 @@ SECTIONS: dict[str, Callable[[bool, Path], Section]] = {
     "terminal-scale-nice": section_terminal_scale_nice,
     "failover": section_failover,
     "produce": section_produce,
+    "produce-latency": section_produce_latency,
     "describe": section_describe,
     "start": section_start,
     "spark": section_spark,

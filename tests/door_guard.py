@@ -48,6 +48,8 @@ GUARDED: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
         ("execute", "cancel", "remove_throttles", "elect"),
     ),
     ("kconsole.cluster.produce_send", None, ("produce_records",)),
+    # a producer kept open: made (it asks a broker for a producer id) and closed
+    ("kconsole.cluster.produce_send", "WarmProducer", ("start", "close")),
     ("kconsole.cluster.tail", "Tailer", ("join",)),
     ("kconsole.drills.runner", "DrillRunner", ("run",)),
 )

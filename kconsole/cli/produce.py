@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -11,6 +12,11 @@ from kconsole.cli.common import commands, fail
 from kconsole.cli.main import main
 from kconsole.config import Settings
 from kconsole.errors import ClusterError
+
+if TYPE_CHECKING:
+    from kconsole.cluster.produce_outcome import ProduceResult
+    from kconsole.commands import Commands
+    from kconsole.commands.produce import ProduceSession
 
 
 @main.command()
@@ -62,15 +68,38 @@ def produce(
 
     With neither --value nor --file, records are read from stdin, one per line (UTF-8). Keys
     go where the Java client's default partitioner (murmur2) puts them. Exits 1 when the input
-    is refused (nothing sent) and 2 when some records failed or have an unknown outcome.
+    is refused (nothing sent) and 2 when some records failed or have an unknown outcome. A
+    single record that takes long gets a note saying where its time went.
     """
+    settings: Settings = ctx.obj["settings"]
+    door = commands(ctx)
+    session = door.produce_session()
+    try:
+        _produce(door, session, settings, topic, key, value, file_path, count, rate, acks,
+                 key_separator, partition, compression, headers)  # fmt: skip
+    finally:
+        session.close()
+
+
+# A single record slower than this gets a note on where its time went.
+SLOW_RECORD_S = 0.2
+
+
+def _produce(
+    door: Commands, session: ProduceSession, settings: Settings, topic: str,
+    key: str | None, value: str | None, file_path: Path | None, count: int, rate: float | None,
+    acks: str, key_separator: str | None, partition: int | None, compression: str,
+    headers: tuple[str, ...],
+) -> None:  # fmt: skip
     from kconsole.cluster import produce as pr
     from kconsole.observer import ClusterObserver
 
-    settings: Settings = ctx.obj["settings"]
-    door = commands(ctx)
+    codec = None if compression == "none" else compression
     try:
         door.refuse("produce", topic)  # before anything is read or sent
+        # Made now, so that its producer id is acquired while the topic and the cluster are
+        # read (a new idempotent producer waits 0.5-1 s for it): writes nothing.
+        session.producer(acks, codec, pr.DEFAULT_MAX_MESSAGE_BYTES)
         if value is not None and file_path is not None:
             raise pr.ProduceError("give --value or --file, not both")
         if key is not None and key_separator is not None:
@@ -150,10 +179,12 @@ def produce(
             records,
             acks=acks,
             rate=rate,
-            compression=None if compression == "none" else compression,
+            compression=codec,
             partition=partition,
             on_progress=progress if small else None,  # no Python call per record in bulk
             max_message_bytes=limits.max_message_bytes,
+            # the one made above, unless the topic's size limit needs another
+            warm=session.producer(acks, codec, limits.max_message_bytes),
         )
     except ClusterError as exc:
         fail(exc)
@@ -170,5 +201,38 @@ def produce(
     )
     for note in result.notes:
         click.echo(f"note: {note}")
+    slow = where_the_time_went(result)
+    if slow:
+        click.echo(f"note: {slow}")
     if not result.ok:
         sys.exit(2)
+
+
+def where_the_time_went(result: ProduceResult, slow_s: float = SLOW_RECORD_S) -> str:
+    """For a single acknowledged record that took `slow_s` or more: how much of its time was
+    the wait for a new producer's id, and how much the broker's acknowledgement ('' else)."""
+    acked = result.acked
+    if result.sent != 1 or len(acked) != 1 or acked[0].latency_s is None:
+        return ""
+    took = acked[0].latency_s
+    if took < slow_s:
+        return ""
+    t = result.producer
+    waited = t.waited_s if t is not None and t.idempotent and t.waited_s else 0.0
+    waited = min(waited, took)
+    ms = lambda s: f"{s * 1000:,.0f} ms"  # noqa: E731
+    if waited >= slow_s / 2:
+        made = f", made {ms(t.made_before_s)} before the send" if t is not None else ""
+        return (
+            f"the record took {ms(took)}: {ms(waited)} waiting for the new producer's id "
+            f"(acks=all makes the producer idempotent; librdkafka asks a broker for the id on "
+            f"a 500 ms timer, so a new producer's first record can wait 0.5-1 s{made}), then "
+            f"{ms(took - waited)} to the broker's acknowledgement. The console's produce dialog "
+            "keeps its producer open between sends; --acks 1 needs no producer id."
+        )
+    ready = " (the producer already had its id)" if t is not None and t.idempotent else ""
+    return (
+        f"the record took {ms(took)} from send to the broker's acknowledgement{ready}: the "
+        "round trip to the partition's leader and, with acks=all, the copy to its in-sync "
+        "replicas (a leader that just moved, a busy broker or retries make it long)"
+    )

@@ -156,13 +156,18 @@ def producer_config(
         conf["retries"] = retries
         conf["retry.backoff.ms"] = 100
     if max_message_bytes is not None:
-        # librdkafka's own limit (1000000 by default) must not refuse what the topic accepts.
-        conf["message.max.bytes"] = max(1_000_000, max_message_bytes + 1024)
+        conf["message.max.bytes"] = message_max_bytes(max_message_bytes)
     if stats_cb is not None:
         conf["statistics.interval.ms"] = 100
         conf["stats_cb"] = stats_cb
     conf.update(extra or {})
     return conf
+
+
+def message_max_bytes(max_message_bytes: int) -> int:
+    """librdkafka's message.max.bytes for a topic whose max.message.bytes is this: its own
+    limit (1000000 by default) must not refuse what the topic accepts."""
+    return max(1_000_000, max_message_bytes + 1024)
 
 
 def groupless_consumer_config(settings_or_config: Settings | Mapping[str, Any]) -> dict[str, Any]:

@@ -30,6 +30,46 @@ class Delivery(NamedTuple):
 
 
 @dataclass(frozen=True)
+class ProducerTiming:
+    """How a send through a producer kept open stood to that producer's start."""
+
+    idempotent: bool  # acks=all: the producer needed a producer id before its first record
+    made_before_s: float  # the producer was made this long before the send began
+    ready_after_s: float | None  # its id came (or a broker was up) this long after it was made
+    waited_s: float | None  # the send's records waited this long for it (None: unknown)
+    producer_id: int | None = None
+
+    @property
+    def was_warm(self) -> bool:
+        """The producer was ready before the send began."""
+        return self.waited_s == 0.0
+
+
+@dataclass(frozen=True)
+class ProducerClosed:
+    """A kept producer's end. Every send flushes its own records, so only a send still running
+    can have records in flight: `waited_for_send` says one was (its result and audit line count
+    them), `purged` that its records still in flight were purged when the wait ran out (their
+    outcome unknown, as that send reports), `closed` that the producer was destroyed."""
+
+    waited_for_send: bool = False
+    purged: bool = False
+    closed: bool = True
+
+    def describe(self) -> str:
+        if self.purged:
+            return (
+                "producer closed: the send in progress still had records in flight; they were "
+                "purged (unknown outcome: they may or may not be in the log)"
+            )
+        if not self.closed:
+            return "producer not closed: a send is still running"
+        if self.waited_for_send:
+            return "producer closed after the send in progress ended"
+        return "producer closed: nothing was in flight"
+
+
+@dataclass(frozen=True)
 class ProduceResult:
     """Every record of a send accounted for: acked, failed (with the broker's error) or unknown.
 
@@ -47,6 +87,7 @@ class ProduceResult:
     acked_count: int | None = None  # bulk sends (None: count `deliveries`)
     latencies_s: tuple[float, ...] = ()  # bulk sends: the acked records' latencies
     unreported: int = 0  # bulk sends: records with no delivery report (unknown outcome)
+    producer: ProducerTiming | None = None  # sent through a producer kept open
 
     @property
     def acked(self) -> tuple[Delivery, ...]:

@@ -7,6 +7,9 @@ flush ends is an unknown outcome, never counted as acked.
 
 from __future__ import annotations
 
+import contextlib
+import json
+import threading
 import time
 from collections.abc import Callable, Iterable
 from functools import partial
@@ -18,7 +21,9 @@ from kconsole.cluster import clients
 from kconsole.cluster.produce_outcome import (
     Delivery,
     OnProgress,
+    ProducerClosed,
     ProduceResult,
+    ProducerTiming,
     Tally,
 )
 from kconsole.cluster.produce_request import ProduceError, Record
@@ -50,6 +55,207 @@ def producer_config(
     )
 
 
+# -- a producer kept open across sends ----------------------------------------------------------
+STATS_INTERVAL_MS = 50  # how soon the producer id's arrival is seen (the stats callback's period)
+KEEP_POLL_S = 0.2  # between sends: serve the producer's statistics and errors this often
+
+
+_ASSIGNED = '"idemp_state": "Assigned"'  # as librdkafka's statistics JSON writes it
+
+
+class WarmProducer:
+    """One producer kept open across sends (the produce dialog's, the CLI's started early).
+
+    A new idempotent librdkafka producer asks a broker for its producer id on a 500 ms timer
+    (rd_kafka_idemp_start at creation is not immediate, and retries every 500 ms until a broker
+    connection is up), and holds every record until it has one: a producer made per send pays
+    0.5-1 s on every send. This one is made once; its statistics (every STATS_INTERVAL_MS)
+    say when the id arrived, so a send can say how long it waited for it. Between sends a
+    keeper thread serves the statistics and errors; a send holds `lock`, so its delivery
+    reports are served only by the send itself. A fatal error (librdkafka's error callback)
+    or a send that left records without an outcome marks it `spent`: whoever holds it makes a
+    new one for the next send.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        acks: str,
+        compression: str | None = None,
+        max_message_bytes: int | None = None,
+        message_timeout_ms: int = 30000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.settings = settings
+        self.message_timeout_ms = message_timeout_ms
+        self.acks = acks
+        self.compression = compression
+        self.max_message_bytes = max_message_bytes
+        self.clock = clock
+        self.lock = threading.Lock()  # held by a send, and by the keeper while it polls
+        self.created_at: float | None = None
+        self.ready_at: float | None = None  # when the producer id arrived (or a broker was up)
+        self.producer_id: int | None = None
+        self.fatal = ""  # librdkafka's fatal error, if one came
+        self.spent = ""  # why this producer must not be used again ('' : it may)
+        self.closed: ProducerClosed | None = None
+        self.producer: Producer | None = None
+        self._stop = threading.Event()
+        self._keeper: threading.Thread | None = None
+
+    @property
+    def key(self) -> tuple[str, str | None, int | None]:
+        """What a send needs to match to use this producer (its configuration's parts)."""
+        return (self.acks, self.compression, self.message_max_bytes)
+
+    @property
+    def message_max_bytes(self) -> int | None:
+        """librdkafka's message.max.bytes for it (None: librdkafka's default)."""
+        if self.max_message_bytes is None:
+            return None
+        return clients.message_max_bytes(self.max_message_bytes)
+
+    @property
+    def idempotent(self) -> bool:
+        return self.acks == "all"
+
+    @property
+    def ready(self) -> bool:
+        return self.ready_at is not None
+
+    @property
+    def usable(self) -> bool:
+        return self.producer is not None and not self.spent and self.closed is None
+
+    def start(self) -> None:
+        """Make the producer (it starts connecting and asking for its id at once) and the
+        keeper thread. ProduceError: librdkafka refused the configuration."""
+        if self.producer is not None:
+            return
+        conf = producer_config(
+            self.settings,
+            acks=self.acks,
+            compression=self.compression,
+            message_timeout_ms=self.message_timeout_ms,
+            max_message_bytes=self.max_message_bytes,
+            extra={
+                "statistics.interval.ms": STATS_INTERVAL_MS,
+                "stats_cb": self._on_stats,
+                "error_cb": self._on_error,
+            },
+        )
+        self.created_at = self.clock()
+        try:
+            self.producer = Producer(conf)
+        except KafkaException as exc:
+            raise ProduceError(f"cannot create the producer: {exc}") from exc
+        self._keeper = threading.Thread(
+            target=self._keep, name="kconsole-warm-producer", daemon=True
+        )
+        self._keeper.start()
+
+    def warm(self, topic: str | None, timeout_s: float = 10.0) -> bool:
+        """Fetch `topic`'s metadata and wait (at most `timeout_s`) for the producer id: True
+        once the producer is ready. Nothing is written."""
+        self.start()
+        producer = self.producer
+        assert producer is not None
+        deadline = self.clock() + timeout_s
+        if topic:
+            # no broker now: the send will say what happens to its records
+            with contextlib.suppress(KafkaException):
+                producer.list_topics(topic, timeout=max(0.1, timeout_s))
+        while not self.ready and not self.spent and self.clock() < deadline:
+            if self._stop.wait(0.02):
+                break
+        return self.ready
+
+    def timing(self, send_started: float) -> ProducerTiming:
+        """How a send that began at `send_started` stood to this producer's start."""
+        created = self.created_at if self.created_at is not None else send_started
+        waited = None
+        if self.ready_at is not None:
+            waited = max(0.0, self.ready_at - max(send_started, created))
+        return ProducerTiming(
+            idempotent=self.idempotent,
+            made_before_s=max(0.0, send_started - created),
+            ready_after_s=None if self.ready_at is None else self.ready_at - created,
+            waited_s=waited,
+            producer_id=self.producer_id,
+        )
+
+    def learn_ready(self, timeout_s: float) -> None:
+        """Poll (the caller holds `lock`) until the statistics say when the id arrived."""
+        deadline = self.clock() + timeout_s
+        while self.producer is not None and not self.ready and self.clock() < deadline:
+            self.producer.poll(0.01)
+
+    def close(self, timeout_s: float = 5.0) -> ProducerClosed:
+        """Destroy the producer. Sends flush their own records, so only a send running now has
+        records in flight: it gets `timeout_s` to end, then they are purged (that send reports
+        them as unknown). Idempotent."""
+        if self.closed is not None:
+            return self.closed
+        self._stop.set()
+        producer = self.producer
+        if producer is None:
+            self.closed = ProducerClosed()
+            return self.closed
+        busy = self.lock.locked()
+        purged = False
+        got = self.lock.acquire(timeout=timeout_s)
+        if not got:
+            producer.purge(in_queue=True, in_flight=True, blocking=False)
+            purged = True
+            got = self.lock.acquire(timeout=5.0)
+        try:
+            if got:
+                producer.close()  # nothing of a send is left in it: returns at once
+        finally:
+            if got:
+                self.lock.release()
+        if self._keeper is not None and self._keeper is not threading.current_thread():
+            self._keeper.join(2.0)
+        self.closed = ProducerClosed(busy, purged, got)
+        return self.closed
+
+    # -- librdkafka's callbacks (served by poll: the keeper's, or a send's) --------------------
+    def _keep(self) -> None:
+        while not self._stop.wait(KEEP_POLL_S if self.ready else 0.02):
+            if self.lock.acquire(blocking=False):
+                try:
+                    if self.producer is not None and not self._stop.is_set():
+                        self.producer.poll(0)
+                finally:
+                    self.lock.release()
+
+    def _on_stats(self, raw: str) -> None:
+        if self.ready_at is not None and (not self.idempotent or _ASSIGNED in raw):
+            return  # ready, and still: nothing to parse (this runs every STATS_INTERVAL_MS)
+        try:
+            stats = json.loads(raw)
+        except ValueError:
+            return
+        now = self.clock()
+        if self.idempotent:
+            eos = stats.get("eos") or {}
+            if eos.get("idemp_state") == "Assigned":
+                if self.ready_at is None or eos.get("producer_id") != self.producer_id:
+                    # the state's age (µs) dates the id's arrival, not this report's
+                    self.ready_at = now - eos.get("idemp_stateage", 0) / 1e6
+                    self.producer_id = eos.get("producer_id")
+            elif self.ready_at is not None and eos.get("idemp_state") not in (None, "Assigned"):
+                self.ready_at = None  # a reset after lost requests: asking for a new id
+        elif any(b.get("state") == "UP" for b in (stats.get("brokers") or {}).values()):
+            self.ready_at = now
+
+    def _on_error(self, err: KafkaError) -> None:
+        if err.fatal():
+            self.fatal = f"{err.name()}: {err.str()}"
+            self.spent = f"fatal producer error {self.fatal}"
+
+
 def produce_records(
     settings: Settings,
     topic: str,
@@ -68,6 +274,7 @@ def produce_records(
     max_message_bytes: int | None = None,
     extra: dict[str, Any] | None = None,
     clock: Callable[[], float] = time.monotonic,
+    warm: WarmProducer | None = None,
 ) -> ProduceResult:
     """Send `records` (key, value, headers) to `topic` and account for every one.
 
@@ -81,19 +288,55 @@ def produce_records(
     (as lean as a plain confluent-kafka loop's counting callback); failed and unknown records
     still get their Delivery. A `tally` counts as reports arrive, and `on_tick` is called at
     most every `tick_s` while sending and flushing.
+
+    With `warm` the records go through that producer (kept open, its id perhaps already
+    acquired; its own acks, codec and size limit apply) instead of a new one, and the result
+    says how the send stood to the producer's start (`producer`).
     """
-    conf = producer_config(
-        settings,
-        acks=acks,
-        compression=compression,
-        message_timeout_ms=message_timeout_ms,
-        max_message_bytes=max_message_bytes,
-        extra=extra,
-    )
-    try:
-        producer = Producer(conf)
-    except KafkaException as exc:
-        raise ProduceError(f"cannot create the producer: {exc}") from exc
+    if warm is None:
+        conf = producer_config(
+            settings,
+            acks=acks,
+            compression=compression,
+            message_timeout_ms=message_timeout_ms,
+            max_message_bytes=max_message_bytes,
+            extra=extra,
+        )
+        try:
+            producer = Producer(conf)
+        except KafkaException as exc:
+            raise ProduceError(f"cannot create the producer: {exc}") from exc
+        return _send(producer, None, topic, records, acks, rate, partition, on_progress, tally,
+                     on_tick, tick_s, message_timeout_ms, flush_timeout_s, clock)  # fmt: skip
+    if warm.acks != acks or warm.compression != compression or not warm.usable:
+        raise ProduceError(
+            f"the producer kept open (acks={warm.acks}, compression {warm.compression or 'none'}"
+            f"{', ' + warm.spent if warm.spent else ''}) does not fit this send"
+        )
+    with warm.lock:
+        assert warm.producer is not None
+        return _send(warm.producer, warm, topic, records, acks, rate, partition, on_progress,
+                     tally, on_tick, tick_s, warm.message_timeout_ms, flush_timeout_s,
+                     clock)  # fmt: skip
+
+
+def _send(
+    producer: Producer,
+    warm: WarmProducer | None,
+    topic: str,
+    records: Iterable[Record],
+    acks: str,
+    rate: float | None,
+    partition: int | None,
+    on_progress: OnProgress | None,
+    tally: Tally | None,
+    on_tick: Callable[[], None] | None,
+    tick_s: float,
+    message_timeout_ms: int,
+    flush_timeout_s: float | None,
+    clock: Callable[[], float],
+) -> ProduceResult:
+    """produce_records' send through `producer` (kept open when `warm` holds it)."""
     tally = tally if tally is not None else Tally(0, clock)
     detailed = on_progress is not None
     # Detailed: lists indexed by send order. Bulk: the acked records' latencies (in the
@@ -187,7 +430,13 @@ def produce_records(
             on_tick()
         if clock() >= deadline:
             break
-    if len(producer) > 0:
+    # Records still without a report (not len(producer): a kept producer's queue also holds
+    # its statistics events, and a purge for them would be a spurious one).
+    if detailed:
+        reported = sum(1 for d in outcomes if d is not None)
+    else:
+        reported = len(tally.latencies) + len(problems)
+    if reported < n:
         producer.purge(in_queue=True, in_flight=True, blocking=True)
         producer.flush(1.0)
     elapsed = max(sent_done, clock()) - start
@@ -210,6 +459,19 @@ def produce_records(
         )
     if acks == "0":
         notes.append("acks=0: a delivery report only means the record was sent, not stored")
+    timing = None
+    if warm is not None:
+        if n and not warm.ready and warm.idempotent and (tally.acked or not detailed):
+            warm.learn_ready(2.5 * STATS_INTERVAL_MS / 1000)  # an ack means the id came
+        timing = warm.timing(start)
+        failed = problems if not detailed else [d for d in done if d.error is not None]
+        local = sorted({d.error for d in failed if d.error and d.error.startswith("_")})
+        if unknown or local:
+            # Records without an outcome, or a local error (a timeout, a lost connection):
+            # the next send gets a new producer rather than this one's state after it.
+            warm.spent = "a send left " + (
+                f"{unknown} records without an outcome" if unknown else ", ".join(local)
+            )
     return ProduceResult(
         topic=topic,
         acks=acks,
@@ -220,6 +482,7 @@ def produce_records(
         acked_count=None if detailed else len(tally.latencies),
         latencies_s=() if detailed else tuple(x for x in tally.latencies if x is not None),
         unreported=unreported,
+        producer=timing,
     )
 
 

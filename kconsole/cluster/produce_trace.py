@@ -7,7 +7,7 @@ librdkafka's `murmur2_random` partitioner, so the records really land there.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kafka.partitioner.default import murmur2
 
@@ -42,6 +42,13 @@ class Trace:
     min_isr: int | None = None
     num_partitions: int = 0
     warnings: tuple[str, ...] = ()
+    record_bytes: int | None = None  # the record's size with overhead, when it was asked about
+    max_message_bytes: int | None = None  # the topic's limit it was checked against (None: not)
+
+    @property
+    def size_unchecked(self) -> bool:
+        """A record size was given but the topic's limit is not known: no promise about it."""
+        return self.record_bytes is not None and self.max_message_bytes is None
 
     def describe(self) -> str:
         key = "null" if self.key is None else self.key.decode("utf-8", "backslashreplace")
@@ -64,9 +71,36 @@ class Trace:
 
 
 def trace(
-    snapshot: ClusterSnapshot, topic: str, key: bytes | None, partition: int | None = None
+    snapshot: ClusterSnapshot,
+    topic: str,
+    key: bytes | None,
+    partition: int | None = None,
+    *,
+    record_bytes: int | None = None,
+    max_message_bytes: int | None = None,
+    limit_source: str = "topic",
 ) -> Trace:
-    """Where `key` (or the explicit `partition`) goes in `snapshot`, and what is wrong there."""
+    """Where `key` (or the explicit `partition`) goes in `snapshot`, and what is wrong there.
+
+    With `record_bytes` (produce_request.record_size) and the topic's `max_message_bytes`, a
+    record the send would refuse as too large is a warning too (`limit_source` says where the
+    limit came from, as TopicLimits does)."""
+    t = _route(snapshot, topic, key, partition)
+    if record_bytes is None or not t.num_partitions:
+        return t
+    t = replace(t, record_bytes=record_bytes, max_message_bytes=max_message_bytes)
+    if max_message_bytes is not None and record_bytes > max_message_bytes:
+        t = replace(t, warnings=(*t.warnings, (
+            f"record too large: about {record_bytes:,} bytes with overhead, but {topic} accepts "
+            f"at most {max_message_bytes:,} (max.message.bytes, {limit_source}): a send would "
+            "be refused"
+        )))  # fmt: skip
+    return t
+
+
+def _route(
+    snapshot: ClusterSnapshot, topic: str, key: bytes | None, partition: int | None
+) -> Trace:
     parts = sorted((p for p in snapshot.partitions if p.topic == topic), key=lambda p: p.partition)
     if not parts:
         return Trace(topic, key, None, None, warnings=(f"topic {topic!r} does not exist",))

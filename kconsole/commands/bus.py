@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from kconsole.cluster.produce_request import ProduceRequest, Record
     from kconsole.cluster.produce_send import ProduceResult
     from kconsole.cluster.tail import StartAt, TailFactory, TailSource
+    from kconsole.commands.produce import ProduceSession, WarmFactory
     from kconsole.drills.spec import DrillReport, DrillSpec
     from kconsole.jobs.manager import JobManager
     from kconsole.jobs.runs import JobRun
@@ -60,6 +61,7 @@ class Commands(ReassignCommands):
     tailer: TailFactory | None = None
     cluster_dir: Path | None = None  # where the local cluster cluster.up / cluster.down act on is
     local_cluster: LocalFactory | None = None  # opens it there (with a spec for cluster.up)
+    warm_factory: WarmFactory | None = None  # makes produce sessions' producers (None: the real)
     _control_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
@@ -265,16 +267,32 @@ class Commands(ReassignCommands):
             },
         )
 
+    def produce_session(self, message_timeout_ms: int = 30000) -> ProduceSession:
+        """A producer kept open across sends (the dialog's): see kconsole.commands.produce.
+        Whoever asks for it closes it."""
+        from kconsole.commands.produce import ProduceSession
+
+        return ProduceSession(self, self.warm_factory, message_timeout_ms=message_timeout_ms)
+
     def produce_request(
-        self, request: ProduceRequest, records: Iterable[Record], **options: Any
+        self,
+        request: ProduceRequest,
+        records: Iterable[Record],
+        *,
+        session: ProduceSession | None = None,
+        **options: Any,
     ) -> ProduceResult:
         """A form's send: refused read-only first, then the topic's limits are read and the
-        request checked against them (ProduceError, nothing sent), then `produce`."""
+        request checked against them (ProduceError, nothing sent), then `produce`. With a
+        `session`, its limits (read a while ago at most) and its producer kept open."""
         from kconsole.cluster.produce_request import FORM_NAMES, read_topic_limits, validate
 
         self.refuse("produce", request.topic)
         assert self.settings is not None  # refuse() said so before
-        limits = read_topic_limits(self.settings, request.topic)
+        if session is not None:
+            limits = session.read_limits(request.topic)
+        else:
+            limits = read_topic_limits(self.settings, request.topic)
         validate(
             request.topic,
             limits=limits,
@@ -286,6 +304,10 @@ class Commands(ReassignCommands):
             compression=request.compression,
             names=FORM_NAMES,
         )
+        if session is not None:
+            options["warm"] = session.producer(
+                request.acks, request.compression, limits.max_message_bytes
+            )
         return self.produce(
             request.topic,
             records,

@@ -58,6 +58,9 @@ async def open_dialog(app: KConsoleApp) -> ProduceScreen:
     await app.push_screen(ProduceScreen(topic=TEST_TOPIC))
     screen = app.screen
     assert isinstance(screen, ProduceScreen)
+    # The session's answer (its producer warmed, the topic's limits read: the trace checks the
+    # record's size against them before it says a send would be accepted).
+    await until(lambda: screen.prepared is not None, 60, "the dialog's producer to be ready")
     return screen
 
 

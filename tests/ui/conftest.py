@@ -6,7 +6,7 @@ import dataclasses
 import json
 import os
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -297,6 +297,18 @@ def lag_series(snap: ClusterSnapshot, count: int = 40) -> list[ClusterSnapshot]:
         )
         out.append(dataclasses.replace(snap, taken_at=taken_at, groups=groups, sources=sources))
     return out
+
+
+@pytest.fixture(autouse=True)
+def no_real_producers(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
+    """The produce dialog's session makes FakeWarm producers (tests/ui/warm_fakes.py), never a
+    real one: a screen test connects to no cluster. Yields the list of those made."""
+    from kconsole.cluster import produce_send
+    from tests.ui.warm_fakes import FakeWarm
+
+    monkeypatch.setattr(produce_send, "WarmProducer", FakeWarm)
+    FakeWarm.made = []
+    yield FakeWarm.made
 
 
 @pytest.fixture

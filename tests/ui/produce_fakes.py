@@ -225,6 +225,8 @@ async def select_row(pilot: Pilot[None], snapshot: str, row: str = "test-topic/0
 
 
 async def open_produce(pilot: Pilot[None], snapshot: str = "healthy") -> ProduceScreen:
+    """Open the dialog on `snapshot`'s test-topic/0 row; returns once its produce session has
+    answered (the producer warmed, the topic's limits read), as it soon does on a cluster."""
     app = pilot.app
     assert isinstance(app, KConsoleApp)
     await select_row(pilot, snapshot)
@@ -233,7 +235,16 @@ async def open_produce(pilot: Pilot[None], snapshot: str = "healthy") -> Produce
     screen = app.screen
     assert isinstance(screen, ProduceScreen)
     steady_cursors(screen)
+    await prepared(pilot, screen)
     return screen
+
+
+async def prepared(pilot: Pilot[None], screen: ProduceScreen) -> None:
+    """Wait until the session has answered for what the form says now (if it has a session)."""
+    if screen.session is None or not screen.query_one("#topic", Input).value.strip():
+        return
+    await wait_for(pilot, lambda: screen._prepared_for == screen._form_target())
+    await pilot.pause()
 
 
 def steady_cursors(screen: Screen[Any]) -> None:

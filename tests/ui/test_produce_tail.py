@@ -23,6 +23,7 @@ from tests.ui.produce_fakes import (
     fill,
     open_produce,
     open_tail,
+    prepared,
     produce_app,
     send_and_wait,
     tail_app,
@@ -30,6 +31,7 @@ from tests.ui.produce_fakes import (
     text_of,
     wait_for,
 )
+from tests.ui.warm_fakes import FakeWarm
 
 SIZE = (120, 36)
 
@@ -99,7 +101,84 @@ async def test_trace_offline_partition() -> None:
         assert "is offline (no live leader): sends will fail" in text_of(app, "#trace")
 
 
+async def test_trace_checks_the_record_size() -> None:
+    """Issue 26: the trace said "a send would be accepted now" for a 1.5 MB record that ctrl+s
+    then refused as too large. It checks the size against the topic's max.message.bytes (as
+    the send does), and promises nothing before that limit is read."""
+    app = produce_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_produce(pilot)
+        fill(screen, key="order-42", value="x" * 1_500_000)
+        await pilot.pause()
+        trace = text_of(app, "#trace")
+        assert "record too large: about 1,500,090 bytes with overhead, but test-topic accepts" in (
+            trace
+        ), trace
+        assert "at most 1,048,588 (max.message.bytes, topic): a send would be refused" in trace
+        assert "would be accepted" not in trace
+        await send_and_wait(pilot, screen)
+        assert "the record is too large: about 1500090 bytes" in text_of(app, "#produce-status")
+        # Key, headers and value all count, as in the send's check: one byte under the limit
+        # is accepted, one over is not.
+        limit = RECORDED_LIMITS.max_message_bytes
+        under = limit - pr.record_size(b"order-42", b"", [("src", b"ui")])
+        fill(screen, headers="src=ui", value="y" * under)
+        await pilot.pause()
+        assert "a send would be accepted now" in text_of(app, "#trace")
+        fill(screen, value="y" * (under + 1))
+        await pilot.pause()
+        assert "record too large" in text_of(app, "#trace")
+        # A topic whose limit is not read yet: no promise either way.
+        assert screen.session is not None
+        screen.session._limits.clear()
+        screen.update_trace()
+        trace = text_of(app, "#trace")
+        assert "test-topic's max.message.bytes is not read yet" in trace, trace
+        assert "would be accepted" not in trace and "too large" not in trace
+
+
 # -- sending ----------------------------------------------------------------------------------
+async def test_one_producer_is_kept_warm_across_sends(no_real_producers: list[FakeWarm]) -> None:
+    """Issue 26: every send made a new idempotent producer and waited 0.5-1 s for its producer
+    id. The dialog's session makes one when the dialog opens (its id acquired before the first
+    send), hands that same one to every send through the door, makes another only when acks or
+    compression change, and closes it when the dialog closes."""
+    sent, elapsed = deliveries("small_send")
+    commands = ReplayCommands(sent, elapsed)
+    app = produce_app(commands)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_produce(pilot)
+        assert len(no_real_producers) == 1
+        first = no_real_producers[0]
+        assert first.ready and first.acks == "all" and first.producer_id is not None
+        assert screen.prepared is not None and screen.prepared.ready
+        fill(screen, key="k", value="v")
+        await send_and_wait(pilot, screen)
+        await send_and_wait(pilot, screen)
+        assert [options["warm"] for _, options in commands.calls] == [first, first]
+        assert len(no_real_producers) == 1 and first.closed is None
+        fill(screen, acks="1")
+        await prepared(pilot, screen)
+        assert len(no_real_producers) == 2 and no_real_producers[1].acks == "1"
+        assert first.closed is not None  # the one it replaced
+        await send_and_wait(pilot, screen)
+        assert commands.calls[-1][1]["warm"] is no_real_producers[1]
+        await pilot.press("escape")  # the dialog closes: so does its producer
+        await pilot.pause()
+        assert not isinstance(app.screen, ProduceScreen)
+        assert no_real_producers[1].closed is not None
+
+
+async def test_the_apps_exit_closes_the_producer(no_real_producers: list[FakeWarm]) -> None:
+    app = produce_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await open_produce(pilot)
+        assert len(no_real_producers) == 1 and no_real_producers[0].closed is None
+        app.exit()
+        await pilot.pause()
+    assert no_real_producers[0].closed is not None
+
+
 async def test_acks_0_says_sent_not_acked() -> None:
     """With acks=0 the broker confirms nothing: the rows and the total say "sent", not
     "acked" (issue 26: every row said acked, only a note below said what it meant)."""
@@ -229,11 +308,13 @@ async def test_bad_input_is_refused_and_nothing_sent(fields: dict[str, str], mes
         assert not screen.sending
 
 
-async def test_read_only_refuses_to_produce() -> None:
+async def test_read_only_refuses_to_produce(no_real_producers: list[FakeWarm]) -> None:
     commands = ReplayCommands(*deliveries("small_send"), read_only=True)
     app = produce_app(commands)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_produce(pilot)
+        assert screen.prepared is not None and screen.prepared.refused.startswith("read-only")
+        assert no_real_producers == []  # read-only: no producer is even made
         fill(screen, key="k", value="v")
         await pilot.pause()
         # The trace promises nothing the door will refuse.
@@ -243,7 +324,7 @@ async def test_read_only_refuses_to_produce() -> None:
         await send_and_wait(pilot, screen)
         status = text_of(app, "#produce-status")
         assert "not sent: read-only mode: refusing to produce to test-topic" in status
-        assert commands.calls == []
+        assert commands.calls == [] and no_real_producers == []
 
 
 async def test_send_is_unavailable_without_a_connection() -> None:

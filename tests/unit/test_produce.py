@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -345,3 +346,154 @@ def test_tally() -> None:
     )  # fmt: skip
     assert v.rate == 2.5
     assert v.latency_ms == pytest.approx({"p50": 30.0, "p99": 30.0, "max": 30.0})
+
+
+def test_trace_checks_the_record_size() -> None:
+    """Issue 26 item 9: the size the send checks is checked in the trace too."""
+    snap = load("healthy")
+    limit = DEFAULT_MAX_MESSAGE_BYTES
+    over = trace(snap, "test-topic", b"k", record_bytes=limit + 1, max_message_bytes=limit)
+    assert over.warnings == (
+        f"record too large: about {limit + 1:,} bytes with overhead, but test-topic accepts at "
+        f"most {limit:,} (max.message.bytes, topic): a send would be refused",
+    )
+    fits = trace(snap, "test-topic", b"k", record_bytes=limit, max_message_bytes=limit)
+    assert fits.warnings == () and not fits.size_unchecked
+    unknown = trace(snap, "test-topic", None, record_bytes=limit + 1, max_message_bytes=None)
+    assert unknown.size_unchecked and not any("too large" in w for w in unknown.warnings)
+    # The null key's topic-wide trace checks it too; a missing topic has nothing to check.
+    assert (
+        "record too large"
+        in trace(
+            snap, "test-topic", None, record_bytes=limit + 1, max_message_bytes=limit
+        ).warnings[-1]
+    )
+    assert trace(snap, "no-such", b"k", record_bytes=1, max_message_bytes=0).record_bytes is None
+
+
+# -- the producer kept open (kconsole.commands.produce) -------------------------------------------
+def _session(read_only: bool = False, limits: TopicLimits | None = None) -> tuple[Any, list[Any]]:
+    from kconsole.commands import Commands
+    from kconsole.commands.produce import ProduceSession
+    from kconsole.config import Settings
+    from tests.ui.warm_fakes import FakeWarm
+
+    FakeWarm.made = []
+    reads: list[str] = []
+    commands = Commands(None, read_only=read_only, settings=Settings(), audit=None)
+    session = ProduceSession(commands, FakeWarm, clock=Clock())
+    answer = limits or TopicLimits("test-topic", True, 4, DEFAULT_MAX_MESSAGE_BYTES, "topic")
+
+    def read(settings: Any, topic: str, timeout_s: float = 10.0) -> TopicLimits:
+        reads.append(topic)
+        return answer
+
+    session.read_limits_from = read
+    return session, reads
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_session_keeps_one_producer(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kconsole.cluster import produce_request
+    from tests.ui.warm_fakes import FakeWarm
+
+    session, reads = _session()
+    monkeypatch.setattr(produce_request, "read_topic_limits", session.read_limits_from)
+    assert session.spent  # nothing made yet
+    state = session.prepare("test-topic", "all", None)
+    assert state.ready and state.producer_id is not None and state.limits is not None
+    assert not session.spent
+    assert len(FakeWarm.made) == 1 and session.made == 1
+    first = FakeWarm.made[0]
+    # The same settings: the same producer; the limits are not read again while fresh.
+    assert session.producer("all", None, DEFAULT_MAX_MESSAGE_BYTES) is first
+    assert session.prepare("test-topic", "all", None).ready and reads == ["test-topic"]
+    # Other acks or codec: a new one, the old one closed.
+    second = session.producer("1", "lz4", DEFAULT_MAX_MESSAGE_BYTES)
+    assert second is not first and first.closed is not None and second.acks == "1"
+    # A spent producer (a fatal error, a send that lost records) is replaced too.
+    second.spent = "a send left 1 records without an outcome"
+    assert session.spent  # the dialog makes the next one at once
+    third = session.producer("1", "lz4", DEFAULT_MAX_MESSAGE_BYTES)
+    assert third is not second and session.made == 3
+    # Topic limits that map to the same librdkafka message.max.bytes share one; one that
+    # needs a larger message.max.bytes does not.
+    small = session.producer("1", "lz4", 1000)
+    assert small is not third and session.producer("1", "lz4", 5000) is small
+    assert session.producer("1", "lz4", DEFAULT_MAX_MESSAGE_BYTES) is not small
+    assert session.made == 5
+    # Limits older than LIMITS_MAX_AGE_S are read again.
+    from kconsole.commands.produce import LIMITS_MAX_AGE_S
+
+    session.clock.now += LIMITS_MAX_AGE_S + 1
+    session.prepare("test-topic", "1", "lz4")
+    assert reads == ["test-topic", "test-topic"]
+    closed = session.close()
+    assert closed.closed and third.closed is not None
+    with pytest.raises(ProduceError, match="closed"):
+        session.producer("1", "lz4", DEFAULT_MAX_MESSAGE_BYTES)
+
+
+def test_session_read_only_makes_no_producer(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kconsole.cluster import produce_request
+    from tests.ui.warm_fakes import FakeWarm
+
+    session, reads = _session(read_only=True)
+    monkeypatch.setattr(produce_request, "read_topic_limits", session.read_limits_from)
+    state = session.prepare("test-topic")
+    assert state.refused.startswith("read-only") and not state.ready
+    assert FakeWarm.made == [] and reads == []  # nothing made, nothing even read
+
+
+def test_where_the_time_went() -> None:
+    from kconsole.cli.produce import where_the_time_went
+    from kconsole.cluster.produce_outcome import ProducerTiming
+
+    def one(latency_s: float, timing: ProducerTiming | None) -> ProduceResult:
+        d = Delivery(0, b"k", 2, 7, latency_s)
+        return ProduceResult("test-topic", "all", 1, (d,), latency_s, producer=timing)
+
+    waited = ProducerTiming(True, 0.01, 1.05, 1.012, 3)
+    note = where_the_time_went(one(1.059, waited))
+    assert note.startswith("the record took 1,059 ms: 1,012 ms waiting for the new producer's id")
+    assert "then 47 ms to the broker's acknowledgement" in note
+    warm = ProducerTiming(True, 2.0, 0.1, 0.0, 3)
+    note = where_the_time_went(one(0.9, warm))
+    assert note.startswith("the record took 900 ms from send to the broker's acknowledgement")
+    assert "already had its id" in note
+    assert where_the_time_went(one(0.05, waited)) == ""  # quick: nothing to say
+    many = ProduceResult("t", "all", 2, (Delivery(0, None, 0, 1, 1.0),) * 2, 1.0)
+    assert where_the_time_went(many) == ""  # a single record only
+
+
+def test_a_producer_in_use_is_not_closed_under_its_send() -> None:
+    """Acks changed while a send still goes through the kept producer: the session makes a new
+    one for the next send and closes the old one only once that send is over (a close would
+    purge the send's records in flight)."""
+    from kconsole.cluster.produce_send import WarmProducer
+    from kconsole.commands import Commands
+    from kconsole.commands.produce import ProduceSession
+    from kconsole.config import Settings
+    from tests.waiting import wait_until
+
+    # No broker there: the producers are made (librdkafka connects in the background) and
+    # nothing is ever sent.
+    commands = Commands(None, settings=Settings(bootstrap="127.0.0.1:1"), audit=None)
+    session = ProduceSession(commands, WarmProducer)
+    old = session.producer("all", None, DEFAULT_MAX_MESSAGE_BYTES)
+    try:
+        with old.lock:  # as a send holds it
+            new = session.producer("1", None, DEFAULT_MAX_MESSAGE_BYTES)
+            assert new is not old and old.closed is None
+        wait_until(lambda: old.closed is not None, 10, "the old producer closed after the send")
+        assert old.closed is not None and old.closed.closed and not old.closed.purged
+    finally:
+        session.close(1.0)
+        old.close(1.0)

@@ -2,15 +2,23 @@
 every delivery accounted for.
 
 The trace is recomputed as the user types and with every snapshot, so it warns before sending
-when the target partition is offline or under min ISR. Sending runs in a thread worker through
-the command layer (read-only refuses it): first the request is checked against the cluster
-(topic exists, partition exists, record size), then sent; deliveries come back as messages.
+when the target partition is offline or under min ISR, or the record is larger than the topic
+accepts. Sending runs in a thread worker through the command layer (read-only refuses it):
+first the request is checked against the cluster (topic exists, partition exists, record size),
+then sent; deliveries come back as messages.
+
+The dialog holds a produce session of the command layer (kconsole.commands.produce): a producer
+kept open across sends, made and given its producer id when the dialog opens (and again when
+topic, acks or compression change), so a send does not wait for a new producer; the session
+also keeps the topic's limits the trace checks the record's size against. It is closed when
+the dialog closes (the app's exit closes it too).
 """
 
 from __future__ import annotations
 
+import os
 import threading
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.console import Group
 from rich.table import Table
@@ -31,8 +39,13 @@ from kconsole.ui import format as fmt
 from kconsole.ui.context import actions, state, subscribe
 from kconsole.ui.widgets.footer import KeyBar
 
+if TYPE_CHECKING:
+    from kconsole.commands.produce import ProduceSession, SessionState
+
 VALUE_MODE_LABELS = {"text": "text", "json": "JSON", "file": "file"}
 PROGRESS_EVERY_S = 0.1
+PREPARE_AFTER_S = 0.3  # the topic, acks or compression unchanged this long: get ready for them
+CLOSE_TIMEOUT_S = 3.0  # a send still running when the dialog closes gets this long to end
 
 
 class ProduceScreen(Screen[None]):
@@ -77,6 +90,14 @@ class ProduceScreen(Screen[None]):
             super().__init__()
             self.reason = reason
 
+    class Prepared(Message):
+        """The produce session is ready (or says why not) for a topic, acks and compression."""
+
+        def __init__(self, for_: tuple[str, str, str | None], state: SessionState) -> None:
+            super().__init__()
+            self.for_ = for_
+            self.state = state
+
     def __init__(self, topic: str = "", key: str = "", partition: int | None = None) -> None:
         super().__init__()
         self.initial_topic = topic
@@ -86,6 +107,10 @@ class ProduceScreen(Screen[None]):
         self.request: pr.ProduceRequest | None = None
         self.last_result: pr.ProduceResult | None = None
         self._stop = threading.Event()
+        self.session: ProduceSession | None = None
+        self.prepared: SessionState | None = None  # the latest answer of the session
+        self._prepared_for: tuple[str, str, str | None] | None = None
+        self._prepare_timer: Any = None
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -164,8 +189,59 @@ class ProduceScreen(Screen[None]):
             table.add_column(label, key=key)
         self.query_one("#value-file").display = False
         self.query_one("#produce-progress").display = False
+        commands = actions(self).commands
+        if commands is not None:
+            self.session = commands.produce_session()
+            self._prepare(self._form_target())
         subscribe(self, "snapshot", self.update_trace, init=True)
         self.query_one("#topic" if not self.initial_topic else "#key", Input).focus()
+
+    def on_unmount(self) -> None:
+        # The app's exit unmounts every screen too: the producer never outlives the dialog.
+        self._stop.set()
+        session, self.session = self.session, None
+        if session is None:
+            return
+        closed = session.close(CLOSE_TIMEOUT_S)
+        if closed.purged or not closed.closed:
+            self.app.notify(closed.describe(), severity="warning", timeout=10)
+
+    # -- the producer kept open ------------------------------------------------------------
+    def _form_target(self) -> tuple[str, str, str | None]:
+        codec = self._select("#compression")
+        return (self._text("#topic").strip(), self._select("#acks"),
+                None if codec == "none" else codec)  # fmt: skip
+
+    def _schedule_prepare(self) -> None:
+        """Get the session ready for the form's topic, acks and compression once they have
+        stayed put a moment (not on every keystroke of the topic)."""
+        if self.session is None or self.sending or self._form_target() == self._prepared_for:
+            return  # (while sending: once the send has finished)
+        if self._prepare_timer is not None:
+            self._prepare_timer.stop()
+        self._prepare_timer = self.set_timer(
+            PREPARE_AFTER_S, lambda: self._prepare(self._form_target())
+        )
+
+    @work(thread=True, exclusive=True, group="produce-prepare", exit_on_error=False)
+    def _prepare(self, target: tuple[str, str, str | None]) -> None:
+        # A worker thread: no widgets here, only post_message.
+        session = self.session
+        if session is None or not target[0]:
+            return
+        try:
+            state = session.prepare(*target)
+        except Exception as exc:  # the dialog must stay usable: the send says what is wrong
+            from kconsole.commands.produce import SessionState
+
+            state = SessionState(target[0], error=f"{type(exc).__name__}: {exc}")
+        self.post_message(self.Prepared(target, state))
+
+    def on_produce_screen_prepared(self, message: Prepared) -> None:
+        if message.for_ == self._form_target():  # else a newer one is on its way
+            self._prepared_for = message.for_
+            self.prepared = message.state
+        self.update_trace()  # the limits it read are in the session now
 
     # -- the form -----------------------------------------------------------------------------
     def _text(self, selector: str) -> str:
@@ -202,9 +278,11 @@ class ProduceScreen(Screen[None]):
         self.query_one("#value").display = not file_mode
 
     @on(Input.Changed)
-    @on(Select.Changed, "#acks")
+    @on(TextArea.Changed)
+    @on(Select.Changed)
     def _form_changed(self) -> None:
         self.update_trace()
+        self._schedule_prepare()
 
     def update_trace(self) -> None:
         """Re-trace the key against the latest snapshot."""
@@ -235,9 +313,48 @@ class ProduceScreen(Screen[None]):
                 return Text(f"partition must be a whole number, not {partition_text!r}", fmt.BAD)
         door = actions(self).commands
         refused = door.refusal("produce") if door is not None else "this console only observes"
+        size = self.record_bytes(key)
+        limits = self.limits_for(topic)
         return render_trace(
-            pr.trace(snap, topic, key, partition), self._select("#acks"), refused=refused
-        )
+            pr.trace(
+                snap, topic, key, partition, record_bytes=size,
+                max_message_bytes=None if limits is None else limits.max_message_bytes,
+                limit_source="topic" if limits is None else limits.max_message_bytes_source,
+            ),
+            self._select("#acks"),
+            refused=refused,
+            limit_unknown=self._limit_unknown(topic),
+        )  # fmt: skip
+
+    def _limit_unknown(self, topic: str) -> str:
+        """Why `topic`'s max.message.bytes is not known: being read, or why it could not be."""
+        p = self.prepared
+        if p is not None and p.topic == topic and p.error:
+            return f"could not be read ({p.error})"
+        return "is not read yet"
+
+    def limits_for(self, topic: str) -> pr.TopicLimits | None:
+        """`topic`'s limits as the session last read them (None: not read yet)."""
+        if self.session is None:
+            return None
+        cached = self.session.cached_limits(topic)
+        return None if cached is None else cached[0]
+
+    def record_bytes(self, key: bytes | None) -> int | None:
+        """The form's record's size with overhead, as the send checks it (None: unknown, e.g.
+        a file that cannot be read; the send says why)."""
+        if self.value_mode == "file":
+            try:
+                value_len = os.path.getsize(os.path.expanduser(self._text("#value-file").strip()))
+            except (OSError, ValueError):
+                return None
+        else:
+            value_len = len(self.query_one(TextArea).text.encode("utf-8", "surrogatepass"))
+        try:
+            headers = pr.parse_headers(self._text("#headers"))
+        except pr.ProduceError:
+            headers = ()
+        return pr.record_size(key, b"", headers) + value_len
 
     # -- sending ------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -297,9 +414,11 @@ class ProduceScreen(Screen[None]):
 
         try:
             # The door checks the request against the topic's limits before anything is sent.
-            result = commands.produce_request(
-                request, request.records(self._stop.is_set), tally=tally, **progress
-            )
+            records = request.records(self._stop.is_set)
+            if self.session is not None:  # through the producer kept open
+                result = self.session.send(request, records, tally=tally, **progress)
+            else:
+                result = commands.produce_request(request, records, tally=tally, **progress)
         except ClusterError as exc:
             self.post_message(self.Refused(exc.message))
             return
@@ -361,11 +480,17 @@ class ProduceScreen(Screen[None]):
                 markup=False,
             )
         actions(self).refresh_observer()
+        # A send that lost its producer (a fatal error, records without an outcome) leaves a
+        # new one to be made: made now, not when the user sends again.
+        if self.session is not None and self.session.spent:
+            self._prepared_for = None
+        self._schedule_prepare()  # and what was changed during the send
 
     def on_produce_screen_refused(self, message: Refused) -> None:
         self.sending = False
         self.refresh_bindings()
         self._refused(message.reason)
+        self._schedule_prepare()  # what was changed while it was being checked
 
     def _refused(self, reason: str) -> None:
         self._status(Text.assemble(("not sent: ", fmt.BAD), (reason, fmt.BAD)))
@@ -417,10 +542,13 @@ def fmt_key(key: bytes | None) -> Text:
     return Text(show_bytes(key, 60))
 
 
-def render_trace(t: pr.Trace, acks: str = "all", *, refused: str = "") -> Text | Group:
+def render_trace(
+    t: pr.Trace, acks: str = "all", *, refused: str = "", limit_unknown: str = "is not read yet"
+) -> Text | Group:
     """The trace as lines: where the key goes, then each warning. `refused`: why the command
     layer would refuse a send now (read-only mode, no cluster connection): said instead of
-    "a send would be accepted"."""
+    "a send would be accepted". `limit_unknown`: why the topic's size limit is not known, said
+    instead of it when the record's size could not be checked."""
     line = Text()
     line.append("key ", fmt.DIM)
     line.append_text(fmt_key(t.key))
@@ -454,6 +582,14 @@ def render_trace(t: pr.Trace, acks: str = "all", *, refused: str = "") -> Text |
         no.append(f"kconsole refuses to send: {refused}", fmt.BAD)
         lines: list[Text] = [line, no]
         return Group(*lines, *(Text(f"⚠ {w}", fmt.WARN) for w in t.warnings))
+    if not t.warnings and t.size_unchecked:
+        # No promise the send would break: its size is checked against a limit not read yet.
+        wait = Text("… ", fmt.DIM)
+        wait.append(
+            f"record about {t.record_bytes:,} bytes: {t.topic}'s max.message.bytes {limit_unknown}",
+            fmt.DIM,
+        )
+        return Group(line, wait)
     if not t.warnings:
         ok = Text("✓ ", fmt.GOOD)
         ok.append("a send would be accepted now", fmt.DIM)
@@ -465,7 +601,7 @@ def render_trace(t: pr.Trace, acks: str = "all", *, refused: str = "") -> Text |
         text = w
         if acks != "all" and "min ISR" in w:
             text += f" (acks={acks} does not wait for the ISR: it would be accepted)"
-        severe = "offline" in w or "does not exist" in w or acks == "all"
+        severe = "offline" in w or "does not exist" in w or "too large" in w or acks == "all"
         style = fmt.BAD if severe else fmt.WARN
         table.add_row(Text("⚠", style), Text(text, style))
     return Group(line, table)
