@@ -20,7 +20,7 @@ from textual.dom import DOMNode
 from textual.screen import ModalScreen, Screen
 
 from kconsole.cluster.control import BrokerAction
-from kconsole.models import ClusterSnapshot, Partition
+from kconsole.models import BrokerState, ClusterSnapshot, Partition
 from kconsole.ui.context import actions, state
 from kconsole.ui.screens.group import GroupScreen
 from kconsole.ui.screens.main import MainScreen
@@ -51,6 +51,9 @@ class Command:
     help: str
     run: Callable[[], object]
     words: str = ""
+    likely: bool = True
+    """False for an action the shown state makes unlikely (start an up broker): listed
+    below the likely ones that match as well."""
 
 
 class ConsoleCommands(Provider):
@@ -66,6 +69,8 @@ class ConsoleCommands(Provider):
             score = matcher.match(command.title)
             if score <= 0 and command.words:
                 score = matcher.match(command.words) / 2  # below a title that matches
+            if not command.likely:
+                score *= 0.6
             if score > 0:
                 yield Hit(
                     score,
@@ -132,17 +137,20 @@ def _broker_commands(screen: Screen[object], *, drain: bool) -> Iterator[Command
     for broker in sorted(snap.brokers, key=lambda b: b.id):
         role = " (the controller)" if broker.id == controller else ""
         what = f"broker {broker.id} is {broker.state.value}"
+        up = broker.state is BrokerState.UP
         for action in (
             BrokerAction.STOP,
             BrokerAction.KILL,
             _pause(screen, broker.id),
             BrokerAction.START,
         ):
+            likely = (action is BrokerAction.START) is not up or action is BrokerAction.RESUME
             yield Command(
                 f"{action.value.capitalize()} broker {broker.id}{role}",
                 f"{refused}{what} · {HOW[action]}",
                 partial(console.request_broker_action, action, broker.id),
                 WORDS[action],
+                likely,
             )
         if not drain:
             continue

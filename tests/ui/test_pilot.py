@@ -451,6 +451,19 @@ class TestKeysAreListed:
             assert "Drill timeline" in found["drill"]
             assert "Open consumer group orders-verifier" in found["lag"]
 
+    async def test_palette_puts_what_the_state_allows_first(self) -> None:
+        """Broker 3 is down: "restart" and "start" list starting it before starting the up
+        brokers 1 and 2 (listed first otherwise)."""
+        app = new_app(FakeObserver(), commands=Commands(FakeControl()))
+        async with app.run_test(size=SIZE) as pilot:
+            feed(app, B.healthy(), B.offline_partition())
+            await pilot.pause()
+            provider = ConsoleCommands(app.screen)
+            for query in ("restart", "start broker"):
+                hits = [h async for h in provider.search(query)]
+                ranked = [str(h.text) for h in sorted(hits, key=lambda h: -h.score)]
+                assert ranked[0] == "Start broker 3", (query, ranked)
+
     async def test_palette_stop_goes_through_the_confirmation(self) -> None:
         """ctrl+p, "stop broker 2", enter: the same confirmation as the key (the command
         layer's typed id); nothing is stopped before it."""
