@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import work
-from textual.app import SystemCommand
+from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.reactive import reactive
 from textual.screen import Screen
@@ -45,6 +45,7 @@ from kconsole.ui.messages import (
     EventsLogged,
     SnapshotUpdated,
 )
+from kconsole.ui.palette import ConsoleCommands
 from kconsole.ui.rows import LoggedEvent
 from kconsole.ui.screens.actions import BrokerChooser, ConfirmBrokerAction
 from kconsole.ui.screens.ask import AskText
@@ -72,10 +73,11 @@ class KConsoleApp(BrokerActions, JobActions, ElectionActions):
     """The console. Build it with make_app()."""
 
     CSS_PATH = "app.tcss"
+    COMMANDS = App.COMMANDS | {ConsoleCommands}
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", id="quit"),
-        Binding("r", "refresh", "Refresh", show=False, id="refresh"),
+        Binding("r", "refresh", "Refresh", id="refresh"),
         Binding("question_mark", "help", "Help", key_display="?", id="help"),
     ]
 
@@ -367,11 +369,14 @@ class KConsoleApp(BrokerActions, JobActions, ElectionActions):
         ]
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
-        """Textual's own commands, plus one per kconsole binding active on `screen`."""
+        """Textual's own commands, plus one per kconsole binding active on `screen` (on the
+        main screen ConsoleCommands lists every action, each saying what it acts on)."""
         titles = set()
         for command in super().get_system_commands(screen):
             titles.add(command.title)
             yield command
+        if isinstance(screen, MainScreen):
+            return
         for active in screen.active_bindings.values():
             binding = active.binding
             if not (active.enabled and binding.id and binding.description):

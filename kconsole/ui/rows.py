@@ -6,6 +6,7 @@ KeyCell so a table can re-order its rows by key with DataTable.sort.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -289,16 +290,42 @@ def group_rows(snap: ClusterSnapshot | None) -> Rows:
     }
 
 
-def group_row(g: Group, now: float) -> list[Text]:
-    """One group's cells; only a group with carried figures (`g.oldest`) depends on `now`."""
+def group_row(g: Group, now: float, name_width: int | None = None) -> list[Text]:
+    """One group's cells; only a group with carried figures (`g.oldest`) depends on `now`.
+    With `name_width` (a narrow pane) the id is elided in the middle to fit it and a
+    rebalancing state is shortened, so that the state and the lag stay in view."""
+    state = g.state
+    if name_width is not None:
+        state = SHORT_GROUP_STATES.get(state_key(state), state)
     return [
-        KeyCell(g.group_id, row_key=g.group_id),
-        fmt.cell(g.state, fmt.group_state_style(g.state)),
+        KeyCell(elide_middle(g.group_id, name_width), row_key=g.group_id),
+        fmt.cell(state, fmt.group_state_style(g.state)),
         group_lag(g, now),
         fmt.cell(g.members),
         fmt.cell(g.assignor or fmt.NONE, "" if g.assignor else fmt.DIM),
         fmt.cell(g.error or "", fmt.WARN),
     ]
+
+
+SHORT_GROUP_STATES = {"PREPARINGREBALANCE": "Rebalance", "COMPLETINGREBALANCE": "Rebalance"}
+"""A narrow groups pane's state words (the group screen says which rebalance phase)."""
+
+
+def state_key(state: str) -> str:
+    """A group state as SHORT_GROUP_STATES spells it, however the source does."""
+    return state.replace("_", "").upper()
+
+
+def elide_middle(text: str, width: int | None) -> str:
+    """`text` in at most `width` cells, its middle replaced by "…" (group ids differ at both
+    ends: spark-kafka-source-…-driver-0)."""
+    if width is None or cell_len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    head = width // 2
+    tail = width - 1 - head
+    return text[:head] + "…" + (text[-tail:] if tail else "")
 
 
 def group_lag(g: Group, now: float) -> Text:
@@ -396,6 +423,30 @@ def event_cells(le: LoggedEvent) -> list[Text]:
 def event_widths(le: LoggedEvent) -> tuple[int, ...]:
     """The cell widths of event_cells(le), without building the cells."""
     return (CLOCK_WIDTH, cell_len(le.event.kind.value), cell_len(le.event.text))
+
+
+# A narrow events pane: the time to the second and the event, wrapped onto further lines (the
+# text names the kind: "ISR shrank", "leader 3 -> 2"; its colour is the kind's).
+NARROW_EVENT_COLUMNS: Columns = (
+    ("time", "time"),
+    ("text", "event"),
+)
+SHORT_CLOCK_WIDTH = len("14:03:07")
+
+
+def event_lines(le: LoggedEvent, width: int) -> list[str]:
+    """The event's text in lines of at most `width` cells (broken at spaces where it can)."""
+    return textwrap.wrap(
+        le.event.text, max(width, 8), break_on_hyphens=False, drop_whitespace=True
+    ) or [""]
+
+
+def narrow_event_cells(le: LoggedEvent, line: int, text: str) -> list[Text]:
+    """Line `line` of an event in a narrow pane: the time on its first line only."""
+    action = le.event.kind is EventKind.ACTION
+    style = fmt.ACTION if action else fmt.SEVERITY_STYLE.get(le.event.severity, fmt.PLAIN)
+    clock = fmt.clock_time(le.event.ts)[:SHORT_CLOCK_WIDTH] if line == 0 else ""
+    return [fmt.cell(clock, fmt.DIM), fmt.cell(text, style)]
 
 
 CLOCK_WIDTH = len("14:03:07.250")  # fmt.clock_time

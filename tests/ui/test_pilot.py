@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 
+from textual.command import CommandList, CommandPalette
 from textual.dom import DOMNode
+from textual.pilot import Pilot
 
 from kconsole.commands import Commands
 from kconsole.models import ClusterSnapshot, Controller, Group, GroupPartition, Partition, Topic
 from kconsole.timeline import Event, EventKind
 from kconsole.ui.app import MAX_EVENTS, KConsoleApp
 from kconsole.ui.messages import SnapshotUpdated
+from kconsole.ui.palette import ConsoleCommands
 from kconsole.ui.screens.actions import BrokerChooser, ConfirmBrokerAction
 from kconsole.ui.screens.group import GroupScreen
 from kconsole.ui.screens.help import HelpScreen, bindings_of, key_sections
@@ -25,6 +29,35 @@ from tests.ui import builders as B
 from tests.ui.conftest import Clock, FakeControl, FakeObserver, feed, new_app
 
 SIZE = (120, 40)
+
+# What a user types into the palette: each finds at least one command on the partitions pane.
+WORDS = (
+    "stop", "kill", "pause", "start", "restart", "drain", "elect", "unclean", "reassign",
+    "produce", "tail", "jobs", "drill", "timeline", "controller", "leader", "filter",
+    "unhealthy", "internal", "sort", "refresh", "help", "lag",
+)  # fmt: skip
+
+
+async def palette_titles(pilot: Pilot[None], query: str, timeout: float = 10.0) -> list[str]:
+    """Open the command palette, type `query`, and return the titles it lists, best first."""
+    await pilot.press("ctrl+p")
+    await wait_for_screen(pilot, CommandPalette)
+    await pilot.press(*query)
+    deadline = time.monotonic() + timeout
+    while True:
+        await pilot.pause(0.05)
+        options = pilot.app.screen.query_one(CommandList).options
+        if options or time.monotonic() > deadline:
+            break
+    return [str(o.prompt).split("\n")[0] for o in options]
+
+
+async def wait_for_screen(pilot: Pilot[None], kind: type, timeout: float = 10.0) -> None:
+    """Wait until the app's screen is a `kind`."""
+    deadline = time.monotonic() + timeout
+    while not isinstance(pilot.app.screen, kind):
+        assert time.monotonic() < deadline, f"no {kind.__name__} within {timeout}s"
+        await pilot.pause(0.05)
 
 
 def table(app: KConsoleApp, table_id: str) -> tables.Table:
@@ -392,16 +425,75 @@ class TestKeysAreListed:
             await pilot.press("escape")
             assert isinstance(app.screen, MainScreen)
 
-    async def test_palette_lists_every_action(self) -> None:
+    async def test_palette_finds_every_action_from_the_partitions_pane(self) -> None:
+        """On the partitions pane the palette finds, by the words a user types, every action
+        of the console (those of the other panes too), each saying what it acts on."""
         app = new_app(FakeObserver(), commands=Commands(FakeControl()))
+        async with app.run_test(size=SIZE) as pilot:
+            feed(app, B.group_lag())
+            await pilot.pause()
+            assert app.focused is not None and app.focused.id == "partitions"
+            provider = ConsoleCommands(app.screen)
+            found: dict[str, list[str]] = {}
+            for word in WORDS:
+                found[word] = [str(h.text) async for h in provider.search(word)]
+                assert found[word], word
+            # test-topic/0 is under the cursor, led by broker 2; broker 1 is the controller.
+            assert {
+                "Stop broker 2",
+                "Stop broker 1 (the controller)",
+                "Stop the controller (broker 1)",
+                "Stop the leader of test-topic/0 (broker 2)",
+            } <= set(found["stop"]), found["stop"]
+            assert "Kill broker 3" in found["kill"]
+            assert "Start broker 2" in found["restart"]  # by its words, not its title
+            assert "Drain broker 2" in found["drain"]
+            assert "Drill timeline" in found["drill"]
+            assert "Open consumer group orders-verifier" in found["lag"]
+
+    async def test_palette_puts_what_the_state_allows_first(self) -> None:
+        """Broker 3 is down: "restart" and "start" list starting it before starting the up
+        brokers 1 and 2 (listed first otherwise)."""
+        app = new_app(FakeObserver(), commands=Commands(FakeControl()))
+        async with app.run_test(size=SIZE) as pilot:
+            feed(app, B.healthy(), B.offline_partition())
+            await pilot.pause()
+            provider = ConsoleCommands(app.screen)
+            for query in ("restart", "start broker"):
+                hits = [h async for h in provider.search(query)]
+                ranked = [str(h.text) for h in sorted(hits, key=lambda h: -h.score)]
+                assert ranked[0] == "Start broker 3", (query, ranked)
+
+    async def test_palette_stop_goes_through_the_confirmation(self) -> None:
+        """ctrl+p, "stop broker 2", enter: the same confirmation as the key (the command
+        layer's typed id); nothing is stopped before it."""
+        control = FakeControl()
+        app = new_app(FakeObserver(), commands=Commands(control))
         async with app.run_test(size=SIZE) as pilot:
             feed(app, B.healthy())
             await pilot.pause()
-            await pilot.press("slash", "x", "enter")  # so "clear filter" is available too
-            titles = {c.title for c in app.get_system_commands(app.screen)}
-            for b in bindings_of(MainScreen, KConsoleApp, PartitionsTable):
-                assert b.description in titles, b.description
-            await pilot.press("1")  # the broker keys are the brokers pane's
-            titles = {c.title for c in app.get_system_commands(app.screen)}
-            for b in bindings_of(BrokersTable):
-                assert b.description in titles, b.description
+            titles = await palette_titles(pilot, "stop broker 2")
+            assert titles[0] == "Stop broker 2", titles
+            await pilot.press("enter")
+            await wait_for_screen(pilot, ConfirmBrokerAction)
+            assert isinstance(app.screen, ConfirmBrokerAction)
+            assert (app.screen.action.value, app.screen.broker_id) == ("stop", 2)
+            assert control.calls == []
+
+    async def test_palette_kill_is_refused_read_only(self) -> None:
+        """Read-only: the palette still offers "Kill broker 3"; choosing it is refused by the
+        command layer, which says why, and nothing is killed."""
+        control = FakeControl()
+        door = Commands(control, read_only=True, read_only_reason="--read-only")
+        app = new_app(FakeObserver(), commands=door)
+        async with app.run_test(size=SIZE) as pilot:
+            feed(app, B.healthy())
+            await pilot.pause()
+            titles = await palette_titles(pilot, "kill broker 3")
+            assert titles[0] == "Kill broker 3", titles
+            await pilot.press("enter")
+            await wait_for_screen(pilot, MainScreen)
+            await pilot.pause()
+            messages = [n.message for n in app._notifications]
+            assert any("kill broker 3" in m and "read-only" in m for m in messages), messages
+            assert control.calls == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from kconsole.models import ClusterSnapshot, Controller, Partition, SourceHealth, SourceName
+from kconsole.timeline import Event, EventKind
 from kconsole.ui import format as fmt
 from kconsole.ui import rows
 from kconsole.ui.rows import PartitionView
@@ -102,3 +103,35 @@ class TestPanes:
         assert stale_text(dataclasses.replace(health, updated_at=None), B.T0) == (
             "STALE: timed out"
         )
+
+
+class TestNarrowPanes:
+    """What a narrow groups or events pane shows (80x24: 30 and 46 columns)."""
+
+    def test_elide_middle_keeps_both_ends(self) -> None:
+        assert rows.elide_middle("orders-verifier", None) == "orders-verifier"
+        assert rows.elide_middle("orders-verifier", 15) == "orders-verifier"
+        assert rows.elide_middle("spark-kafka-source-2b7e4c1a-driver-0", 9) == "spar…er-0"
+        assert rows.elide_middle("abcdef", 4) == "ab…f"
+        assert rows.elide_middle("abcdef", 1) == "…"
+
+    def test_narrow_group_row_keeps_its_key_state_and_lag(self) -> None:
+        g = B.group("console-consumer-48213", (12, 3, 0, 0), state="PreparingRebalance")
+        cells = rows.group_row(g, B.T0, name_width=9)
+        assert [c.plain for c in cells[:3]] == ["cons…8213", "Rebalance", "15"]
+        assert isinstance(cells[0], rows.KeyCell) and cells[0].row_key == g.group_id
+        assert cells[1].style == fmt.group_state_style("PreparingRebalance")
+        wide = rows.group_row(g, B.T0)
+        assert [c.plain for c in wide[:3]] == [g.group_id, "PreparingRebalance", "15"]
+
+    def test_event_lines_wrap_whole_words_and_lose_nothing(self) -> None:
+        text = "__consumer_offsets/0 ISR expanded: +2 -> [1,2,3]"
+        le = rows.LoggedEvent(1, Event(B.T0, EventKind.ISR_EXPANDED, text))
+        lines = rows.event_lines(le, 31)
+        assert lines == ["__consumer_offsets/0 ISR", "expanded: +2 -> [1,2,3]"]
+        assert " ".join(lines) == text and all(len(line) <= 31 for line in lines)
+        first = rows.narrow_event_cells(le, 0, lines[0])
+        second = rows.narrow_event_cells(le, 1, lines[1])
+        assert [c.plain for c in first] == ["08:00:00", lines[0]]
+        assert [c.plain for c in second] == ["", lines[1]]
+        assert first[1].style == fmt.SEVERITY_STYLE["good"]  # the kind's colour, on the text

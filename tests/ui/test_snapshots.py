@@ -14,6 +14,7 @@ from kconsole.ui.app import KConsoleApp
 from kconsole.ui.screens.actions import ConfirmBrokerAction
 from kconsole.ui.screens.main import FilterInput
 from kconsole.ui.widgets.table import KeyedTable
+from tests.ui import builders as B
 from tests.ui.conftest import (
     FakeControl,
     coordinator_moving,
@@ -120,6 +121,17 @@ class TestConsumerGroups:
         """Groups with lag on the main screen."""
         snaps = load("healthy"), load("group_lag")
         assert snap_compare(new_app(), terminal_size=WIDE, run_before=feeding(*snaps))
+
+    def test_group_lag_80x24(self, snap_compare: SnapCompare) -> None:
+        """80x24 after a failover: every group's (elided) name, state and lag, and whole
+        events, wrapped under the time."""
+        snaps = B.healthy(), B.broker_down(), B.group_lag()
+        assert snap_compare(new_app(), terminal_size=SMALL, run_before=feeding(*snaps))
+
+    def test_brokers_pane_keys_80x24(self, snap_compare: SnapCompare) -> None:
+        """80x24, brokers pane: its stop / kill / pause / start / drain keys whole, "? more"."""
+        app = new_app(commands=Commands(FakeControl()))
+        assert snap_compare(app, terminal_size=SMALL, run_before=keys_then([load("healthy")], "1"))
 
     def test_group_screen_wide(self, snap_compare: SnapCompare) -> None:
         """The group screen: offsets, lag and the lag trend of the last snapshots."""

@@ -1,4 +1,11 @@
-"""The key bar: Textual's Footer, with its keys updated in place when the focus moves.
+"""The key bar: Textual's Footer, fitted to its width, with its keys updated in place when the
+focus moves.
+
+Footer shows every key it is given on one line and lets the ones that do not fit fall off the
+right edge, cut mid-label (at 80 columns the partitions pane's bar ended in "P P"). Here the
+keys that do not fit are left out, whole: the focused widget's keys are kept first, then the
+screen's, then the app's, and within those the first declared; the help key is always kept and
+says "more" when keys were left out (the help lists them all, and the palette finds them).
 
 Textual's Footer recomposes whenever the screen's bindings are refreshed, which happens on
 every focus change: each tab unmounts every key and mounts new ones, and each new key has its
@@ -12,9 +19,13 @@ the tests compare the two after every move.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from rich.cells import cell_len
+from textual.app import ComposeResult
+from textual.events import Resize
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
@@ -32,6 +43,17 @@ class KeySpec:
     action: str
     disabled: bool
     tooltip: str
+    rank: int = field(default=0, compare=False)
+    """Which keys are left out first when they do not fit (the higher): 0 for the focused
+    widget's, 1 for the screen's, 2 for the app's. Not part of what a key shows."""
+
+    def width(self, compact: bool) -> int:
+        """The cells the key takes in the bar (FooterKey's padding, and the compact bar's
+        margin)."""
+        key, description = cell_len(self.display), cell_len(self.description)
+        if not description:
+            return key + (1 if compact else 0)
+        return key + description + (2 if compact else 3)
 
     def new(self) -> FooterKey:
         return FooterKey(
@@ -50,16 +72,47 @@ def shown(key: FooterKey) -> KeySpec:
     return KeySpec(key.key, key.key_display, key.description, key.action, key._disabled, tooltip)
 
 
+HELP_ACTIONS = ("help", "app.help")
+MORE = "more"
+"""The help key's description when keys were left out."""
+
+
+def fit(specs: Sequence[KeySpec], width: int, *, compact: bool = False) -> list[KeySpec]:
+    """The keys of `specs` that fit in `width` cells, in their order: the highest rank, last
+    declared, is left out first; the help key stays, saying MORE once any key is left out."""
+    kept = list(specs)
+    total = sum(s.width(compact) for s in kept)
+    if total <= width:
+        return kept
+    droppable = sorted(
+        (i for i, s in enumerate(specs) if s.action not in HELP_ACTIONS),
+        key=lambda i: (-specs[i].rank, -i),
+    )
+    gone: set[int] = set()
+    for i in droppable:
+        if total <= width:
+            break
+        gone.add(i)
+        total -= specs[i].width(compact)
+    return [
+        replace(s, description=MORE) if s.action in HELP_ACTIONS and s.description else s
+        for i, s in enumerate(specs)
+        if i not in gone
+    ]
+
+
 class KeyBar(Footer):
-    """A Footer whose keys are updated in place when the screen's bindings change."""
+    """A Footer that shows whole keys only, as many as fit, and updates them in place when
+    the screen's bindings change."""
 
     _update_pending = False  # an update is scheduled and has not run yet
 
-    def specs(self) -> list[KeySpec] | None:
+    def all_specs(self) -> list[KeySpec] | None:
         """The keys Footer.compose would show now, besides the command palette's, in order;
-        None where compose would group some (then the bar is recomposed, as Footer does)."""
+        None where compose would group some (then the bar is composed as Footer does)."""
         first: dict[str, KeySpec] = {}
-        for _node, binding, enabled, tooltip in self.screen.active_bindings.values():
+        screen, app = self.screen, self.app
+        for node, binding, enabled, tooltip in screen.active_bindings.values():
             if not binding.show:
                 continue
             if binding.group is not None:
@@ -67,13 +120,67 @@ class KeyBar(Footer):
             if binding.action not in first:  # compose shows the first binding of an action
                 first[binding.action] = KeySpec(
                     binding.key,
-                    self.app.get_key_display(binding),
+                    app.get_key_display(binding),
                     binding.description,
                     binding.action,
                     not enabled,
                     tooltip,
+                    rank=2 if node is app else 1 if node is screen else 0,
                 )
         return list(first.values())
+
+    def specs(self) -> list[KeySpec] | None:
+        """The keys the bar shows now (those that fit), besides the command palette's."""
+        every = self.all_specs()
+        if every is None or not self.size.width:
+            return every
+        return fit(every, self.size.width - self._palette_width(), compact=self.compact)
+
+    def _palette_width(self) -> int:
+        """The cells the command palette's key takes (docked right)."""
+        for child in self.children:
+            if child.has_class("-command-palette") and child.outer_size.width:
+                return child.outer_size.width
+        if not (self.show_command_palette and self.app.ENABLE_COMMAND_PALETTE):
+            return 0
+        active = self.screen.active_bindings.get(self.app.COMMAND_PALETTE_BINDING)
+        if active is None:
+            return 0
+        # Drawn compact whatever the bar (Footer does not bind it), after a border, with a
+        # padding on the right unless the bar is compact.
+        binding = active.binding
+        drawn = cell_len(self.app.get_key_display(binding)) + 1 + cell_len(binding.description)
+        return drawn + 1 + (0 if self.compact else 1)
+
+    def compose(self) -> ComposeResult:
+        specs = self.specs() if self._bindings_ready else None
+        if specs is None:
+            yield from super().compose()
+            return
+        self.styles.grid_size_columns = len(specs)
+        for spec in specs:
+            yield spec.new().data_bind(compact=Footer.compact)
+        if self.show_command_palette and self.app.ENABLE_COMMAND_PALETTE:
+            active = self.screen.active_bindings.get(self.app.COMMAND_PALETTE_BINDING)
+            if active is not None:  # as Footer.compose makes it
+                binding = active.binding
+                yield FooterKey(
+                    binding.key,
+                    self.app.get_key_display(binding),
+                    binding.description,
+                    binding.action,
+                    classes="-command-palette",
+                    disabled=not active.enabled,
+                    tooltip=binding.tooltip or binding.description,
+                )
+
+    def on_resize(self, _event: Resize) -> None:
+        self._schedule_update()  # another width fits other keys
+
+    def _schedule_update(self) -> None:
+        if not self._update_pending:
+            self._update_pending = True
+            self.call_after_refresh(self._update_keys)
 
     def bindings_changed(self, screen: Screen[object]) -> None:
         # As Footer does, but the signals that come before the update ran share it: the screen
@@ -82,9 +189,7 @@ class KeyBar(Footer):
         self._bindings_ready = True
         if not screen.app.app_focus or not self.is_attached or screen is not self.screen:
             return
-        if not self._update_pending:
-            self._update_pending = True
-            self.call_after_refresh(self._update_keys)
+        self._schedule_update()
 
     def watch_compact(self, compact: bool) -> None:
         # Footer.compose binds its keys' compact to the bar's; keys mounted here follow it too.

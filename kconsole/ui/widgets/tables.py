@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.binding import Binding
 from textual.dom import DOMNode
@@ -59,16 +60,15 @@ class BrokersTable(KeyedTable):
         Binding(
             "t", "broker('start')", "Start", tooltip="Start the selected broker", id="broker-start"
         ),
-        # Reached only while the keys above are disabled: the command layer refuses (and logs)
-        # that action and says why, instead of the key doing nothing.
         Binding(
             "D",
             "drain",
             "Drain",
-            show=False,
             tooltip="Move every replica off the selected broker (propose, check, execute)",
             id="broker-drain",
         ),
+        # Reached only while the keys above are disabled: the command layer refuses (and logs)
+        # that action and says why, instead of the key doing nothing.
         Binding("s", "refused('stop')", show=False),
         Binding("k", "refused('kill')", show=False),
         Binding("p", "refused('pause')", show=False),
@@ -132,8 +132,7 @@ class PartitionsTable(VirtualTable[Partition]):
         Binding(
             "L",
             "leader_actions",
-            "Leader actions",
-            show=False,
+            "Leader",
             tooltip="Stop, kill, pause or start this partition's leader",
             id="partition-leader",
         ),
@@ -141,16 +140,14 @@ class PartitionsTable(VirtualTable[Partition]):
         Binding(
             "E",
             "elect('preferred')",
-            "Elect leaders",
-            show=False,
+            "Elect",
             tooltip="Preferred leader election: this partition, its topic, or all off-preferred",
             id="partition-elect",
         ),
         Binding(
             "U",
             "elect('unclean')",
-            "Unclean election",
-            show=False,
+            "Unclean",
             tooltip="Unclean leader election for the selected OFFLINE partition (can lose data)",
             id="partition-unclean",
         ),
@@ -158,7 +155,6 @@ class PartitionsTable(VirtualTable[Partition]):
             "R",
             "reassign",
             "Reassign",
-            show=False,
             tooltip="Reassign the selected partition's topic (propose, check, execute, follow)",
             id="partition-reassign",
         ),
@@ -382,49 +378,123 @@ class GroupsTable(KeyedTable):
 
     _shown: tuple[Group, ...] = ()
     _aged: frozenset[str] = frozenset()  # groups with carried figures: their age keeps counting
+    _name_width: int | None = None  # the ids' width when elided to fit (a narrow pane)
+
+    def on_resize(self, _event: Resize) -> None:
+        self.redraw()
+
+    def _fit_names(self, groups: tuple[Group, ...], now: float) -> int | None:
+        """The width group ids are elided to, so that the state and the lag stay in view; None
+        when every column fits (the columns after the lag may still need a scroll)."""
+        width = self.size.width - self.styles.scrollbar_size_vertical
+        if width <= 0 or not groups:
+            return None
+        ids = max(cell_len(g.group_id) for g in groups)
+        lags = max(max(rows.group_lag(g, now).cell_len for g in groups), 3)
+        states = max(max(cell_len(g.state) for g in groups), 5)
+        if ids + states + lags + 6 <= width:
+            return None
+        short = max(
+            max(cell_len(rows.SHORT_GROUP_STATES.get(rows.state_key(g.state), g.state))
+                for g in groups),
+            5,
+        )  # fmt: skip
+        return max(width - short - lags - 6, 6)
 
     def redraw(self) -> None:
         """Follow the latest snapshot's groups. The observer hands on an unchanged group as the
         same object (and unchanged groups as the same tuple): a snapshot from another source
         costs nothing here, and a group poll costs the groups whose figures changed (plus
-        those showing an age)."""
+        those showing an age). In a pane too narrow for them all, ids are elided (every row
+        again when that width changes)."""
         snap = state(self).snapshot
         groups = snap.groups if snap is not None else ()
-        if (groups is self._shown and not self._aged) or not self.columns:
+        if not self.columns:
             return
         now = snap.taken_at if snap is not None else 0.0
+        name_width = self._fit_names(groups, now)
+        every = name_width != self._name_width
+        if groups is self._shown and not self._aged and not every:
+            return
+        self._name_width = name_width
         before = {g.group_id: g for g in self._shown}
         changed: dict[str, list[Text]] = {}
         aged = set()
         for g in groups:
             if g.oldest is not None:
                 aged.add(g.group_id)
-            elif before.get(g.group_id) is g:
+            elif before.get(g.group_id) is g and not every:
                 continue
-            changed[g.group_id] = rows.group_row(g, now)
+            changed[g.group_id] = rows.group_row(g, now, name_width)
         order = sorted(g.group_id for g in groups)
         present = set(order)
-        self.patch(changed, [k for k in before if k not in present], order)
+        self.patch(changed, [k for k in self.row_keys if k not in present], order)
         self._shown, self._aged = groups, frozenset(aged)
 
 
-class EventsTable(VirtualTable[LoggedEvent]):
+@dataclass(frozen=True)
+class EventLine:
+    """One line of the events pane: a whole event, or in a narrow pane line `line` of it."""
+
+    event: LoggedEvent
+    line: int = 0
+    text: str = ""
+
+
+class EventsTable(VirtualTable[EventLine]):
     """Events, newest first; with the cursor on the newest row it keeps following the newest.
-    A burst of events (a third of 10,000 leaders moving) costs only the rows on screen."""
+    A burst of events (a third of 10,000 leaders moving) costs only the rows on screen.
+
+    Narrower than WRAP_BELOW cells (80 columns: 44) an event shows whole: the time to the
+    second and the text, wrapped onto lines below it, instead of a kind column and a text cut
+    off at the pane's edge."""
 
     COLUMNS = rows.EVENT_COLUMNS
+    WRAP_BELOW = 72
     follow_top = True
 
     _shown: tuple[LoggedEvent, ...] | None = None
+    _wrap: int | None = None  # the text's width when wrapping
+    _lines: dict[int, dict[str, EventLine]] = {}  # each event's rows by seq, when wrapping
 
     def on_mount(self) -> None:
         subscribe(self, "events", self.redraw, init=True)
 
-    def render_cells(self, key: str, item: LoggedEvent) -> list[Text]:
-        return rows.event_cells(item)
+    def on_resize(self, _event: Resize) -> None:
+        width = self.size.width
+        wrap = None
+        if width < self.WRAP_BELOW:
+            # The vertical scrollbar's column is kept: it comes and goes with the rows.
+            used = rows.SHORT_CLOCK_WIDTH + 4 + self.styles.scrollbar_size_vertical
+            wrap = max(width - used, 8)
+        if wrap != self._wrap:
+            self._wrap = wrap
+            self._shown, self._lines = None, {}
+            columns = rows.NARROW_EVENT_COLUMNS if wrap else rows.EVENT_COLUMNS
+            self.set_columns(columns, {})
+            self.redraw()
 
-    def cell_widths(self, key: str, item: LoggedEvent) -> tuple[int, ...]:
-        return rows.event_widths(item)
+    def render_cells(self, key: str, item: EventLine) -> list[Text]:
+        if self._wrap is None:
+            return rows.event_cells(item.event)
+        return rows.narrow_event_cells(item.event, item.line, item.text)
+
+    def cell_widths(self, key: str, item: EventLine) -> tuple[int, ...]:
+        if self._wrap is None:
+            return rows.event_widths(item.event)
+        clock = rows.SHORT_CLOCK_WIDTH if item.line == 0 else 0
+        return (clock, cell_len(item.text))
+
+    def _event_lines(self, le: LoggedEvent) -> dict[str, EventLine]:
+        """A wrapped event's rows: its seq, then seq.1, seq.2 … for the lines below."""
+        lines = self._lines.get(le.seq)
+        if lines is None:
+            assert self._wrap is not None
+            lines = self._lines[le.seq] = {
+                (f"{le.seq}.{i}" if i else str(le.seq)): EventLine(le, i, text)
+                for i, text in enumerate(rows.event_lines(le, self._wrap))
+            }
+        return lines
 
     def redraw(self) -> None:
         """Follow the app's event log: new events come in, the oldest drop out (an event
@@ -433,8 +503,23 @@ class EventsTable(VirtualTable[LoggedEvent]):
         if events is self._shown:
             return
         self._shown = events
-        keys = [str(le.seq) for le in events]
-        new = {key: le for key, le in zip(keys, events, strict=True) if self.item(key) is None}
+        if self._wrap is None:
+            keys = [str(le.seq) for le in events]
+            new = {
+                key: EventLine(le)
+                for key, le in zip(keys, events, strict=True)
+                if self.item(key) is None
+            }
+        else:
+            keys, new = [], {}
+            for le in events:
+                lines = self._event_lines(le)
+                keys.extend(lines)
+                if self.item(str(le.seq)) is None:
+                    new.update(lines)
+            if len(self._lines) > len(events):  # forget the lines of events dropped out
+                shown = {le.seq for le in events}
+                self._lines = {seq: v for seq, v in self._lines.items() if seq in shown}
         wanted = set(keys)
         self.patch(new, [key for key in self.row_keys if key not in wanted], keys)
 

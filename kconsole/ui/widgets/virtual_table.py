@@ -130,8 +130,10 @@ class VirtualTable(ScrollView, Generic[Item], can_focus=True):
         # Drawn lines by row key (None: the header), dropped when the row changes.
         self._strips: dict[str | None, dict[tuple[object, ...], Strip]] = {}
         self._row_widths: dict[str, tuple[int, ...]] = {}
-        self._labels = [Text.from_markup(label) for _, label in self.COLUMNS]
-        self._counts: list[Counter[int]] = [Counter() for _ in self.COLUMNS]
+        self.columns: Columns = self.COLUMNS
+        """The columns shown (COLUMNS, unless set_columns chose others)."""
+        self._labels = [Text.from_markup(label) for _, label in self.columns]
+        self._counts: list[Counter[int]] = [Counter() for _ in self.columns]
         self._widths = [label.cell_len for label in self._labels]
         self._hover: int | None = None  # the row under the mouse (-1: the header)
 
@@ -175,7 +177,7 @@ class VirtualTable(ScrollView, Generic[Item], can_focus=True):
         return list(self._row_cells(key))
 
     def get_cell(self, key: str, column: str) -> Text:
-        return self._row_cells(key)[[k for k, _ in self.COLUMNS].index(column)]
+        return self._row_cells(key)[[k for k, _ in self.columns].index(column)]
 
     @property
     def column_widths(self) -> list[int]:
@@ -183,6 +185,12 @@ class VirtualTable(ScrollView, Generic[Item], can_focus=True):
         return list(self._widths)
 
     # -- changing ------------------------------------------------------------------------
+    def set_columns(self, columns: Columns, items: Mapping[str, Item]) -> None:
+        """Show `columns` from now on, with rows `items` (render_cells must give those)."""
+        self.columns = columns
+        self._labels = [Text.from_markup(label) for _, label in columns]
+        self.replace_rows(items)
+
     def replace_rows(
         self, items: Mapping[str, Item], widths: Mapping[str, tuple[int, ...]] | None = None
     ) -> None:
@@ -195,7 +203,7 @@ class VirtualTable(ScrollView, Generic[Item], can_focus=True):
         self._cells.clear()
         self._strips.clear()
         self._row_widths = {}
-        self._counts = [Counter() for _ in self.COLUMNS]
+        self._counts = [Counter() for _ in self.columns]
         for key, item in self._items.items():
             self._measure(key, item, widths)
         self._settle(at, everything=True)
@@ -387,7 +395,7 @@ class VirtualTable(ScrollView, Generic[Item], can_focus=True):
         if row is None or not isinstance(column, int):
             return
         if row == -1:
-            self.post_message(self.HeaderSelected(self, self.COLUMNS[column][0]))  # type: ignore[arg-type]
+            self.post_message(self.HeaderSelected(self, self.columns[column][0]))  # type: ignore[arg-type]
         else:
             self.move_cursor(row=row)
         event.stop()
