@@ -462,13 +462,14 @@ class Tailer:
         if not assigned:
             return None if self.group_id is not None else 0
         starts = {p.partition: p.start for p in self.positions} if self.group_id is None else {}
+        ends = {p.partition: p.high for p in self.positions}
         try:
             at_now = consumer.position(assigned)
         except KafkaException:
             return None
         total = 0
         for tp in at_now:
-            known = next((p.high for p in self.positions if p.partition == tp.partition), -1)
+            known = ends.get(tp.partition, -1)
             try:
                 marks = consumer.get_watermark_offsets(tp, cached=True)
             except KafkaException:
@@ -524,7 +525,7 @@ class TailSource(Protocol):
 class Taken:
     """What a TailBuffer handed over: the newest records not taken before, and the counts."""
 
-    records: tuple[TailRecord, ...]
+    records: tuple[TailRecord, ...]  # older records first, then those written since the open
     read: int  # records read since the tail opened, shown or not
     behind: int | None  # the reader's distance to the end (see Tailer.behind)
 
@@ -534,23 +535,41 @@ class TailBuffer:
 
     It keeps only the newest `keep` records not yet taken (and counts every record read), so
     a reader racing through a large topic never piles up records in memory or messages in a
-    queue faster than a screen can draw them. `offer` says when the taker should be told
-    (news, and the last news taken), so at most one telling is in flight."""
+    queue faster than a screen can draw them. Records written since the tail opened (at or past
+    the end it found, see `opened`) are kept apart, the newest `keep` of them: a backlog read
+    fast never pushes out the record someone wrote meanwhile. `offer` says when the taker
+    should be told (news, and the last news taken), so at most one telling is in flight."""
 
     def __init__(self, keep: int) -> None:
         self._lock = threading.Lock()
-        self._records: deque[TailRecord] = deque(maxlen=keep)
+        self._older: deque[TailRecord] = deque(maxlen=keep)
+        self._new: deque[TailRecord] = deque(maxlen=keep)
+        self._ends: dict[int, int] = {}  # partition -> its end when the tail opened
         self._read = 0
         self._behind: int | None = None
         self._told: tuple[int, int | None] = (0, None)  # (read, behind) as last taken
         self._pending = False  # told, not yet taken
 
+    def opened(self, positions: Iterable[TailPosition]) -> None:
+        """Where each partition ended when the tail opened: records from there on are new."""
+        with self._lock:
+            self._ends = {p.partition: p.high for p in positions}
+
     def put(self, records: list[TailRecord]) -> None:
         """Records the reader read (from the reader's thread)."""
-        if records:
-            with self._lock:
-                self._records.extend(records)
-                self._read += len(records)
+        if not records:
+            return
+        ends = self._ends
+        with self._lock:
+            for r in records:
+                new = r.offset >= ends.get(r.partition, MAX_INT64)
+                (self._new if new else self._older).append(r)
+            self._read += len(records)
+
+    @property
+    def pending(self) -> bool:
+        """Told, and not taken yet."""
+        return self._pending
 
     def offer(self, behind: int | None) -> bool:
         """The reader's distance to the end now; True when the taker should be told: something
@@ -565,8 +584,9 @@ class TailBuffer:
     def take(self) -> Taken:
         """Everything not taken yet (from the taker's thread)."""
         with self._lock:
-            records = tuple(self._records)
-            self._records.clear()
+            records = (*self._older, *self._new)
+            self._older.clear()
+            self._new.clear()
             self._told = (self._read, self._behind)
             self._pending = False
             return Taken(records, self._read, self._behind)

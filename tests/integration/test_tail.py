@@ -1,6 +1,7 @@
 """The tail view of the real console on the real cluster, on a topic of its own with a large
 backlog: from the beginning it shows its progress while it catches up, and a record written
-meanwhile appears once it has; a start offset past the end is refused naming the real ends."""
+meanwhile (in a partition the tail reaches the end of long before the others) appears once it
+has; a start offset past the end is refused naming the real ends."""
 
 from __future__ import annotations
 
@@ -36,7 +37,9 @@ def new_topic(cluster: LocalCluster) -> str:
 
 
 def fill(cluster: LocalCluster, topic: str, n: int) -> None:
-    """n small keyed records, every one acknowledged (a set-up, not what is tested)."""
+    """n small keyed records, every one acknowledged (a set-up, not what is tested): 1 in 20 to
+    partition 0, the rest spread over the others, so a tail reaches partition 0's end long before
+    theirs."""
     failed: list[KafkaError] = []
     p = Producer({"bootstrap.servers": cluster.spec.bootstrap, "acks": "all", "linger.ms": 20})
 
@@ -47,7 +50,13 @@ def fill(cluster: LocalCluster, topic: str, n: int) -> None:
     for i in range(n):
         while True:
             try:
-                p.produce(topic, key=f"k{i % 500}", value=f"backlog {i}", on_delivery=report)
+                p.produce(
+                    topic,
+                    key=f"k{i % 500}",
+                    value=f"backlog {i}",
+                    partition=0 if i % 20 == 0 else 1 + i % (PARTITIONS - 1),
+                    on_delivery=report,
+                )
                 break
             except BufferError:  # the client's queue is full: let it send
                 p.poll(0.05)
@@ -55,13 +64,14 @@ def fill(cluster: LocalCluster, topic: str, n: int) -> None:
 
 
 def send_one(cluster: LocalCluster, topic: str, value: str) -> str:
-    """One acknowledged record; its row key in the tail (partition:offset)."""
+    """One acknowledged record in partition 0; its row key in the tail (partition:offset)."""
     p = Producer({"bootstrap.servers": cluster.spec.bootstrap, "acks": "all"})
     where: list[str] = []
     p.produce(
         topic,
         key="meanwhile",
         value=value,
+        partition=0,
         on_delivery=lambda err, msg: where.append(
             f"{msg.partition()}:{msg.offset()}" if err is None else str(err)
         ),

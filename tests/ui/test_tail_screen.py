@@ -28,14 +28,17 @@ PARTITIONS = 4
 
 
 class Backlog:
-    """A TailSource over a topic holding `n` records in 4 partitions, as the real Tailer reads
-    one: from the beginning (or the end: nothing), up to max_records per poll at about the pace
-    measured on the local cluster (a poll of 500 in ~4 ms), none while paused; add() writes
-    more to partition 0; behind() is what is left (unknown while paused)."""
+    """A TailSource over a topic holding `n` records in 4 partitions, partition 0 much shorter
+    than the others (a tail reaches its end long before theirs), as the real Tailer reads one:
+    from the beginning (or the end: nothing), up to max_records per poll, a quarter from each
+    partition, at about the pace measured on the local cluster (a poll of 500 in ~4 ms), none
+    while paused; add() writes more to partition 0; behind() is what is left (unknown while
+    paused)."""
 
     def __init__(self, n: int, start: StartAt) -> None:
         self.lock = threading.Lock()
-        self.high = dict.fromkeys(range(PARTITIONS), n // PARTITIONS)
+        short = n // 20
+        self.high = {0: short, **dict.fromkeys(range(1, PARTITIONS), (n - short) // 3)}
         from_end = start.kind == "end"
         self.next = {p: (h if from_end else 0) for p, h in self.high.items()}
         self.extra: dict[int, bytes] = {}  # offset in partition 0 -> value, for add()
@@ -125,8 +128,9 @@ class TestCatchingUp:
     ) -> None:
         """Count, rate and distance to the end move while the backlog is read; pause works in
         the middle of it; the table never holds more than MAX_ROWS; a record written meanwhile
-        is the last row once the tail has caught up, with every record counted."""
-        n = 400_000
+        is on screen once the tail has caught up, though thousands of older records were read
+        after it, and every record is counted."""
+        n = 420_000  # partition 0: 21,000; the others 133,000 each
         app, made = backlog_app(n)
         async with app.run_test(size=SIZE) as pilot:
             screen = await open_tail(pilot)
@@ -154,10 +158,16 @@ class TestCatchingUp:
             assert "paused" in text_of(app, "#tail-status")
             newest = tail.add(b"written while catching up")
             await pilot.press("space")
-            await wait_for(pilot, lambda: newest in table.rows, timeout=60)
-            await wait_for(pilot, lambda: "at the end" in text_of(app, "#tail-status"))
+            # Partition 0 is short: the tail reads the new record there long before it has
+            # read the other partitions' backlog (thousands of records after it).
+            await wait_for(pilot, lambda: tail.next[0] == tail.high[0], timeout=60)
+            assert tail.left() > 10 * tail_screen.MAX_ROWS
+            await wait_for(pilot, lambda: "at the end" in text_of(app, "#tail-status"), 60)
             assert screen.received == n + 1 == shown_count(app)
-            assert str(table.get_row_at(table.row_count - 1)[4]) == "written while catching up"
+            await wait_for(pilot, lambda: newest in table.rows)
+            assert str(table.get_row(newest)[4]) == "written while catching up"
+            last = f"{PARTITIONS - 1}:{tail.high[PARTITIONS - 1] - 1}"  # the last record read
+            await wait_for(pilot, lambda: last in table.rows)  # drawn, at most a second later
             assert table.row_count <= tail_screen.MAX_ROWS
             # The rows are the newest records read, without gaps: in each partition shown, a run
             # of offsets up to its last one.
@@ -167,30 +177,51 @@ class TestCatchingUp:
                 assert offsets == list(range(offsets[0], tail.high[p])), p
             assert "newest" in text_of(app, "#tail-status")
 
-    async def test_rows_held_while_racing_are_shown_when_it_goes_quiet(
+    async def test_rows_held_while_racing_are_drawn_later_or_at_the_end(
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """The last big batch of a catch-up is drawn by the screen's own tick even when nothing
-        more arrives."""
+        """While behind, a big batch less than REDRAW_EVERY_S after the last redraw waits for
+        the next one (a timer, or the tick when nothing more arrives); a batch that reaches the
+        end is drawn at once. A redraw shows the records written since the tail opened last,
+        below the newest older ones."""
         monkeypatch.setattr(tail_screen, "REDRAW_EVERY_S", 60.0)  # hold everything after one
         app, _ = backlog_app(0)
         async with app.run_test(size=SIZE) as pilot:
             screen = await open_tail(pilot)
-            await wait_for(pilot, lambda: screen.state == "live")
+            await wait_for(pilot, lambda: screen.behind == 0)  # the worker's one telling
             table = screen.query_one("#tail-records", DataTable)
-            first = [
-                TailRecord("test-topic", 0, o, None, "none", b"k", b"v", ()) for o in range(300)
-            ]
-            second = [
-                TailRecord("test-topic", 1, o, None, "none", b"k", b"v", ()) for o in range(300)
-            ]
-            screen.add_records(first)  # drawn (the first redraw)
-            screen.add_records(second)  # held: a redraw less than REDRAW_EVERY_S ago
-            assert "1:299" not in table.rows and screen.received == 600
+            # As if opened on partitions that ended at 10,000 and far behind their end.
+            screen.positions = tuple(TailPosition(p, 0, 0, 10_000) for p in range(PARTITIONS))
+            screen.behind = 50_000
+
+            def batch(p: int, first: int, n: int = 300) -> list[TailRecord]:
+                return [
+                    TailRecord("test-topic", p, o, None, "none", b"k", b"v", ())
+                    for o in range(first, first + n)
+                ]
+
+            fast = tail_screen.FAST_ROWS
+            screen.add_records(batch(0, 0))  # drawn (the first redraw)
+            assert table.row_count == fast and "0:299" in table.rows
+            written = batch(3, 10_000, 1)  # written after the tail opened
+            screen.add_records(batch(1, 0) + written + batch(1, 300))  # held
+            assert "1:599" not in table.rows and screen.received == 901
+            screen.behind = 0
+            screen.add_records(batch(2, 0))  # reaches the end: drawn now, with what was held
+            assert table.row_count == fast
+            assert [str(table.get_row_at(i)[1]) for i in (0, fast - 2, fast - 1)] == [
+                str(300 - fast + 1),
+                "299",
+                "10000",
+            ]  # the newest older ones (partition 2's), then the written one, last
+            assert str(table.get_row_at(fast - 1)[0]) == "3"
+            # Behind again, and then quiet: the tick draws what was held.
+            screen.behind = 50_000
+            screen.add_records(batch(1, 1000))
+            assert "1:1299" not in table.rows
             monkeypatch.setattr(tail_screen, "REDRAW_EVERY_S", 0.0)
-            await wait_for(pilot, lambda: "1:299" in table.rows, timeout=10)  # the 1 s tick
-            assert table.row_count == tail_screen.FAST_ROWS
-            assert str(table.get_row_at(0)[1]) == str(300 - tail_screen.FAST_ROWS)
+            await wait_for(pilot, lambda: "1:1299" in table.rows, timeout=10)  # the 1 s tick
+            assert table.row_count == fast
 
 
 class TestTailTable:
@@ -278,3 +309,15 @@ class TestStartOffsets:
                 ),
             )
             assert f"{past}: from the end" in text_of(app, "#tail-status").replace("\n", " ")
+
+
+async def test_a_record_read_twice_in_one_batch_is_one_row() -> None:
+    """A group tail's rebalance can hand the same records out again, even within one batch."""
+    app, _ = backlog_app(0)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_tail(pilot)
+        await wait_for(pilot, lambda: screen.state == "live")
+        twice = TailRecord("test-topic", 1, 7, None, "none", b"k", b"v", ())
+        screen.add_records([twice, twice])
+        table = screen.query_one("#tail-records", DataTable)
+        assert table.row_count == 1 and screen.received == 2

@@ -183,9 +183,11 @@ def test_buffer_tells_once_until_taken_and_only_of_news() -> None:
     assert not buffer.offer(behind=None)  # nothing read, nothing known: no news
     buffer.put(_records(0, 3))
     assert buffer.offer(behind=0)
+    assert buffer.pending
     buffer.put(_records(3, 3))
     assert not buffer.offer(behind=0)  # told, not yet taken: one telling in flight
     assert buffer.take().read == 6
+    assert not buffer.pending
     assert not buffer.offer(behind=0)  # nothing new since
     assert buffer.offer(behind=7)  # records written meanwhile: the distance changed
     assert buffer.take().behind == 7
@@ -226,3 +228,19 @@ def test_behind_counts_from_the_position_to_the_end_the_client_last_saw() -> Non
     assert tailer.behind() == 0
     tailer.paused = True
     assert tailer.behind() is None  # paused, nothing is fetched: the end it knows is old
+
+
+def test_buffer_keeps_a_record_written_since_the_open_whatever_is_read_after_it() -> None:
+    buffer = TailBuffer(keep=100)
+    buffer.opened([TailPosition(0, 0, 0, 5), TailPosition(1, 0, 0, 50_000)])
+    buffer.put(_records(0, 5))  # partition 0's backlog
+    written = TailRecord("t", 0, 5, None, "none", None, b"meanwhile", ())
+    buffer.put([written])
+    for first in range(0, 50_000, 500):  # partition 1's backlog, read after it
+        buffer.put(
+            [TailRecord("t", 1, o, None, "none", None, b"v", ()) for o in range(first, first + 500)]
+        )
+    taken = buffer.take()
+    assert taken.records[-1] == written  # kept, and after the older records
+    assert [r.offset for r in taken.records[:-1]] == list(range(49_900, 50_000))
+    assert taken.read == 50_006

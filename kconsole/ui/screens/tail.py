@@ -97,8 +97,10 @@ class TailScreen(Screen[None]):
         self.received = 0
         self.behind: int | None = None  # records between what was read and the end
         self.buffer = TailBuffer(MAX_ROWS)
-        self.held: list[TailRecord] | None = None  # catching up: the rows of the next redraw
+        self.held: list[TailRecord] | None = None  # catching up: older rows of the next redraw
+        self.written: deque[TailRecord] = deque(maxlen=FAST_ROWS)  # since the tail opened
         self.redrawn_at = 0.0
+        self.redraw_due = False  # a timer will draw the held rows
         self.rows: deque[str] = deque()
         self.rate_window: deque[tuple[float, int]] = deque()
         self.describing = ""
@@ -205,13 +207,14 @@ class TailScreen(Screen[None]):
             return
         try:
             self.post_message(self.Opened(generation, source.positions))
+            buffer.opened(source.positions)
             told_at, every = time.monotonic(), BATCH_EVERY_S
             while not worker.is_cancelled:
                 if self.paused != source.paused:
                     source.pause() if self.paused else source.resume()
                 buffer.put(source.poll(0.1))
                 now = time.monotonic()
-                if now - told_at < every:
+                if now - told_at < every or buffer.pending:
                     continue
                 behind = source.behind()
                 if buffer.offer(behind):
@@ -262,9 +265,11 @@ class TailScreen(Screen[None]):
         """Append records to the table; the oldest rows go beyond MAX_ROWS. `read`: the tail's
         count of records read (default: these are all of them since the last call).
 
-        More than FAST_ROWS at once (a tail catching up): the table starts again with the
-        newest FAST_ROWS of them, at most every REDRAW_EVERY_S (held until then), as rows that
-        fly past cost the screen as much as any and the count already says how many there are.
+        More than FAST_ROWS at once (a tail catching up): the table starts again, at most every
+        REDRAW_EVERY_S (held until then), with the newest FAST_ROWS records written since the
+        tail opened and, above them, the newest older ones read, FAST_ROWS in all. Rows that fly
+        past cost the screen as much as any and the count already says how many there are;
+        a record someone wrote meanwhile is never among those left out for older ones.
         """
         now = time.monotonic()
         self.received = self.received + len(records) if read is None else read
@@ -273,17 +278,29 @@ class TailScreen(Screen[None]):
         follow = table.cursor_row >= table.row_count - 1
         fast = min(FAST_ROWS, MAX_ROWS)
         fresh = [r for r in records[-MAX_ROWS:] if f"{r.partition}:{r.offset}" not in table.rows]
+        ends = {p.partition: p.high for p in self.positions}
+        is_new = [r.offset >= ends.get(r.partition, r.offset + 1) for r in fresh]
+        self.written.extend(r for r, new in zip(fresh, is_new, strict=True) if new)
         if self.held is not None or len(fresh) > fast:
-            fresh = [*(self.held or ()), *fresh][-fast:]
-            if len(records) > fast and now - self.redrawn_at < REDRAW_EVERY_S:
-                self.held = fresh  # still racing: shown with the next redraw
+            older = [r for r, new in zip(fresh, is_new, strict=True) if not new]
+            self.held = [*(self.held or ()), *older][-fast:]
+            wait = REDRAW_EVERY_S - (now - self.redrawn_at)
+            if len(records) > fast and self.behind != 0 and wait > 0:
+                # Still racing: the rows wait for the next redraw (at the end: drawn now).
+                if not self.redraw_due:
+                    self.redraw_due = True
+                    self.set_timer(wait, self._redraw_held)
                 self._show_status()
                 return
+            written = list(self.written)[-fast:]
+            fresh = self.held[max(0, len(self.held) - (fast - len(written))) :] + written
             self.held, self.redrawn_at = None, now
             table.clear()
             self.rows.clear()
         for r in fresh:
             key = f"{r.partition}:{r.offset}"
+            if key in table.rows:  # read twice (a group's rebalance re-delivers)
+                continue
             table.add_row(*record_cells(r), key=key)
             self.rows.append(key)
         over = len(self.rows) - MAX_ROWS
@@ -313,6 +330,7 @@ class TailScreen(Screen[None]):
         self._columns()
         self.rows.clear()
         self.held = None
+        self.written.clear()
 
     def _columns(self) -> None:
         table = self.query_one("#tail-records", TailTable)
@@ -332,9 +350,14 @@ class TailScreen(Screen[None]):
         self.dismiss()
 
     # -- status line --------------------------------------------------------------------------
+    def _redraw_held(self) -> None:
+        self.redraw_due = False
+        if self.held is not None:
+            self.add_records(())  # the last rows held while catching up, if nothing came since
+
     def _tick(self) -> None:
         if self.held is not None and time.monotonic() - self.redrawn_at >= REDRAW_EVERY_S:
-            self.add_records(())  # the last rows held while catching up, if nothing came since
+            self.add_records(())
         self._show_status()  # a quiet tail's rate falls to 0
 
     def _show_status(self) -> None:
