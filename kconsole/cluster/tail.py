@@ -527,6 +527,7 @@ class Taken:
 
     records: tuple[TailRecord, ...]  # older records first, then those written since the open
     read: int  # records read since the tail opened, shown or not
+    dropped: int  # records read since the last take but not kept (more than `keep` came)
     behind: int | None  # the reader's distance to the end (see Tailer.behind)
 
 
@@ -546,6 +547,7 @@ class TailBuffer:
         self._new: deque[TailRecord] = deque(maxlen=keep)
         self._ends: dict[int, int] = {}  # partition -> its end when the tail opened
         self._read = 0
+        self._dropped = 0
         self._behind: int | None = None
         self._told: tuple[int, int | None] = (0, None)  # (read, behind) as last taken
         self._pending = False  # told, not yet taken
@@ -562,8 +564,10 @@ class TailBuffer:
         ends = self._ends
         with self._lock:
             for r in records:
-                new = r.offset >= ends.get(r.partition, MAX_INT64)
-                (self._new if new else self._older).append(r)
+                kept = self._new if r.offset >= ends.get(r.partition, MAX_INT64) else self._older
+                if len(kept) == kept.maxlen:
+                    self._dropped += 1
+                kept.append(r)
             self._read += len(records)
 
     @property
@@ -589,7 +593,8 @@ class TailBuffer:
             self._new.clear()
             self._told = (self._read, self._behind)
             self._pending = False
-            return Taken(records, self._read, self._behind)
+            dropped, self._dropped = self._dropped, 0
+            return Taken(records, self._read, dropped, self._behind)
 
 
 # (topic, partition or None, start, group id or None) -> a tail, not yet open

@@ -166,6 +166,7 @@ class TestCatchingUp:
             assert screen.received == n + 1 == shown_count(app)
             await wait_for(pilot, lambda: newest in table.rows)
             assert str(table.get_row(newest)[4]) == "written while catching up"
+
             last = f"{PARTITIONS - 1}:{tail.high[PARTITIONS - 1] - 1}"  # the last record read
             await wait_for(pilot, lambda: last in table.rows)  # drawn, at most a second later
             assert table.row_count <= tail_screen.MAX_ROWS
@@ -180,10 +181,10 @@ class TestCatchingUp:
     async def test_rows_held_while_racing_are_drawn_later_or_at_the_end(
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """While behind, a big batch less than REDRAW_EVERY_S after the last redraw waits for
-        the next one (a timer, or the tick when nothing more arrives); a batch that reaches the
-        end is drawn at once. A redraw shows the records written since the tail opened last,
-        below the newest older ones."""
+        """While behind and reading faster than the screen takes (records dropped), a batch less
+        than REDRAW_EVERY_S after the last redraw waits for the next one (a timer, or the tick
+        when nothing more arrives); a batch that reaches the end is drawn at once. A redraw
+        shows the records written since the tail opened last, below the newest older ones."""
         monkeypatch.setattr(tail_screen, "REDRAW_EVERY_S", 60.0)  # hold everything after one
         app, _ = backlog_app(0)
         async with app.run_test(size=SIZE) as pilot:
@@ -201,13 +202,13 @@ class TestCatchingUp:
                 ]
 
             fast = tail_screen.FAST_ROWS
-            screen.add_records(batch(0, 0))  # drawn (the first redraw)
+            screen.add_records(batch(0, 0), dropped=9_000)  # drawn (the first redraw)
             assert table.row_count == fast and "0:299" in table.rows
             written = batch(3, 10_000, 1)  # written after the tail opened
-            screen.add_records(batch(1, 0) + written + batch(1, 300))  # held
+            screen.add_records(batch(1, 0) + written + batch(1, 300), dropped=9_000)  # held
             assert "1:599" not in table.rows and screen.received == 901
             screen.behind = 0
-            screen.add_records(batch(2, 0))  # reaches the end: drawn now, with what was held
+            screen.add_records(batch(2, 0), dropped=9_000)  # at the end: drawn now, with the held
             assert table.row_count == fast
             assert [str(table.get_row_at(i)[1]) for i in (0, fast - 2, fast - 1)] == [
                 str(300 - fast + 1),
@@ -217,7 +218,7 @@ class TestCatchingUp:
             assert str(table.get_row_at(fast - 1)[0]) == "3"
             # Behind again, and then quiet: the tick draws what was held.
             screen.behind = 50_000
-            screen.add_records(batch(1, 1000))
+            screen.add_records(batch(1, 1000), dropped=9_000)
             assert "1:1299" not in table.rows
             monkeypatch.setattr(tail_screen, "REDRAW_EVERY_S", 0.0)
             await wait_for(pilot, lambda: "1:1299" in table.rows, timeout=10)  # the 1 s tick
@@ -321,3 +322,17 @@ async def test_a_record_read_twice_in_one_batch_is_one_row() -> None:
         screen.add_records([twice, twice])
         table = screen.query_one("#tail-records", DataTable)
         assert table.row_count == 1 and screen.received == 2
+
+
+async def test_a_burst_the_screen_keeps_up_with_is_shown_whole() -> None:
+    """500 records at once, none dropped by the hand-over (a tail from an offset, say): every
+    one is a row, not a sample."""
+    app, _ = backlog_app(0)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_tail(pilot)
+        await wait_for(pilot, lambda: screen.state == "live")
+        burst = [TailRecord("test-topic", 2, o, None, "none", b"k", b"v", ()) for o in range(500)]
+        screen.add_records(burst)
+        table = screen.query_one("#tail-records", DataTable)
+        assert table.row_count == 500
+        assert [str(table.get_row_at(i)[1]) for i in (0, 499)] == ["0", "499"]

@@ -174,7 +174,7 @@ def test_buffer_keeps_the_newest_and_counts_every_record() -> None:
     assert buffer.offer(behind=5)
     taken = buffer.take()
     assert [r.offset for r in taken.records] == list(range(9_900, 10_000))
-    assert (taken.read, taken.behind) == (10_000, 5)
+    assert (taken.read, taken.dropped, taken.behind) == (10_000, 9_900, 5)
     assert buffer.take().records == ()  # taken means gone
 
 
@@ -243,4 +243,4 @@ def test_buffer_keeps_a_record_written_since_the_open_whatever_is_read_after_it(
     taken = buffer.take()
     assert taken.records[-1] == written  # kept, and after the older records
     assert [r.offset for r in taken.records[:-1]] == list(range(49_900, 50_000))
-    assert taken.read == 50_006
+    assert (taken.read, taken.dropped) == (50_006, 50_005 - 100)

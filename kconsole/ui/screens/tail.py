@@ -44,8 +44,8 @@ from kconsole.ui.widgets.auto_width import AutoWidthTable
 from kconsole.ui.widgets.footer import KeyBar
 
 MAX_ROWS = 1000  # the table keeps the newest this many records
-# More new records than this at once (a tail catching up): the table shows only the newest this
-# many, as DataTable's cost is per row added and per row removed; the count covers them all.
+# Reading faster than the screen takes records (a tail catching up), the table shows this many:
+# DataTable's cost is per row added and per row removed; the count covers them all.
 FAST_ROWS = 200
 BATCH_EVERY_S = 0.1  # the worker tells the screen about new records at most this often
 CATCHING_UP_EVERY_S = 0.25  # ...and this often while more than FAST_ROWS behind the end
@@ -247,7 +247,7 @@ class TailScreen(Screen[None]):
     def show(self, taken: Taken) -> None:
         """What the worker's buffer handed over: its records, the count and how far behind."""
         self.behind = taken.behind
-        self.add_records(taken.records, read=taken.read)
+        self.add_records(taken.records, read=taken.read, dropped=taken.dropped)
 
     def on_tail_screen_failed(self, message: Failed) -> None:
         if message.generation != self.generation:
@@ -260,15 +260,20 @@ class TailScreen(Screen[None]):
         self._show_status()
 
     def add_records(
-        self, records: tuple[TailRecord, ...] | list[TailRecord], read: int | None = None
+        self,
+        records: tuple[TailRecord, ...] | list[TailRecord],
+        read: int | None = None,
+        dropped: int = 0,
     ) -> None:
         """Append records to the table; the oldest rows go beyond MAX_ROWS. `read`: the tail's
-        count of records read (default: these are all of them since the last call).
+        count of records read (default: these are all of them since the last call); `dropped`:
+        how many the hand-over had to leave out since the last call.
 
-        More than FAST_ROWS at once (a tail catching up): the table starts again, at most every
-        REDRAW_EVERY_S (held until then), with the newest FAST_ROWS records written since the
-        tail opened and, above them, the newest older ones read, FAST_ROWS in all. Rows that fly
-        past cost the screen as much as any and the count already says how many there are;
+        Records dropped means the tail reads faster than the screen takes them (a tail catching
+        up): then the table starts again, at most every REDRAW_EVERY_S (held until then; at
+        once when the tail is at the end), with the newest FAST_ROWS records written since the
+        tail opened and, above them, the newest older ones read, FAST_ROWS in all. Rows that
+        fly past cost the screen as much as any and the count already says how many there are;
         a record someone wrote meanwhile is never among those left out for older ones.
         """
         now = time.monotonic()
@@ -281,11 +286,11 @@ class TailScreen(Screen[None]):
         ends = {p.partition: p.high for p in self.positions}
         is_new = [r.offset >= ends.get(r.partition, r.offset + 1) for r in fresh]
         self.written.extend(r for r, new in zip(fresh, is_new, strict=True) if new)
-        if self.held is not None or len(fresh) > fast:
+        if self.held is not None or dropped:
             older = [r for r, new in zip(fresh, is_new, strict=True) if not new]
             self.held = [*(self.held or ()), *older][-fast:]
             wait = REDRAW_EVERY_S - (now - self.redrawn_at)
-            if len(records) > fast and self.behind != 0 and wait > 0:
+            if dropped and self.behind != 0 and wait > 0:
                 # Still racing: the rows wait for the next redraw (at the end: drawn now).
                 if not self.redraw_due:
                     self.redraw_due = True
