@@ -11,13 +11,16 @@ and commits, which is only for when the user asks for it.
 from __future__ import annotations
 
 import re
+import threading
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from confluent_kafka import (
+    OFFSET_INVALID,
     Consumer,
     KafkaError,
     KafkaException,
@@ -186,7 +189,7 @@ def show_bytes(data: bytes | None, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-# -- the tailer ---------------------------------------------------------------------------------
+# -- where each partition starts -------------------------------------------------------------------
 @dataclass(frozen=True)
 class TailPosition:
     """Where the tail started in one partition, and that partition's end when it started."""
@@ -195,6 +198,64 @@ class TailPosition:
     start: int  # the first offset that will be read
     low: int
     high: int
+
+
+def start_positions(
+    where: str, start: StartAt, marks: dict[int, tuple[int, int]], by_time: dict[int, int]
+) -> tuple[TailPosition, ...]:
+    """Each partition's first offset for `start`, given its (low, high) watermarks and, for a
+    time, the offset Kafka found for it (-1: no record that late, so the end).
+
+    An offset before a partition's first record starts at its first record and one past its
+    end at its end (start_notes says so). An offset past the end of every partition is
+    refused: nothing could be read from there until that many records exist, which is a typo
+    far more often than a wish, so the message names the real ends."""
+    out = []
+    for p in sorted(marks):
+        low, high = marks[p]
+        kind, value = start.kind, start.value
+        if kind == "beginning":
+            first = low
+        elif kind == "offset":
+            first = min(max(value, low), high)
+        elif kind == "last":
+            first = max(low, high - value)
+        elif kind == "timestamp":
+            found_at = by_time.get(p, -1)
+            first = found_at if found_at >= 0 else high
+        else:
+            first = high
+        out.append(TailPosition(p, first, low, high))
+    if start.kind == "offset" and out and all(start.value > pos.high for pos in out):
+        ends = " ".join(f"{pos.partition}@{pos.high}" for pos in out)
+        raise TailError(
+            f"offset {start.value} is past the end of {where} "
+            + (f"(it ends at {out[0].high}" if len(out) == 1 else f"(its partitions end at {ends}")
+            + ", the offset of the next record written): type an offset up to the end, or end "
+            "for new records only"
+        )
+    return tuple(out)
+
+
+def start_notes(start: StartAt, positions: Iterable[TailPosition]) -> list[str]:
+    """What a user should know about where an offset start really began: the partitions
+    where that offset was past the end, or already deleted."""
+    if start.kind != "offset":
+        return []
+    notes = []
+    for clamped, edge, began in (
+        ([p for p in positions if start.value > p.high], "past the end", "the end"),
+        ([p for p in positions if start.value < p.low], "deleted", "the oldest record"),
+    ):
+        if clamped:
+            at = " ".join(f"{p.partition}@{p.start}" for p in clamped)
+            many = "s" if len(clamped) > 1 else ""
+            notes.append(f"offset {start.value} is {edge} in partition{many} {at}: from {began}")
+    return notes
+
+
+# -- the tailer ---------------------------------------------------------------------------------
+PREFETCH_KB = 16 * 1024  # the most a tail's client holds read ahead of poll()
 
 
 class Tailer:
@@ -244,7 +305,14 @@ class Tailer:
                     "enable.partition.eof": False,
                 }
             )
-        conf.update({"socket.timeout.ms": int(self.timeout_s * 1000)})
+        conf.update(
+            {
+                "socket.timeout.ms": int(self.timeout_s * 1000),
+                # What the client prefetches ahead of poll(): bounded well below its 64 MB default,
+                # which only a consumer that keeps up with far more than one screen needs.
+                "queued.max.messages.kbytes": PREFETCH_KB,
+            }
+        )
         conf.update(self.extra)
         return conf
 
@@ -309,13 +377,19 @@ class Tailer:
         marks = {}
         for p in parts:
             try:
-                marks[p] = consumer.get_watermark_offsets(
+                got = consumer.get_watermark_offsets(
                     TopicPartition(self.topic, p), timeout=self.timeout_s
                 )
             except KafkaException as exc:
                 raise TailError(
                     f"cannot read the offsets of {self.topic}/{p}: {exc.args[0]}"
                 ) from exc
+            if got is None:  # the client's way to say it timed out
+                raise TailError(
+                    f"cannot read the offsets of {self.topic}/{p}: no answer within "
+                    f"{self.timeout_s:.0f} s"
+                )
+            marks[p] = got
         by_time: dict[int, int] = {}
         if self.start.kind == "timestamp":
             asked = [TopicPartition(self.topic, p, self.start.value) for p in parts]
@@ -325,23 +399,10 @@ class Tailer:
                 raise TailError(f"cannot look up offsets by time: {exc.args[0]}") from exc
             # -1: no record at or after that time -> the end.
             by_time = {tp.partition: tp.offset for tp in found}
-        out = []
-        for p in parts:
-            low, high = marks[p]
-            kind, value = self.start.kind, self.start.value
-            if kind == "beginning":
-                start = low
-            elif kind == "offset":
-                start = min(max(value, low), high)
-            elif kind == "last":
-                start = max(low, high - value)
-            elif kind == "timestamp":
-                found_at = by_time.get(p, -1)
-                start = found_at if found_at >= 0 else high
-            else:
-                start = high
-            out.append(TailPosition(p, start, low, high))
-        return tuple(out)
+        return start_positions(self._where(), self.start, marks, by_time)
+
+    def _where(self) -> str:
+        return self.topic if self.partition is None else f"{self.topic}/{self.partition}"
 
     # -- reading ------------------------------------------------------------------------------
     def join(self, timeout_s: float | None = None) -> list[int]:
@@ -390,6 +451,36 @@ class Tailer:
             out.append(_record(msg))
         return out
 
+    def behind(self) -> int | None:
+        """How many records lie between what was read and the end of the log as the client
+        last saw it (its fetches carry the end): 0 once caught up. None when not known: paused
+        (nothing is fetched, so the end it knows is old) or a group member not yet positioned."""
+        consumer = self._consumer
+        if consumer is None or self.paused:
+            return None
+        assigned = consumer.assignment()
+        if not assigned:
+            return None if self.group_id is not None else 0
+        starts = {p.partition: p.start for p in self.positions} if self.group_id is None else {}
+        ends = {p.partition: p.high for p in self.positions}
+        try:
+            at_now = consumer.position(assigned)
+        except KafkaException:
+            return None
+        total = 0
+        for tp in at_now:
+            known = ends.get(tp.partition, -1)
+            try:
+                marks = consumer.get_watermark_offsets(tp, cached=True)
+            except KafkaException:
+                marks = None
+            high = max(known, marks[1] if marks else -1)
+            at = tp.offset if tp.offset >= 0 else starts.get(tp.partition, OFFSET_INVALID)
+            if at < 0 or high < 0:
+                return None
+            total += max(0, high - at)
+        return total
+
     def pause(self) -> None:
         """Stop fetching; the position is kept."""
         if self._consumer is not None and not self.paused:
@@ -424,9 +515,86 @@ class TailSource(Protocol):
     def open(self) -> tuple[TailPosition, ...]: ...
     def join(self, timeout_s: float | None = None) -> list[int]: ...
     def poll(self, timeout_s: float = 0.2, max_records: int = 500) -> list[TailRecord]: ...
+    def behind(self) -> int | None: ...
     def pause(self) -> None: ...
     def resume(self) -> None: ...
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Taken:
+    """What a TailBuffer handed over: the newest records not taken before, and the counts."""
+
+    records: tuple[TailRecord, ...]  # older records first, then those written since the open
+    read: int  # records read since the tail opened, shown or not
+    dropped: int  # records read since the last take but not kept (more than `keep` came)
+    behind: int | None  # the reader's distance to the end (see Tailer.behind)
+
+
+class TailBuffer:
+    """The hand-over from a tail's reader thread to whoever shows its records.
+
+    It keeps only the newest `keep` records not yet taken (and counts every record read), so
+    a reader racing through a large topic never piles up records in memory or messages in a
+    queue faster than a screen can draw them. Records written since the tail opened (at or past
+    the end it found, see `opened`) are kept apart, the newest `keep` of them: a backlog read
+    fast never pushes out the record someone wrote meanwhile. `offer` says when the taker
+    should be told (news, and the last news taken), so at most one telling is in flight."""
+
+    def __init__(self, keep: int) -> None:
+        self._lock = threading.Lock()
+        self._older: deque[TailRecord] = deque(maxlen=keep)
+        self._new: deque[TailRecord] = deque(maxlen=keep)
+        self._ends: dict[int, int] = {}  # partition -> its end when the tail opened
+        self._read = 0
+        self._dropped = 0
+        self._behind: int | None = None
+        self._told: tuple[int, int | None] = (0, None)  # (read, behind) as last taken
+        self._pending = False  # told, not yet taken
+
+    def opened(self, positions: Iterable[TailPosition]) -> None:
+        """Where each partition ended when the tail opened: records from there on are new."""
+        with self._lock:
+            self._ends = {p.partition: p.high for p in positions}
+
+    def put(self, records: list[TailRecord]) -> None:
+        """Records the reader read (from the reader's thread)."""
+        if not records:
+            return
+        ends = self._ends
+        with self._lock:
+            for r in records:
+                kept = self._new if r.offset >= ends.get(r.partition, MAX_INT64) else self._older
+                if len(kept) == kept.maxlen:
+                    self._dropped += 1
+                kept.append(r)
+            self._read += len(records)
+
+    @property
+    def pending(self) -> bool:
+        """Told, and not taken yet."""
+        return self._pending
+
+    def offer(self, behind: int | None) -> bool:
+        """The reader's distance to the end now; True when the taker should be told: something
+        changed since it last took, and it has taken what it was last told."""
+        with self._lock:
+            self._behind = behind
+            if self._pending or (self._read, behind) == self._told:
+                return False
+            self._pending = True
+            return True
+
+    def take(self) -> Taken:
+        """Everything not taken yet (from the taker's thread)."""
+        with self._lock:
+            records = (*self._older, *self._new)
+            self._older.clear()
+            self._new.clear()
+            self._told = (self._read, self._behind)
+            self._pending = False
+            dropped, self._dropped = self._dropped, 0
+            return Taken(records, self._read, dropped, self._behind)
 
 
 # (topic, partition or None, start, group id or None) -> a tail, not yet open

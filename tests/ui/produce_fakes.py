@@ -17,7 +17,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Input, Select, Static, TextArea
 
 from kconsole.cluster import produce as pr
-from kconsole.cluster.tail import StartAt, TailError, TailPosition, TailRecord
+from kconsole.cluster.tail import StartAt, TailError, TailPosition, TailRecord, start_positions
 from kconsole.commands import Commands
 from kconsole.config import Settings
 from kconsole.ui.app import KConsoleApp
@@ -140,23 +140,18 @@ class ReplayTailer:
         the recorded records count as arriving after the tail opened (a live tail's view)."""
         if self.error:
             raise TailError(self.error)
-        parts = sorted({r.partition for r in self.records})
-        kind, value = self.start.kind, self.start.value
-        positions = []
-        for p in parts:
+        marks, by_time = {}, {}
+        for p in sorted({r.partition for r in self.records}):
             offsets = sorted(r.offset for r in self.records if r.partition == p)
-            low, high = offsets[0], offsets[-1] + 1
-            start = {
-                "offset": min(max(value, low), high),
-                "last": max(low, high - value),
-                "timestamp": min(
-                    (r.offset for r in self.records
-                     if r.partition == p and (r.timestamp_ms or 0) >= value),
-                    default=high,
-                ),
-            }.get(kind, low)  # fmt: skip
-            positions.append(TailPosition(p, start, low, high))
-        self.positions = tuple(positions)
+            # From the end the log ended where the recording begins: all of it is new.
+            marks[p] = (offsets[0], offsets[0] if self.start.kind == "end" else offsets[-1] + 1)
+            by_time[p] = min(
+                (r.offset for r in self.records
+                 if r.partition == p and (r.timestamp_ms or 0) >= self.start.value),
+                default=-1,
+            )  # fmt: skip
+        where = self.topic + ("" if self.partition is None else f"/{self.partition}")
+        self.positions = start_positions(where, self.start, marks, by_time)
         first = {pos.partition: pos.start for pos in self.positions}
         self.records = [r for r in self.records if r.offset >= first[r.partition]]
         return self.positions
@@ -173,6 +168,10 @@ class ReplayTailer:
             return []
         out, self.records = self.records[:max_records], self.records[max_records:]
         return out
+
+    def behind(self) -> int | None:
+        """Like the real one: what is left to read (unknown while paused)."""
+        return None if self.paused else len(self.records)
 
     def add(self, records: list[TailRecord]) -> None:
         """More records arrive (from the test's thread)."""
