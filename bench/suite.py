@@ -466,6 +466,24 @@ def section_produce_latency(smoke: bool, charts: Path) -> Section:
     return s
 
 
+def section_tail(smoke: bool, charts: Path) -> Section:
+    out, path = script("tail_catchup.py", "--runs", "3")
+    rows = json.loads(path.read_text())
+    s = Section("Tail from the beginning of 201,000 records: the console's tail view catching up")
+    for key, name in (
+        ("first_count_s", "first count and rate on screen"),
+        ("caught_up_s", "caught up, every record counted"),
+        ("meanwhile_to_row_s", "record written meanwhile: acked -> its row"),
+        ("loop_lag_max_s", "longest event-loop lag"),
+    ):
+        vals = [r[key] for r in rows if key in r]
+        if len(vals) < len(rows):
+            raise RuntimeError(f"{name}: not reached in {len(rows) - len(vals)} run(s)")
+        s.figures.append(Figure(f"tail 201k: {name}", "s", vals, None))
+    s.text = out
+    return s
+
+
 def section_describe(smoke: bool, charts: Path) -> Section:
     out, path = script("describe_tools.py", "--runs", "5")
     data = json.loads(path.read_text())
@@ -513,6 +531,7 @@ SECTIONS: dict[str, Callable[[bool, Path], Section]] = {
     "failover": section_failover,
     "produce": section_produce,
     "produce-latency": section_produce_latency,
+    "tail": section_tail,
     "describe": section_describe,
     "start": section_start,
     "spark": section_spark,
