@@ -489,7 +489,13 @@ def _send(
 def _failure(
     index: int, key: bytes | None, part: int | None, lat: float | None, err: KafkaError
 ) -> Delivery:
-    """A record that was not acked: purged (unknown outcome) or failed with the broker's error."""
+    """A record that was not acked: purged or timed out (unknown outcome) or failed with the
+    broker's error. librdkafka times a record out whether or not it was sent, and one sent before
+    its timeout may be in the log (its "possibly persisted" status, which the Python client does
+    not expose): so a timeout is not a 'no'."""
     if err.code() in clients.PURGED:
         return Delivery(index, key, part, None, None, "UNKNOWN", err.str())
+    if err.code() == KafkaError._MSG_TIMED_OUT:
+        why = f"{err.str()} (it may or may not be in the log)"
+        return Delivery(index, key, part, None, None, "UNKNOWN", why)
     return Delivery(index, key, part, None, lat, err.name(), err.str())

@@ -497,3 +497,17 @@ def test_a_producer_in_use_is_not_closed_under_its_send() -> None:
     finally:
         session.close(1.0)
         old.close(1.0)
+
+
+def test_a_timed_out_record_is_unknown_not_failed() -> None:
+    """librdkafka times a record out whether or not it was sent; one sent before its timeout may
+    be in the log. So _MSG_TIMED_OUT is an unknown outcome; a broker's refusal stays failed."""
+    from confluent_kafka import KafkaError
+
+    from kconsole.cluster.produce_send import _failure
+
+    timed_out = _failure(3, b"k", 1, 30.0, KafkaError(KafkaError._MSG_TIMED_OUT, "timed out"))
+    assert timed_out.error == "UNKNOWN" and not timed_out.acked
+    assert "may or may not be in the log" in timed_out.reason
+    refused = _failure(4, b"k", 1, 0.1, KafkaError(KafkaError.NOT_ENOUGH_REPLICAS, "few"))
+    assert refused.error == "NOT_ENOUGH_REPLICAS"
