@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import time
@@ -22,6 +21,7 @@ from kconsole.cluster.local import LocalCluster, LocalClusterSpec
 from kconsole.cluster.procs import ProcState
 from kconsole.cluster.settings import TEST_TOPIC, TEST_TOPIC_PARTITIONS
 from tests.integration.conftest import controller, partition_state, registered, squat_low_port
+from tests.processes import zombie_children
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
@@ -50,16 +50,6 @@ def _produce(p: Producer, records: list[tuple[str, str]], timeout: float = 30) -
     remaining = p.flush(timeout)
     assert remaining == 0, f"{remaining} records still in flight after {timeout} s"
     return results
-
-
-def zombie_children() -> list[int]:
-    """Pids of this test process's children that have exited and not been reaped."""
-    out = []
-    for child in psutil.Process().children():
-        with contextlib.suppress(psutil.Error):
-            if child.status() == psutil.STATUS_ZOMBIE:
-                out.append(child.pid)
-    return out
 
 
 class TestHealthyCluster:

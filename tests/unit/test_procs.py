@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -19,6 +18,7 @@ from kconsole.cluster import jars
 from kconsole.cluster.errors import PortInUse, ToolMissing
 from kconsole.cluster.local import REAP_WAIT_S, LocalCluster, LocalClusterSpec, check_port_free
 from kconsole.cluster.procs import ManagedProcess, ProcState, tail_lines, wait_reaped
+from tests.processes import zombie_children
 from tests.waiting import wait_until
 
 SLEEPER = [sys.executable, "-c", "import signal; signal.pause()"]  # waits to be signalled
@@ -109,16 +109,6 @@ def test_cached_jars_need_no_maven(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
 
 
 # -- reaping (issue 26 item 22: no `[java] <defunct>` left after a stop) ------------------------
-
-
-def zombie_children() -> list[int]:
-    """Pids of this test process's children that have exited and not been reaped."""
-    out = []
-    for child in psutil.Process().children():
-        with contextlib.suppress(psutil.Error):
-            if child.status() == psutil.STATUS_ZOMBIE:
-                out.append(child.pid)
-    return out
 
 
 def test_our_child_is_reaped_when_another_object_stops_it(tmp_path: Path) -> None:
