@@ -12,6 +12,7 @@ Whoever opened the session closes it (the dialog when it closes, the CLI when it
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -130,6 +131,18 @@ class ProduceSession:
             else:
                 warm.close(1.0)
         return new
+
+    def producer_ready(
+        self, topic: str, acks: str, compression: str | None, max_message_bytes: int,
+        timeout_s: float = WARM_TIMEOUT_S,
+    ) -> WarmProducer:  # fmt: skip
+        """The producer for a send with these settings, once it has its id (waits at most
+        `timeout_s`: without a reachable broker it is returned without one, and the send says
+        what happens to its records). Writes nothing."""
+        warm = self.producer(acks, compression, max_message_bytes)
+        with contextlib.suppress(ClusterError):
+            warm.warm(topic, timeout_s)
+        return warm
 
     @property
     def spent(self) -> bool:
