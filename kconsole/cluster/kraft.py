@@ -46,6 +46,7 @@ Progress = Callable[[str], None]
 CONTROLLER_HEAP = "-Xmx256m -Xms256m"
 FORMAT_HEAP = "-Xmx128m"
 REAP_WAIT_S = 5.0
+TEST_TOPIC_MIN_ISR = 2  # set on the topic itself, whatever the cluster default
 
 
 @dataclass(frozen=True)
@@ -215,7 +216,13 @@ class KRaftCluster:
         unfenced_s = time.monotonic() - launched
         topic_start = time.monotonic()
         report(f"creating {TEST_TOPIC}")
-        self.ensure_topic(TEST_TOPIC, TEST_TOPIC_PARTITIONS, TEST_TOPIC_RF, deadline)
+        self.ensure_topic(
+            TEST_TOPIC,
+            TEST_TOPIC_PARTITIONS,
+            TEST_TOPIC_RF,
+            deadline,
+            configs={"min.insync.replicas": str(TEST_TOPIC_MIN_ISR)},
+        )
         now = time.monotonic()
         return KRaftUpTimes(format_s, leader_s, unfenced_s, now - topic_start, now - start)
 
@@ -282,7 +289,14 @@ class KRaftCluster:
                 raise self._timeout("every broker to be registered and unfenced", names[-1])
             time.sleep(0.2)
 
-    def ensure_topic(self, name: str, partitions: int, rf: int, deadline: float) -> bool:
+    def ensure_topic(
+        self,
+        name: str,
+        partitions: int,
+        rf: int,
+        deadline: float,
+        configs: dict[str, str] | None = None,
+    ) -> bool:
         """Create `name` if missing, then wait until every partition has a full ISR. True when
         created here."""
         created = False
@@ -291,7 +305,13 @@ class KRaftCluster:
                 try:
                     if kraft_probes.topic_partitions(admin, name) is None:
                         admin.create_topics(
-                            {name: {"num_partitions": partitions, "replication_factor": rf}},
+                            {
+                                name: {
+                                    "num_partitions": partitions,
+                                    "replication_factor": rf,
+                                    "configs": dict(configs or {}),
+                                }
+                            },
                             timeout_ms=15000,
                         )
                         created = True
