@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -343,20 +344,21 @@ class KRaftCluster:
         return KRaftStatus(nodes, self.quorum(timeout_s=1.0) if running else None)
 
     def down(self, *, purge: bool = False, timeout: float = 30.0) -> list[str]:
-        """Stop the brokers, then the controllers (each SIGTERM, SIGKILL after `timeout`);
-        the names stopped. Only pids this cluster recorded are signalled."""
+        """Stop the brokers one at a time, then every controller at once (SIGTERM; SIGKILL
+        for what has not exited after `timeout`); the names stopped. Only pids this cluster
+        recorded are signalled.
+
+        Brokers go one by one while the quorum is whole, so each controlled shutdown is
+        answered at once. Controllers (and combined nodes) go together: stopped one by one,
+        the last ones lose their majority, and a combined node's broker half then waits for a
+        controlled shutdown that can no longer commit until it is killed.
+        """
         stopped: list[str] = []
         records: list[PidRecord | None] = []
         nodes = self.spec.nodes()
         brokers_only = [n for n in nodes if not n.is_controller]
         controllers = [n for n in nodes if n.is_controller]
-        leader = None
-        if any(self.process(n.name).state() is ProcState.RUNNING for n in controllers):
-            state = self.quorum(timeout_s=1.0)
-            leader = state.leader_id if state else None
-        # The quorum leader last, so the others' shutdown always finds a live leader.
-        controllers.sort(key=lambda n: n.node_id == leader)
-        for node in [*brokers_only, *controllers]:
+        for node in brokers_only:
             proc = self.process(node.name)
             if proc.state() is ProcState.STOPPED:
                 continue
@@ -364,6 +366,20 @@ class KRaftCluster:
             if not proc.terminate(timeout):
                 proc.kill()
             stopped.append(node.name)
+        signalled = []
+        for node in controllers:
+            proc = self.process(node.name)
+            if proc.state() is ProcState.STOPPED:
+                continue
+            records.append(proc.record())
+            proc.signal(signal.SIGTERM)
+            proc.signal(signal.SIGCONT)  # a paused process cannot act on SIGTERM
+            signalled.append(proc)
+            stopped.append(node.name)
+        deadline = time.monotonic() + timeout
+        for proc in signalled:
+            if not proc.wait_exit(max(0.0, deadline - time.monotonic())):
+                proc.kill()
         wait_reaped(records, REAP_WAIT_S)
         if purge and self.state_dir.exists():
             shutil.rmtree(self.state_dir)
