@@ -193,7 +193,10 @@ class KRaftSpec:
     def from_json(cls, text: str) -> KRaftSpec:
         data = json.loads(text)
         if data.get("mode") != MODE:
-            raise ClusterError("this cluster directory holds a ZooKeeper-mode cluster")
+            raise ClusterError(
+                "this state dir holds a ZooKeeper-mode local cluster, not a KRaft one: use it "
+                "in its own mode, or remove it first with `kconsole cluster down --purge`"
+            )
         known = set(cls.__dataclass_fields__)
         return cls(**{k: v for k, v in data.items() if k in known})
 

@@ -129,3 +129,19 @@ def test_log_config_by_version(tmp_path: Path) -> None:
     assert flag == f"-Dlog4j2.configurationFile={tmp_path / 'log4j2.xml'}"
     name, _, flag = log_config_flag(KRaftSpec(kafka_version="3.9.2"), tmp_path)
     assert name == "log4j.properties" and flag.startswith("-Dlog4j.configuration=file:")
+
+
+def test_each_mode_refuses_the_other_modes_state_dir(tmp_path: Path) -> None:
+    from kconsole.cluster.kraft import KRaftCluster
+    from kconsole.cluster.local import LocalCluster, LocalClusterSpec
+
+    kraft_dir, zk_dir = tmp_path / "kraft", tmp_path / "zk"
+    kraft_dir.mkdir()
+    (kraft_dir / "cluster.json").write_text(KRaftSpec().with_ids().to_json())
+    with pytest.raises(ClusterError, match=r"kraft mode.*down --purge"):
+        LocalCluster(kraft_dir)
+    zk_dir.mkdir()
+    (zk_dir / "cluster.json").write_text(LocalClusterSpec().to_json())
+    with pytest.raises(ClusterError, match=r"ZooKeeper-mode.*down --purge"):
+        KRaftCluster(zk_dir)
+    assert LocalCluster(zk_dir).spec == LocalClusterSpec()  # its own mode still loads
