@@ -35,10 +35,21 @@ def kafka_jars_ready(version: str = KAFKA_VERSION) -> bool:
     return (kafka_lib_dir(version) / _MARKER).exists()
 
 
+def kafka_major(version: str) -> int:
+    """3 for "3.9.2", 4 for "4.4.0"."""
+    try:
+        return int(version.split(".", 1)[0])
+    except ValueError as exc:
+        raise ClusterError(f"not a Kafka version: {version!r}") from exc
+
+
 def ensure_kafka_jars(version: str = KAFKA_VERSION, *, quiet: bool = True) -> Path:
-    """Return the lib dir for `version`, resolving it with Maven first if it is not cached."""
+    """Return the lib dir for `version`, resolving it with Maven first if it is not cached.
+
+    3.x gets ZooKeeper and reload4j (kafka.pom.xml); 4.x, which is KRaft only, gets log4j2
+    with slf4j 2 (kafka4.pom.xml)."""
     return _resolve_with_maven(
-        "kafka.pom.xml",
+        "kafka4.pom.xml" if kafka_major(version) >= 4 else "kafka.pom.xml",
         kafka_lib_dir(version),
         {"kafka.version": version},
         what=f"Kafka {version}",

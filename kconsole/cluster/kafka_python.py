@@ -115,3 +115,40 @@ def election_codes(response: Any) -> tuple[int, list[tuple[str, int, int]]]:
         for p in topic.partition_result
     ]
     return top, parts
+
+
+def describe_quorum_at(host: str, port: int, timeout_s: float) -> dict[str, Any]:
+    """DescribeQuorum (v2) of `__cluster_metadata` sent over a plain socket to one node, as a
+    dict (DescribeQuorumResponse.to_dict()). Works on a controller, where KafkaAdminClient
+    cannot bootstrap (controllers do not answer MetadataRequest); only the quorum leader answers
+    with data, the others with NOT_LEADER_OR_FOLLOWER in the partition's error_code.
+
+    Relies on `kafka.protocol.parser.KafkaProtocol` (send_request / send_bytes / receive_bytes)
+    and the versioned message classes (`DescribeQuorumRequest[2]`)."""
+    import socket
+
+    from kafka.protocol.admin import DescribeQuorumRequest
+    from kafka.protocol.parser import KafkaProtocol
+
+    request_cls = DescribeQuorumRequest[2]
+    topic_cls = DescribeQuorumRequest.TopicData
+    request = request_cls(
+        topics=[
+            topic_cls(
+                topic_name="__cluster_metadata",
+                partitions=[topic_cls.PartitionData(partition_index=0)],
+            )
+        ]
+    )
+    proto = KafkaProtocol(client_id="kconsole")
+    proto.send_request(request)
+    with socket.create_connection((host, port), timeout=timeout_s) as sock:
+        sock.sendall(proto.send_bytes())
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                raise ConnectionError(f"{host}:{port} closed the connection")
+            responses = proto.receive_bytes(data)
+            if responses:
+                result: dict[str, Any] = responses[0][1].to_dict()
+                return result

@@ -98,6 +98,12 @@ class LocalClusterSpec:
     @classmethod
     def from_json(cls, text: str) -> LocalClusterSpec:
         data = json.loads(text)
+        if data.get("mode", "zookeeper") != "zookeeper":
+            raise ClusterError(
+                f"this state dir holds a local cluster in {data['mode']} mode, not the "
+                "ZooKeeper one: use it in its own mode, or remove it first with "
+                "`kconsole cluster down --purge`"
+            )
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in data.items() if k in known})
 

@@ -17,6 +17,9 @@ from kconsole.defaults import (  # noqa: F401  (re-exported: the topology in one
 
 KAFKA_VERSION = "3.9.2"
 ZOOKEEPER_VERSION = "3.8.4"  # what kafka_2.13:3.9.2 depends on
+# The newest complete Kafka 4.x release (kafka_2.13, kafka-tools and log4j2 all resolve), the
+# default of a KRaft cluster; KAFKA_VERSION stays the default of the ZooKeeper one.
+KRAFT_KAFKA_VERSION = "4.4.0"
 
 
 TEST_TOPIC = "test-topic"

@@ -1,0 +1,65 @@
+"""One real local KRaft cluster per test module, on free ports of its own, always torn down by
+the pids it recorded (a reaper process does it if pytest itself dies)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kconsole.cluster.kraft import KRaftCluster, KRaftUpTimes
+from kconsole.cluster.kraft_spec import KRaftSpec
+from tests.integration.conftest import _free
+
+# Stops the cluster if this process dies without the fixture's teardown.
+_REAPER = """
+import sys, time
+from pathlib import Path
+import psutil
+from kconsole.cluster.kraft import KRaftCluster
+try:
+    parent = psutil.Process(int(sys.argv[1]))
+    while parent.is_running() and parent.status() != psutil.STATUS_ZOMBIE:
+        time.sleep(0.5)
+except psutil.Error:
+    pass
+KRaftCluster(Path(sys.argv[2])).down(timeout=20)
+"""
+
+
+def pick_kraft_ports(brokers: int, controllers: int) -> tuple[int, int]:
+    """A broker base port and a controller base port, all currently free, below the ephemeral
+    range and away from the ZooKeeper-mode test cluster's (24181+, 29092+)."""
+    for offset in range(0, 2000, 100):
+        base, ctl = 25092 + offset, 25192 + offset
+        ports = [base + i for i in range(brokers)] + [ctl + i for i in range(controllers)]
+        if all(_free(p) for p in ports):
+            return base, ctl
+    raise RuntimeError("no free block of ports for the KRaft test cluster")
+
+
+def running_kraft(
+    tmp_path_factory: pytest.TempPathFactory, *, combined: bool
+) -> Iterator[tuple[KRaftCluster, KRaftUpTimes]]:
+    """The body of a module-scoped fixture: the cluster up, then down whatever happened."""
+    base, ctl = pick_kraft_ports(3, 3)
+    spec = KRaftSpec(combined=combined, base_port=base, controller_base_port=ctl)
+    cluster = KRaftCluster(tmp_path_factory.mktemp("kraft"), spec)
+    reaper = subprocess.Popen(
+        [sys.executable, "-c", _REAPER, str(os.getpid()), str(cluster.state_dir)],
+        cwd=Path(__file__).resolve().parents[2],
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        times = cluster.up(timeout=180)
+        print(f"\nKRaft cluster up ({'combined' if combined else 'dedicated'}): {times}")
+        yield cluster, times
+    finally:
+        cluster.down(timeout=20)
+        reaper.terminate()
+        reaper.wait(10)
