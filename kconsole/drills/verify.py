@@ -38,14 +38,22 @@ def verifier_config(settings_or_config: Settings | Mapping[str, Any]) -> dict[st
     return groupless_consumer_config(settings_or_config)
 
 
-def partitions_of(consumer: Consumer, topic: str, timeout_s: float) -> list[int]:
-    md = consumer.list_topics(topic, timeout=timeout_s)
-    t = md.topics.get(topic)
-    if t is None or (t.error is not None and not t.partitions):
-        raise KafkaException(
-            t.error if t is not None else KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)
-        )
-    return sorted(t.partitions)
+def partitions_of(
+    consumer: Consumer, topic: str, timeout_s: float, clock: Callable[[], float] = time.monotonic
+) -> list[int]:
+    """`topic`'s partitions. Metadata reaches brokers one by one (the broker asked may not
+    know a topic another one already serves), so UNKNOWN_TOPIC_OR_PART is asked again until
+    `timeout_s` has passed; then, and for any other error, KafkaException."""
+    deadline = clock() + timeout_s
+    while True:
+        md = consumer.list_topics(topic, timeout=max(0.1, deadline - clock()))
+        t = md.topics.get(topic)
+        if t is not None and (t.error is None or t.partitions):
+            return sorted(t.partitions)
+        error = t.error if t is not None else KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)
+        if error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART or clock() >= deadline:
+            raise KafkaException(error)
+        time.sleep(min(0.1, max(0.0, deadline - clock())))
 
 
 def end_offsets(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -256,3 +257,58 @@ def test_drills_never_import_textual() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr or "kconsole.drills imports textual"
+
+
+class _Metadata:
+    def __init__(self, topics: dict[str, object]) -> None:
+        self.topics = topics
+
+
+class _Topic:
+    def __init__(self, partitions: dict[int, object], error: object = None) -> None:
+        self.partitions = partitions
+        self.error = error
+
+
+class _LateMetadataConsumer:
+    """Answers as a broker that has not had the topic's metadata yet, `unknown_for` times."""
+
+    def __init__(self, unknown_for: int, code: int | None = None) -> None:
+        from confluent_kafka import KafkaError
+
+        self.asked = 0
+        self.unknown_for = unknown_for
+        self.code = KafkaError.UNKNOWN_TOPIC_OR_PART if code is None else code
+
+    def list_topics(self, topic: str, timeout: float) -> _Metadata:
+        from confluent_kafka import KafkaError
+
+        self.asked += 1
+        if self.asked <= self.unknown_for:
+            return _Metadata({topic: _Topic({}, KafkaError(self.code))})
+        return _Metadata({topic: _Topic({1: None, 0: None})})
+
+
+def test_partitions_of_asks_again_while_the_topic_is_still_unknown() -> None:
+    from kconsole.drills.verify import partitions_of
+
+    consumer = _LateMetadataConsumer(unknown_for=2)
+    assert partitions_of(consumer, "t", 5.0) == [0, 1]  # type: ignore[arg-type]
+    assert consumer.asked == 3
+
+
+def test_partitions_of_gives_up_at_its_deadline_and_at_once_on_other_errors() -> None:
+    from confluent_kafka import KafkaError, KafkaException
+
+    from kconsole.drills.verify import partitions_of
+
+    never = _LateMetadataConsumer(unknown_for=10**6)
+    t0 = time.monotonic()
+    with pytest.raises(KafkaException) as exc:
+        partitions_of(never, "t", 0.3)  # type: ignore[arg-type]
+    assert exc.value.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+    assert time.monotonic() - t0 >= 0.3 and never.asked >= 2
+    denied = _LateMetadataConsumer(unknown_for=1, code=KafkaError.TOPIC_AUTHORIZATION_FAILED)
+    with pytest.raises(KafkaException):
+        partitions_of(denied, "t", 5.0)  # type: ignore[arg-type]
+    assert denied.asked == 1
