@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
+from kconsole.cluster.kraft import KRaftCluster, KRaftUpTimes
 from kconsole.cluster.local import LocalCluster, LocalClusterSpec, partitions_fully_in_sync
 from kconsole.cluster.procs import ProcState
 from kconsole.cluster.settings import TEST_TOPIC
@@ -193,3 +194,13 @@ def controller(zk: KazooClient) -> int | None:
 
 def partition_state(zk: KazooClient, topic: str, partition: int) -> dict:
     return json.loads(zk.get(f"/brokers/topics/{topic}/partitions/{partition}/state")[0])
+
+
+@pytest.fixture(scope="session")
+def kraft(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KRaftCluster, KRaftUpTimes]]:
+    """The local KRaft cluster (3 dedicated controllers + 3 brokers, Kafka 4.x) on free ports of
+    its own, started once for the whole run (only when a test asks for it) and always torn down;
+    its teardown fails the run if any node it started is left alive."""
+    from tests.integration.kraft_support import running_kraft  # it imports this module
+
+    yield from running_kraft(tmp_path_factory, combined=False)

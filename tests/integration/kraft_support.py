@@ -1,4 +1,5 @@
-"""One real local KRaft cluster per test module, on free ports of its own, always torn down by
+"""One real local KRaft cluster per test run (dedicated: the session fixture `kraft` in
+conftest.py) or per module (combined), on free ports of its own, always torn down by
 the pids it recorded (a reaper process does it if pytest itself dies)."""
 
 from __future__ import annotations
@@ -9,10 +10,12 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from kconsole.cluster.kraft import KRaftCluster, KRaftUpTimes
 from kconsole.cluster.kraft_spec import KRaftSpec
+from kconsole.cluster.procs import ProcState
 from tests.integration.conftest import _free
 
 # Stops the cluster if this process dies without the fixture's teardown.
@@ -55,11 +58,19 @@ def running_kraft(
         stdin=subprocess.DEVNULL,
         start_new_session=True,
     )
+    pids: list[int] = []
     try:
         times = cluster.up(timeout=180)
         print(f"\nKRaft cluster up ({'combined' if combined else 'dedicated'}): {times}")
         yield cluster, times
     finally:
+        pids = [n.pid for n in cluster.status().nodes if n.pid]
         cluster.down(timeout=20)
         reaper.terminate()
         reaper.wait(10)
+    # Down leaves nothing: every node recorded stopped, and no pid it had still alive.
+    left = [n.name for n in cluster.status().nodes if n.state is not ProcState.STOPPED]
+    assert not left, f"KRaft nodes left running after down: {left}"
+    alive = [p for p in pids if psutil.pid_exists(p)
+             and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]  # fmt: skip
+    assert not alive, f"KRaft processes still alive after down: {alive}"

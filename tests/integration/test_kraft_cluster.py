@@ -1,25 +1,16 @@
-"""A real local KRaft cluster (Kafka 4.x, 3 dedicated controllers + 3 brokers), started once
-for this module on free ports of its own and always torn down by the pids it recorded."""
+"""The real local KRaft cluster (Kafka 4.x, 3 dedicated controllers + 3 brokers) shared by the
+run (conftest.py's `kraft`): quorum, fencing, status, test-topic, an acks=all round trip. That
+down leaves no process is checked by the fixture's teardown."""
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
-
-import psutil
-import pytest
 
 from kconsole.cluster import kraft_probes
 from kconsole.cluster.kraft import KRaftCluster, KRaftUpTimes
 from kconsole.cluster.procs import ProcState
 from kconsole.cluster.settings import TEST_TOPIC
-from tests.integration.kraft_support import running_kraft
-
-
-@pytest.fixture(scope="module")
-def kraft(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KRaftCluster, KRaftUpTimes]]:
-    yield from running_kraft(tmp_path_factory, combined=False)
 
 
 def test_quorum_has_a_leader_among_three_voters(kraft: tuple[KRaftCluster, KRaftUpTimes]) -> None:
@@ -111,19 +102,3 @@ def test_produce_consume_round_trip_acks_all(kraft: tuple[KRaftCluster, KRaftUpT
     finally:
         consumer.close()
     assert set(values) <= seen
-
-
-def test_down_leaves_no_process(kraft: tuple[KRaftCluster, KRaftUpTimes]) -> None:
-    """Last in the module: stop, check every recorded pid is gone, then the fixture's own
-    down() finds nothing left to stop."""
-    cluster, times = kraft
-    pids = [n.pid for n in cluster.status().nodes]
-    assert all(pids)
-    stopped = cluster.down(timeout=20)
-    assert stopped[:3] == ["broker-1", "broker-2", "broker-3"]
-    assert sorted(stopped[3:]) == ["controller-1001", "controller-1002", "controller-1003"]
-    assert all(n.state is ProcState.STOPPED for n in cluster.status().nodes)
-    alive = [p for p in pids if p is not None and psutil.pid_exists(p)
-             and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]  # fmt: skip
-    assert not alive, f"still running after down: {alive}"
-    assert times.brokers_unfenced_s >= times.quorum_leader_s
