@@ -28,6 +28,15 @@ class SourceName(StrEnum):
     ZOOKEEPER = "zookeeper"
     ADMIN = "admin"
     GROUPS = "groups"
+    QUORUM = "quorum"  # KRaft: DescribeQuorum / DescribeFeatures, polled
+
+
+class ClusterMode(StrEnum):
+    """How the cluster keeps its metadata. ZooKeeper mode ends with Kafka 3.9."""
+
+    ZOOKEEPER = "zookeeper"
+    KRAFT = "kraft"
+    UNKNOWN = "unknown"  # not told, and nothing answered that says which
 
 
 @dataclass(frozen=True)
@@ -41,6 +50,14 @@ class Broker:
     # In ZooKeeper (or the metadata). Separate from `state`: a paused broker stays "paused"
     # while its session expires and it drops out of the cluster.
     registered: bool = True
+    # KRaft only (None: ZooKeeper mode, or not known): fenced by the controller (registered,
+    # but no heartbeat within broker.session.timeout.ms, or not caught up yet); and the
+    # registration says it is shutting down (a controlled shutdown in progress).
+    fenced: bool | None = None
+    shutting_down: bool | None = None
+    # KRaft process.roles of the node with this id: ("broker",), ("controller",) or both
+    # (a combined node). Empty: ZooKeeper mode or not known.
+    roles: tuple[str, ...] = ()
 
     @property
     def in_cluster(self) -> bool:
@@ -60,6 +77,60 @@ class Controller:
 
 
 @dataclass(frozen=True)
+class QuorumReplica:
+    """One member of the KRaft metadata quorum as DescribeQuorum reports it (from the
+    leader's view). Times are epoch seconds; None: not reported (or not known)."""
+
+    id: int
+    voter: bool  # a voter (controller) or an observer (a broker, or a controller not voting)
+    log_end_offset: int | None = None
+    last_fetch_at: float | None = None  # the last fetch the leader saw from it
+    last_caught_up_at: float | None = None  # the last time it was caught up with the leader
+    directory_id: str | None = None  # KIP-853 replica directory id (dynamic quorum)
+    host: str | None = None  # the controller listener, when known (voters)
+    port: int | None = None
+
+    def lag(self, high_watermark: int | None) -> int | None:
+        """Records behind the quorum's high watermark (None: either unknown)."""
+        if high_watermark is None or self.log_end_offset is None:
+            return None
+        return max(0, high_watermark - self.log_end_offset)
+
+
+@dataclass(frozen=True)
+class Quorum:
+    """The KRaft metadata quorum. A quorum that could not be read this time keeps its last
+    figures with `read_at` (their age) and `error` (why): never shown as fresh."""
+
+    leader_id: int | None  # None: no leader (an election, or a lost majority)
+    leader_epoch: int | None = None
+    high_watermark: int | None = None
+    voters: tuple[QuorumReplica, ...] = ()
+    observers: tuple[QuorumReplica, ...] = ()
+    read_at: float | None = None  # when these figures were read (epoch seconds)
+    error: str = ""  # why the latest read failed ('' : `read_at` is the latest poll)
+    leader_since: float | None = None  # when kconsole first saw this leader and epoch
+    previous_leader: int | None = None
+
+    @property
+    def voter_ids(self) -> tuple[int, ...]:
+        return tuple(r.id for r in self.voters)
+
+    def replica(self, node_id: int) -> QuorumReplica | None:
+        return next((r for r in (*self.voters, *self.observers) if r.id == node_id), None)
+
+
+@dataclass(frozen=True)
+class Features:
+    """Finalized feature levels (DescribeFeatures): what the cluster runs at, not its jars."""
+
+    metadata_version: str | None = None  # e.g. "4.1-IV1" (None: not read)
+    metadata_version_level: int | None = None
+    kraft_version: int | None = None  # 0: static quorum, 1: dynamic (KIP-853)
+    read_at: float | None = None
+
+
+@dataclass(frozen=True)
 class Partition:
     topic: str
     partition: int
@@ -69,6 +140,10 @@ class Partition:
     leader_epoch: int | None = None
     adding: tuple[int, ...] = ()
     removing: tuple[int, ...] = ()
+    # KRaft, KIP-966 (None: not reported, e.g. ZooKeeper mode or ELR off): eligible leader
+    # replicas, and the last known ELR (replicas that were in it when all went down).
+    elr: tuple[int, ...] | None = None
+    last_known_elr: tuple[int, ...] | None = None
 
     @cached_property
     def key(self) -> str:
@@ -153,6 +228,9 @@ class Group:
     partitions: tuple[GroupPartition, ...] = ()
     error: str = ""  # what could not be read this time (coordinator moving, leader down, ...)
     as_of: float | None = None  # state / members are carried from the poll at this time
+    # "classic", "consumer" (KIP-848, the new protocol) or "share" (KIP-932); '' : the
+    # cluster does not say (before Kafka 3.8 / ListGroups v5)
+    group_type: str = ""
 
     @property
     def lag(self) -> int | None:
@@ -261,6 +339,9 @@ class ClusterSnapshot:
     groups: tuple[Group, ...] = ()
     sources: tuple[SourceHealth, ...] = ()
     broker_config: BrokerConfig | None = None  # read from a live broker (None: not yet)
+    mode: ClusterMode = ClusterMode.ZOOKEEPER
+    quorum: Quorum | None = None  # KRaft: the metadata quorum (None: ZooKeeper, or not read)
+    features: Features | None = None  # KRaft: metadata.version / kraft.version
     seq: int = 0  # publication order: a consumer never replaces a snapshot with an older one
     # Names this `partitions` tuple, unique in the process (0: not from a SnapshotBuilder);
     # handed on with the tuple when no partition changed.
