@@ -15,7 +15,15 @@ from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 
-from kconsole.models import ClusterSnapshot, Group, GroupPartition, Partition, aligned_changes
+from kconsole.models import (
+    Broker,
+    ClusterMode,
+    ClusterSnapshot,
+    Group,
+    GroupPartition,
+    Partition,
+    aligned_changes,
+)
 from kconsole.timeline import Event, EventKind
 from kconsole.ui import format as fmt
 
@@ -53,10 +61,46 @@ BROKER_COLUMNS: Columns = (
 )
 
 
+# On KRaft: what each node is, whether the controller fences it, and the controllers too.
+KRAFT_BROKER_COLUMNS: Columns = (
+    ("id", "id"),
+    ("role", "role"),
+    ("state", "state"),
+    ("fencing", "fencing"),
+    ("address", "address"),
+    ("rack", "rack"),
+    ("leads", "leads"),
+    ("hosts", "hosts"),
+    ("urp", "URP"),
+)
+
+
+def broker_columns(snap: ClusterSnapshot | None) -> Columns:
+    """The brokers pane's columns for this snapshot's mode."""
+    if snap is not None and snap.mode is ClusterMode.KRAFT:
+        return KRAFT_BROKER_COLUMNS
+    return BROKER_COLUMNS
+
+
+def controller_ids(snap: ClusterSnapshot) -> list[int]:
+    """The quorum's voters that are controllers only (a combined node is a broker row)."""
+    if snap.quorum is None:
+        return []
+    out = []
+    for vid in snap.quorum.voter_ids:
+        b = snap.broker(vid)
+        if b is None or (b.roles and "broker" not in b.roles):
+            out.append(vid)
+    return sorted(out)
+
+
 def broker_rows(snap: ClusterSnapshot | None) -> Rows:
-    """One row per broker, by id; the controller's id carries a star."""
+    """One row per broker, by id; the controller's id carries a star. On KRaft the quorum's
+    controllers follow the brokers, and the star is the quorum leader's."""
     if snap is None:
         return {}
+    if snap.mode is ClusterMode.KRAFT:
+        return kraft_broker_rows(snap)
     rows: Rows = {}
     for b in sorted(snap.brokers, key=lambda b: b.id):
         is_controller = snap.controller.id == b.id
@@ -73,6 +117,55 @@ def broker_rows(snap: ClusterSnapshot | None) -> Rows:
     return rows
 
 
+def kraft_broker_rows(snap: ClusterSnapshot) -> Rows:
+    """KRAFT_BROKER_COLUMNS rows: every broker, then every controller that is no broker."""
+    leader = snap.quorum.leader_id if snap.quorum is not None else None
+    voters = set(snap.quorum.voter_ids) if snap.quorum is not None else set()
+    rows: Rows = {}
+    dash = fmt.cell(fmt.NONE, fmt.DIM)
+    for b in sorted(snap.brokers, key=lambda b: b.id):
+        if b.roles and "broker" not in b.roles:
+            continue  # a controller registered as one: listed with the controllers below
+        combined = "controller" in b.roles or b.id in voters  # only controllers vote
+        urp = snap.under_replicated_on(b.id)
+        rows[str(b.id)] = [
+            KeyCell(f"{b.id} ★" if b.id == leader else str(b.id), row_key=str(b.id)),
+            fmt.cell("combined" if combined else "broker", fmt.NOTE if combined else ""),
+            fmt.cell(b.state.value, fmt.BROKER_STATE_STYLE.get(b.state, fmt.PLAIN)),
+            fencing_cell(b),
+            fmt.cell(b.address, "") if b.port else dash,
+            fmt.cell(b.rack or fmt.NONE, fmt.DIM if b.rack is None else ""),
+            fmt.cell(snap.led_by(b.id)),
+            fmt.cell(snap.hosted_by(b.id)),
+            fmt.cell(urp, fmt.WARN if urp else fmt.DIM),
+        ]
+    for cid in controller_ids(snap):
+        r = snap.quorum.replica(cid) if snap.quorum is not None else None
+        address = f"{r.host}:{r.port}" if r is not None and r.host and r.port else None
+        is_leader = cid == leader
+        rows[str(cid)] = [
+            KeyCell(f"{cid} ★" if is_leader else str(cid), row_key=str(cid)),
+            fmt.cell("controller", fmt.NOTE),
+            fmt.cell("leader" if is_leader else "voter", fmt.GOOD if is_leader else ""),
+            dash,
+            fmt.cell(address, "") if address else dash,
+            dash,
+            dash,
+            dash,
+            dash,
+        ]
+    return rows
+
+
+def fencing_cell(b: Broker) -> Text:
+    """fenced (red) / shutting down (amber) / unfenced (green); a dash when not reported."""
+    if b.shutting_down:
+        return fmt.cell("shutting down", fmt.WARN)
+    if b.fenced is None:
+        return fmt.cell(fmt.NONE, fmt.DIM)
+    return fmt.cell("fenced", fmt.BAD) if b.fenced else fmt.cell("unfenced", fmt.GOOD)
+
+
 # -- partitions -------------------------------------------------------------------------------
 PARTITION_COLUMNS: Columns = (
     ("topic", "topic"),
@@ -82,6 +175,25 @@ PARTITION_COLUMNS: Columns = (
     ("isr", "ISR"),
     ("flags", "flags"),
 )
+
+# KIP-966 (KRaft): shown only when the snapshot reports them for some partition.
+ELR_COLUMNS: Columns = (
+    ("elr", "ELR"),
+    ("last_elr", "last known ELR"),
+)
+
+
+def has_elr(snap: ClusterSnapshot | None) -> bool:
+    """Whether any partition reports its eligible leader replicas (or the last known ones)."""
+    if snap is None or snap.mode is ClusterMode.ZOOKEEPER:
+        return False
+    return any(p.elr is not None or p.last_known_elr is not None for p in snap.partitions)
+
+
+def partition_columns(elr: bool) -> Columns:
+    """The partitions table's columns, with the ELR ones or without."""
+    return PARTITION_COLUMNS + ELR_COLUMNS if elr else PARTITION_COLUMNS
+
 
 SortKey = Callable[[ClusterSnapshot, Partition], Any]
 
@@ -207,7 +319,8 @@ def partition_rows(snap: ClusterSnapshot | None, view: PartitionView) -> Rows:
     return {p.key: partition_cells(snap, p) for p in visible_partitions(snap, view)}
 
 
-def partition_cells(snap: ClusterSnapshot, p: Partition) -> list[Text]:
+def partition_cells(snap: ClusterSnapshot, p: Partition, elr: bool = False) -> list[Text]:
+    """One partition's cells (with `elr`, its ELR and last known ELR too)."""
     flags = snap.flags(p)
     # A leader that is gone still has its id written down; "offline" says it serves nothing.
     if p.leader < 0:
@@ -219,7 +332,7 @@ def partition_cells(snap: ClusterSnapshot, p: Partition) -> list[Text]:
         isr_style = fmt.BAD
     elif p.under_replicated:
         isr_style = fmt.WARN
-    return [
+    cells = [
         KeyCell(p.topic, row_key=p.key),
         fmt.cell(p.partition),
         leader,
@@ -227,22 +340,38 @@ def partition_cells(snap: ClusterSnapshot, p: Partition) -> list[Text]:
         fmt.cell(fmt.ids(p.isr) or fmt.NONE, isr_style),
         _flags(flags),
     ]
+    if elr:
+        cells.append(_id_list(p.elr, fmt.NOTE))
+        cells.append(_id_list(p.last_known_elr, fmt.WARN))
+    return cells
+
+
+def _id_list(ids: tuple[int, ...] | None, style: Style) -> Text:
+    """Replica ids, or a dash for none (empty, or not reported for this partition)."""
+    return fmt.cell(fmt.ids(ids), style) if ids else fmt.cell(fmt.NONE, fmt.DIM)
 
 
 def partition_widths(
-    snap: ClusterSnapshot, p: Partition, flags: Sequence[str] | None = None
+    snap: ClusterSnapshot, p: Partition, flags: Sequence[str] | None = None, elr: bool = False
 ) -> tuple[int, ...]:
-    """The cell widths of partition_cells(snap, p), without building the cells: what every
-    row of a big table is measured by (tests hold the two to the same widths). `flags`: the
-    partition's flags, when already known."""
+    """The cell widths of partition_cells(snap, p, elr), without building the cells: what
+    every row of a big table is measured by (tests hold the two to the same widths). `flags`:
+    the partition's flags, when already known."""
     none = cell_len(fmt.NONE)
-    return (
+    base = (
         cell_len(p.topic),
         len(str(p.partition)),
         4 if p.leader < 0 else len(str(p.leader)),  # "none"
         len(fmt.ids(p.replicas)) if p.replicas else none,
         len(fmt.ids(p.isr)) if p.isr else none,
         len(" ".join(snap.flags(p) if flags is None else flags)),
+    )
+    if not elr:
+        return base
+    return (
+        *base,
+        len(fmt.ids(p.elr)) if p.elr else none,
+        len(fmt.ids(p.last_known_elr)) if p.last_known_elr else none,
     )
 
 
@@ -280,24 +409,43 @@ GROUP_COLUMNS: Columns = (
 )
 
 
+# The group's protocol after the lag, shown only when some group says which (Kafka 3.8+):
+# classic, consumer (KIP-848) or share (KIP-932).
+TYPED_GROUP_COLUMNS: Columns = (*GROUP_COLUMNS[:3], ("type", "type"), *GROUP_COLUMNS[3:])
+
+
+def has_group_types(groups: Sequence[Group]) -> bool:
+    """Whether any group says what type it is."""
+    return any(g.group_type for g in groups)
+
+
+def group_columns(groups: Sequence[Group]) -> Columns:
+    """The groups pane's columns: with the type column when any group has a type."""
+    return TYPED_GROUP_COLUMNS if has_group_types(groups) else GROUP_COLUMNS
+
+
 def group_rows(snap: ClusterSnapshot | None) -> Rows:
     """One row per consumer group, by group id. Ages are measured to the snapshot's time."""
     if snap is None:
         return {}
+    typed = has_group_types(snap.groups)
     return {
-        g.group_id: group_row(g, snap.taken_at)
+        g.group_id: group_row(g, snap.taken_at, typed=typed)
         for g in sorted(snap.groups, key=lambda g: g.group_id)
     }
 
 
-def group_row(g: Group, now: float, name_width: int | None = None) -> list[Text]:
+def group_row(
+    g: Group, now: float, name_width: int | None = None, *, typed: bool = False
+) -> list[Text]:
     """One group's cells; only a group with carried figures (`g.oldest`) depends on `now`.
     With `name_width` (a narrow pane) the id is elided in the middle to fit it and a
-    rebalancing state is shortened, so that the state and the lag stay in view."""
+    rebalancing state is shortened, so that the state and the lag stay in view. With `typed`
+    the cells of TYPED_GROUP_COLUMNS (the group's type after its lag)."""
     state = g.state
     if name_width is not None:
         state = SHORT_GROUP_STATES.get(state_key(state), state)
-    return [
+    cells = [
         KeyCell(elide_middle(g.group_id, name_width), row_key=g.group_id),
         fmt.cell(state, fmt.group_state_style(g.state)),
         group_lag(g, now),
@@ -305,6 +453,10 @@ def group_row(g: Group, now: float, name_width: int | None = None) -> list[Text]
         fmt.cell(g.assignor or fmt.NONE, "" if g.assignor else fmt.DIM),
         fmt.cell(g.error or "", fmt.WARN),
     ]
+    if typed:
+        kind = g.group_type.lower()
+        cells.insert(3, fmt.cell(kind or fmt.NONE, fmt.NOTE if kind == "share" else fmt.DIM))
+    return cells
 
 
 SHORT_GROUP_STATES = {"PREPARINGREBALANCE": "Rebalance", "COMPLETINGREBALANCE": "Rebalance"}

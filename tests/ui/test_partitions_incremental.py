@@ -142,10 +142,13 @@ async def test_an_unchanged_poll_touches_no_row(monkeypatch: pytest.MonkeyPatch)
         original = rows.partition_widths
 
         def counting(
-            snap: ClusterSnapshot, p: Partition, flags: Sequence[str] | None = None
+            snap: ClusterSnapshot,
+            p: Partition,
+            flags: Sequence[str] | None = None,
+            elr: bool = False,
         ) -> tuple[int, ...]:
             measured.append(p.key)
-            return original(snap, p, flags)
+            return original(snap, p, flags, elr)
 
         monkeypatch.setattr(rows, "partition_widths", counting)
         feed(app, dataclasses.replace(snap, taken_at=T0 + 1, seq=2))

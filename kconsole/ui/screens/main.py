@@ -17,9 +17,10 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import DataTable, Input
 
-from kconsole.models import BrokerState, ClusterSnapshot
+from kconsole.models import BrokerState, ClusterMode, ClusterSnapshot, SourceName
 from kconsole.ui import rows
 from kconsole.ui.context import actions, state, subscribe
+from kconsole.ui.quorum import quorum_lines
 from kconsole.ui.screens.group import GroupScreen
 from kconsole.ui.screens.timeline import TimelineScreen
 from kconsole.ui.widgets.base import UNAVAILABLE
@@ -171,7 +172,12 @@ class MainScreen(Screen[None]):
         with Horizontal(id="top"):
             with Pane(title="Brokers", sources=CLUSTER_SOURCES, id="brokers-pane"):
                 yield BrokersTable(id="brokers")
-            with Pane(title="Controller", sources=CLUSTER_SOURCES, id="controller-pane"):
+            with Pane(
+                title="Controller",
+                sources=CLUSTER_SOURCES,
+                kraft_sources=(SourceName.QUORUM,),
+                id="controller-pane",
+            ):
                 yield ControllerView(id="controller")
         with Container(id="body"):
             with Pane(title="Partitions", sources=CLUSTER_SOURCES, id="partitions-pane"):
@@ -215,6 +221,15 @@ class MainScreen(Screen[None]):
         set_border(self.query_one("#groups-pane"), title=f"Consumer groups [dim]{groups}[/]")
         set_border(self.query_one("#events-pane"), title=f"Events [dim]{len(st.events)}[/]")
         # The top row is as tall as the broker list (within reason); the controller matches it.
+        # On KRaft the brokers pane lists the controllers too, and the quorum pane is wider.
+        kraft = snap is not None and snap.mode is ClusterMode.KRAFT
+        self.set_class(kraft, "-kraft")
+        if snap is not None and kraft:
+            # As tall as the brokers and controllers with their header, or the quorum pane's
+            # lines, whichever is taller (within reason: the stylesheet caps it too).
+            lines = max(len(rows.broker_rows(snap)) + 1, quorum_lines(snap, st.now))
+            self.query_one("#top").styles.height = min(max(lines, 4), 14) + 2
+            return
         brokers = len(snap.brokers) if snap else 0
         self.query_one("#top").styles.height = min(max(brokers, 3), 9) + 3
 
@@ -333,6 +348,16 @@ def _brokers_title(snap: ClusterSnapshot | None) -> str:
         if n:
             colour = "$success" if bstate is BrokerState.UP else "$error"
             parts.append(f"[{colour}]{n} {bstate.value}[/]")
+    if snap.mode is ClusterMode.KRAFT:
+        fenced = sum(1 for b in snap.brokers if b.fenced)
+        if fenced:
+            parts.append(f"[$error]{fenced} fenced[/]")
+        leaving = sum(1 for b in snap.brokers if b.shutting_down)
+        if leaving:
+            parts.append(f"[$warning]{leaving} shutting down[/]")
+        controllers = len(rows.controller_ids(snap))
+        if controllers:
+            parts.append(f"[dim]{controllers} controllers[/]")
     return "Brokers " + " · ".join(parts) if parts else "Brokers [dim]none[/]"
 
 

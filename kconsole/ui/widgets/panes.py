@@ -13,9 +13,10 @@ from textual.markup import escape
 from textual.widget import Widget
 from textual.widgets import Static
 
-from kconsole.models import ClusterSnapshot, SourceHealth, SourceName
+from kconsole.models import ClusterMode, ClusterSnapshot, SourceHealth, SourceName
 from kconsole.ui import format as fmt
 from kconsole.ui.context import actions, state, subscribe
+from kconsole.ui.quorum import quorum_view
 
 # Brokers, the controller and partitions come from ZooKeeper; from the Admin API without it.
 CLUSTER_SOURCES = (SourceName.ZOOKEEPER, SourceName.ADMIN)
@@ -75,9 +76,12 @@ class Pane(Vertical):
         title: str,
         sources: tuple[SourceName, ...] = (),
         id: str | None = None,
+        kraft_sources: tuple[SourceName, ...] | None = None,
     ) -> None:
         super().__init__(*children, id=id, classes="pane")
         self.sources = sources
+        self.kraft_sources = sources if kraft_sources is None else kraft_sources
+        """What the pane shows comes from these on a KRaft cluster (the quorum pane)."""
         self.border_title = title
 
     def on_mount(self) -> None:
@@ -92,12 +96,15 @@ class Pane(Vertical):
         source fails; while it is served by the fallback it says so, without the alarm.
         """
         view = state(self)
-        health = pane_source(view.snapshot, self.sources)
+        sources = self.sources
+        if view.snapshot is not None and view.snapshot.mode is ClusterMode.KRAFT:
+            sources = self.kraft_sources
+        health = pane_source(view.snapshot, sources)
         stale = health is not None and not health.ok
         fallback = None
         if stale and view.snapshot is not None:
             fallback = next(
-                (h for n in self.sources[1:] if (h := view.snapshot.source(n)) and h.ok), None
+                (h for n in sources[1:] if (h := view.snapshot.source(n)) and h.ok), None
             )
         self.set_class(stale and fallback is None, "-stale")
         subtitle = None
@@ -143,17 +150,30 @@ class HeaderLine(Line):
         args = (view.snapshot, view.now, view.refresh_s, view.group_refresh_s, view.title)
         door = actions(self).commands
         read_only = door is not None and door.read_only
-        text = header_text(*args, compact=False, read_only=read_only)
-        if self.size.width and cell_len(text.plain) > self.size.width:
-            text = header_text(*args, compact=True, read_only=read_only)
+        # Each form shorter than the one before; the first that fits is shown. A ZooKeeper
+        # header keeps its two forms (the long one, else the compact one, cut at the edge).
+        text = Text()
+        zk = view.snapshot is None or view.snapshot.mode is ClusterMode.ZOOKEEPER
+        for compact, tight in ZK_HEADER_FORMS if zk else HEADER_FORMS:
+            text = header_text(*args, compact=compact, read_only=read_only, tight=tight)
+            if not self.size.width or cell_len(text.plain) <= self.size.width:
+                break
         self.show(text)
+
+
+HEADER_FORMS = ((False, 0), (False, 1), (True, 1), (True, 2), (True, 3), (True, 4), (True, 5))
+"""(compact, tight) from the longest form to the shortest: see header_text."""
+ZK_HEADER_FORMS = ((False, 0), (True, 1))
 
 
 SOURCE_LABELS = {
     SourceName.ZOOKEEPER: ("ZooKeeper", "zk"),
+    SourceName.QUORUM: ("quorum", "quorum"),
     SourceName.ADMIN: ("Admin API", "admin"),
     SourceName.GROUPS: ("groups", "groups"),
 }
+ZK_HEADER_SOURCES = (SourceName.ZOOKEEPER, SourceName.ADMIN, SourceName.GROUPS)
+KRAFT_HEADER_SOURCES = (SourceName.QUORUM, SourceName.ADMIN, SourceName.GROUPS)
 
 
 def header_text(
@@ -165,8 +185,12 @@ def header_text(
     *,
     compact: bool,
     read_only: bool = False,
+    tight: int = 0,
 ) -> Text:
-    """The header line's content."""
+    """The header line's content. A ZooKeeper-mode header names the mode by its ZooKeeper
+    source; any other says its mode (KRaft: with metadata.version and kraft.version). `tight`
+    shortens the mode from 1 on (its labels go), and when `compact` from 2 on (the mode
+    shorter still), 3 (the cluster id cut), 4 (no refresh interval) and 5 (no cluster id)."""
     sep = (" │ ", fmt.DIM)
     out = Text(no_wrap=True, overflow="ellipsis", end="")
     if not compact:
@@ -182,18 +206,72 @@ def header_text(
         return out
     if not compact:
         out.append("cluster ", fmt.DIM)
-    out.append(snap.cluster_id or "?", "bold" if snap.cluster_id else fmt.DIM)
-    for name in (SourceName.ZOOKEEPER, SourceName.ADMIN, SourceName.GROUPS):
+    cluster_id = snap.cluster_id or "?"
+    if compact and tight >= 3 and len(cluster_id) > 9:
+        cluster_id = cluster_id[:8] + "…"
+    if not compact or tight < 5:
+        out.append(cluster_id, "bold" if snap.cluster_id else fmt.DIM)
+    sources = ZK_HEADER_SOURCES
+    if snap.mode is not ClusterMode.ZOOKEEPER:
+        if not compact or tight < 5:
+            out.append(*sep)
+        out.append_text(mode_text(snap, min(tight, 1) if not compact else min(tight, 2)))
+        if snap.mode is ClusterMode.KRAFT:
+            sources = KRAFT_HEADER_SOURCES
+    for name in sources:
         out.append(*sep)
         label = SOURCE_LABELS[name][1 if compact else 0]
         out.append(f"{label} ")
         health = snap.source(name)
         # ZooKeeper is watched, not polled: its age is "last change", never "late".
-        polled = {SourceName.ADMIN: refresh_s, SourceName.GROUPS: group_refresh_s}.get(name)
+        polled = {
+            SourceName.ADMIN: refresh_s,
+            SourceName.QUORUM: refresh_s,
+            SourceName.GROUPS: group_refresh_s,
+        }.get(name)
         out.append_text(_health(health, now, polled))
+    if compact and tight >= 4:
+        return out
     out.append(*sep)
     every = f"{fmt.interval(refresh_s)}/{fmt.interval(group_refresh_s)}"
     out.append(f"⟳ {every}" if compact else f"refresh {every}", fmt.DIM)
+    return out
+
+
+KRAFT_VERSIONS = {0: "static quorum", 1: "dynamic quorum"}
+
+
+def mode_text(snap: ClusterSnapshot, short: int = 0) -> Text:
+    """The cluster's mode for the header; on KRaft its metadata.version and kraft.version
+    (`short` 0: spelled out, 1: shorter, 2: shortest). What was not read is a "?"."""
+    if snap.mode is ClusterMode.UNKNOWN:
+        return Text("mode ?", fmt.WARN)
+    if snap.mode is ClusterMode.ZOOKEEPER:
+        return Text("ZooKeeper", fmt.BOLD)
+    out = Text("KRaft", fmt.BOLD, end="")
+    f = snap.features
+    mv = f.metadata_version if f is not None else None
+    if mv is None and f is not None and f.metadata_version_level is not None:
+        mv = f"level {f.metadata_version_level}"
+    kv = f.kraft_version if f is not None else None
+    quorum = KRAFT_VERSIONS.get(kv, f"kraft.version {kv}") if kv is not None else None
+    if short == 0:
+        out.append(" metadata.version ", fmt.DIM)
+        out.append(mv or "?", fmt.PLAIN if mv else fmt.WARN)
+        out.append(" kraft.version ", fmt.DIM)
+        out.append("?" if kv is None else str(kv), fmt.PLAIN if kv is not None else fmt.WARN)
+        if quorum is not None and kv in KRAFT_VERSIONS:
+            out.append(f" ({quorum})", fmt.DIM)
+        return out
+    out.append(" ")
+    out.append(mv or "?", fmt.PLAIN if mv else fmt.WARN)
+    out.append(" ")
+    if kv is None:
+        out.append("kv ?", fmt.WARN)
+    elif short == 1:
+        out.append(quorum or "?", fmt.DIM)
+    else:
+        out.append({0: "static", 1: "dynamic"}.get(kv, f"kv {kv}"), fmt.DIM)
     return out
 
 
@@ -212,16 +290,31 @@ def _health(health: SourceHealth | None, now: float, every: float | None) -> Tex
 
 
 class ControllerView(Line):
-    """The active controller; a loud alert when there is none."""
+    """The active controller; a loud alert when there is none. On a KRaft cluster the
+    metadata quorum instead (its leader is the active controller): kconsole.ui.quorum."""
 
     def on_mount(self) -> None:
         subscribe(self, "snapshot", self.redraw, init=True)
         subscribe(self, "now", self.redraw, init=False)
 
+    def on_resize(self, event: events.Resize) -> None:
+        self.redraw()
+
     def redraw(self) -> None:
         """Render from the latest snapshot."""
         view = state(self)
         snap = view.snapshot
+        pane = self.parent if isinstance(self.parent, Widget) else None
+        if snap is not None and snap.mode is ClusterMode.KRAFT:
+            size = self.content_size
+            shown = quorum_view(snap, view.now, size.width or 60, size.height or 12)
+            self.set_class(shown.alert, "-alert")
+            if pane is not None:
+                set_border(pane, title=shown.title)
+            self.show(shown.text)
+            return
+        if pane is not None:
+            set_border(pane, title="Controller")
         lost = snap is not None and snap.controller.id is None
         self.set_class(lost, "-alert")
         self.show(controller_text(snap, view.now))

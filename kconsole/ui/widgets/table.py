@@ -24,11 +24,25 @@ class KeyedTable(DataTable[Text]):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=False)
+        self.shown_columns: Columns = self.COLUMNS
+        """The columns shown (COLUMNS, unless set_columns chose others)."""
 
     def on_mount(self) -> None:
-        for key, label in self.COLUMNS:
+        for key, label in self.shown_columns:
             self.add_column(label, key=key)
         self.connect()
+
+    def set_columns(self, columns: Columns) -> None:
+        """Show `columns` from now on: every row goes (the caller syncs them again), the
+        cursor stays on the same key when that row comes back. A no-op when unchanged."""
+        if columns == self.shown_columns:
+            return
+        self.shown_columns = columns
+        if not self.columns:  # not mounted yet: on_mount adds them
+            return
+        self.clear(columns=True)
+        for key, label in columns:
+            self.add_column(label, key=key)
 
     def connect(self) -> None:
         """Start following the app state this table shows (called once the columns exist)."""
@@ -68,7 +82,7 @@ class KeyedTable(DataTable[Text]):
         cell of the column (DataTable), 0.7 s on 10,000 rows."""
         if not self.columns:
             return
-        column_keys = [key for key, _ in self.COLUMNS]
+        column_keys = [key for key, _ in self.shown_columns]
         at = None if self.follow_top and self.cursor_row == 0 else self.cursor_key
         if existing is None:
             existing = {k for k in rows if k in self.rows}

@@ -116,11 +116,17 @@ class BrokersTable(KeyedTable):
         """Re-sync from the latest snapshot (skipped when nothing the rows show changed: the
         partition counts are a pass over every partition)."""
         snap = state(self).snapshot
-        inputs = None if snap is None else (snap.brokers, snap.controller.id, snap.partitions)
+        inputs = None
+        if snap is not None:
+            inputs = (snap.brokers, snap.controller.id, snap.partitions, snap.mode, snap.quorum)
         if inputs is not None and inputs == self._synced:
             return
         self._synced = inputs
+        at = self.cursor_key
+        self.set_columns(rows.broker_columns(snap))
         self.sync(rows.broker_rows(snap))
+        if at is not None and at in self.rows and self.cursor_key != at:
+            self.move_cursor(row=self.get_row_index(at))
 
 
 class PartitionsTable(VirtualTable[Partition]):
@@ -191,13 +197,15 @@ class PartitionsTable(VirtualTable[Partition]):
             items = (self._items[k] for k in keys)
             self.post_message(self.InView(frozenset((p.topic, p.partition) for p in items)))
 
+    _elr = False  # the ELR columns are shown (the snapshot reports ELR)
+
     def render_cells(self, key: str, item: Partition) -> list[Text]:
         assert self._snap is not None
-        return rows.partition_cells(self._snap, item)
+        return rows.partition_cells(self._snap, item, self._elr)
 
     def cell_widths(self, key: str, item: Partition) -> tuple[int, ...]:
         assert self._snap is not None
-        return rows.partition_widths(self._snap, item)
+        return rows.partition_widths(self._snap, item, elr=self._elr)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return broker_check(self, action)
@@ -276,19 +284,25 @@ class PartitionsTable(VirtualTable[Partition]):
             self.replace_rows({})
             self.counts = rows.PartitionCounts()
             return
+        elr = rows.has_elr(snap)
         context = (
             snap.topics,
             tuple((b.id, b.state, b.registered) for b in snap.brokers),
             self.view,
+            elr,
         )
         built = self._built_from
         if context != self._built_context or built is None:
             self._snap = snap
+            if elr != self._elr:
+                self._elr = elr
+                self.columns = rows.partition_columns(elr)
+                self._labels = [Text.from_markup(label) for _, label in self.columns]
             all_flags = {p.key: snap.flags(p) for p in snap.partitions}  # one pass: what costs
             shown = rows.visible_partitions(snap, self.view)
             self.replace_rows(
                 {p.key: p for p in shown},
-                {p.key: rows.partition_widths(snap, p, all_flags[p.key]) for p in shown},
+                {p.key: rows.partition_widths(snap, p, all_flags[p.key], elr) for p in shown},
             )
             self._built_context, self._built_from = context, snap
             self._built_shown = set(self._items)
@@ -335,7 +349,7 @@ class PartitionsTable(VirtualTable[Partition]):
             added = added or key not in shown_keys
             shown_keys.add(key)
             changed[key] = after
-            widths[key] = rows.partition_widths(snap, after, flags)
+            widths[key] = rows.partition_widths(snap, after, flags, elr)
         # Topic and partition never change: under those sorts only a new row moves rows.
         moves = added or (bool(changed) and self.view.sort not in ("topic", "partition"))
         order = [p.key for p in rows.visible_partitions(snap, self.view)] if moves else None
@@ -412,8 +426,13 @@ class GroupsTable(KeyedTable):
         if not self.columns:
             return
         now = snap.taken_at if snap is not None else 0.0
+        columns = rows.group_columns(groups)
+        every = columns != self.shown_columns
+        if every:
+            self.set_columns(columns)  # every row goes: all are built again below
+        typed = columns is rows.TYPED_GROUP_COLUMNS
         name_width = self._fit_names(groups, now)
-        every = name_width != self._name_width
+        every = every or name_width != self._name_width
         if groups is self._shown and not self._aged and not every:
             return
         self._name_width = name_width
@@ -425,7 +444,7 @@ class GroupsTable(KeyedTable):
                 aged.add(g.group_id)
             elif before.get(g.group_id) is g and not every:
                 continue
-            changed[g.group_id] = rows.group_row(g, now, name_width)
+            changed[g.group_id] = rows.group_row(g, now, name_width, typed=typed)
         order = sorted(g.group_id for g in groups)
         present = set(order)
         self.patch(changed, [k for k in self.row_keys if k not in present], order)

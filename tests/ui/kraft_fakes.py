@@ -1,0 +1,260 @@
+"""KRaft snapshots for the screen tests, built from what a real cluster answered.
+
+tests/fixtures/kraft/*.json are raw answers recorded by tests/fixtures/record_kraft.py from a
+real dedicated KRaft cluster (Kafka 4.4.0: controllers 1001-1003, brokers 1-3): DescribeQuorum
+asked of the controllers, DescribeCluster (with fenced brokers), DescribeFeatures and
+DescribeTopicPartitions of test-topic. Times in them are shifted so each was read at
+FIXED_NOW. What no cluster answer says is kconsole's own and set here: when it first saw a
+leader, the health of its sources, and the wording of a failed read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from kconsole.models import (
+    Broker,
+    BrokerState,
+    ClusterMode,
+    ClusterSnapshot,
+    Controller,
+    Features,
+    Group,
+    Partition,
+    Quorum,
+    QuorumReplica,
+    SourceHealth,
+    SourceName,
+    Topic,
+)
+
+KRAFT_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kraft"
+FIXED_NOW = 1_800_000_000.0  # what record_kraft.py shifts every answer's time to
+# Kafka 4.4.0's MetadataVersion.fromFeatureLevel(33).version() (DescribeFeatures gives the level)
+METADATA_VERSIONS = {33: "4.4-IV2"}
+LEADER_SEEN_FOR = 125.0  # seconds kconsole has seen the recorded leader (its own observation)
+
+
+def recorded(name: str) -> dict[str, Any]:
+    """The raw answers of one recorded scenario."""
+    with (KRAFT_FIXTURES / f"{name}.json").open() as f:
+        data: dict[str, Any] = json.load(f)
+    return data
+
+
+def _seconds(ms: int | None) -> float | None:
+    """An answer's epoch milliseconds as seconds; -1 (not known to the leader) as None."""
+    return None if ms is None or ms < 0 else ms / 1000.0
+
+
+def quorum_from(
+    answer: dict[str, Any],
+    read_at: float,
+    *,
+    error: str = "",
+    leader_since: float | None = None,
+    previous: int | None = None,
+) -> Quorum:
+    """The Quorum model of a DescribeQuorum answer (v2, with `nodes` for the voters' hosts)."""
+    part = answer["topics"][0]["partitions"][0]
+    hosts = {
+        n["node_id"]: (n["listeners"][0]["host"], n["listeners"][0]["port"])
+        for n in answer.get("nodes") or []
+        if n.get("listeners")
+    }
+
+    def replicas(key: str, voter: bool) -> tuple[QuorumReplica, ...]:
+        out = []
+        for r in part.get(key) or []:
+            host, port = hosts.get(r["replica_id"], (None, None))
+            leo = r.get("log_end_offset", -1)
+            out.append(
+                QuorumReplica(
+                    r["replica_id"],
+                    voter,
+                    log_end_offset=None if leo < 0 else leo,
+                    last_fetch_at=_seconds(r.get("last_fetch_timestamp")),
+                    last_caught_up_at=_seconds(r.get("last_caught_up_timestamp")),
+                    directory_id=r.get("replica_directory_id"),
+                    host=host,
+                    port=port,
+                )
+            )
+        return tuple(out)
+
+    leader = part["leader_id"]
+    return Quorum(
+        leader_id=leader if leader >= 0 else None,
+        leader_epoch=part["leader_epoch"],
+        high_watermark=part["high_watermark"],
+        voters=replicas("current_voters", True),
+        observers=replicas("observers", False),
+        read_at=read_at,
+        error=error,
+        leader_since=leader_since,
+        previous_leader=previous,
+    )
+
+
+def brokers_from(
+    answer: dict[str, Any], states: dict[int, BrokerState] | None = None
+) -> tuple[Broker, ...]:
+    """DescribeCluster's brokers (fenced or not; their roles it does not say); `states` as the
+    backend sees the processes."""
+    states = states or {}
+    return tuple(
+        Broker(
+            b["broker_id"],
+            b["host"],
+            b["port"],
+            b.get("rack"),
+            state=states.get(b["broker_id"], BrokerState.UP),
+            fenced=bool(b.get("is_fenced")),
+            shutting_down=False,
+        )
+        for b in sorted(answer["brokers"], key=lambda b: b["broker_id"])
+    )
+
+
+def partitions_from(answer: dict[str, Any]) -> tuple[Partition, ...]:
+    """DescribeTopicPartitions' partitions (ELR as it came: None when not reported)."""
+    out = []
+    for t in answer["topics"]:
+        for p in t["partitions"]:
+            elr, last = p.get("eligible_leader_replicas"), p.get("last_known_elr")
+            out.append(
+                Partition(
+                    t["name"],
+                    p["partition_index"],
+                    p["leader_id"],
+                    tuple(p["replica_nodes"]),
+                    tuple(p["isr_nodes"]),
+                    p.get("leader_epoch"),
+                    elr=None if elr is None else tuple(elr),
+                    last_known_elr=None if last is None else tuple(last),
+                )
+            )
+    return tuple(sorted(out, key=lambda p: (p.topic, p.partition)))
+
+
+def features_from(answer: dict[str, Any], read_at: float) -> Features:
+    """DescribeFeatures' finalized metadata.version and kraft.version."""
+    level = answer["metadata.version"]["finalized"][1]
+    return Features(
+        metadata_version=METADATA_VERSIONS.get(level),
+        metadata_version_level=level,
+        kraft_version=answer["kraft.version"]["finalized"][1],
+        read_at=read_at,
+    )
+
+
+def sources(
+    taken_at: float, quorum_error: str = "", quorum_age: float = 0.3
+) -> tuple[SourceHealth, ...]:
+    """The quorum, Admin API and groups sources; the quorum failed `quorum_age` s ago when
+    `quorum_error` says why."""
+    quorum = (
+        SourceHealth(SourceName.QUORUM, False, taken_at - quorum_age, quorum_error)
+        if quorum_error
+        else SourceHealth(SourceName.QUORUM, True, taken_at - quorum_age)
+    )
+    return (
+        quorum,
+        SourceHealth(SourceName.ADMIN, True, taken_at - 0.4),
+        SourceHealth(SourceName.GROUPS, True, taken_at - 0.9),
+    )
+
+
+def snapshot(
+    name: str,
+    *,
+    quorum: Quorum | None = None,
+    brokers: tuple[Broker, ...] | None = None,
+    groups: tuple[Group, ...] = (),
+    quorum_error: str = "",
+    quorum_age: float = 0.3,
+) -> ClusterSnapshot:
+    """The snapshot kconsole would show of the recorded scenario `name` (answers it lacks
+    are the healthy recording's: nothing changed there)."""
+    data, healthy = recorded(name), recorded("healthy")
+    now = FIXED_NOW
+    cluster = data.get("describe_cluster", healthy["describe_cluster"])
+    parts = data.get("describe_topic_partitions", healthy["describe_topic_partitions"])
+    if quorum is None:
+        quorum = quorum_from(data["describe_quorum"], now, leader_since=now - LEADER_SEEN_FOR)
+    return ClusterSnapshot(
+        taken_at=now,
+        cluster_id=cluster["cluster_id"],
+        brokers=brokers if brokers is not None else brokers_from(cluster),
+        controller=Controller(quorum.leader_id, quorum.leader_epoch, quorum.leader_since),
+        partitions=partitions_from(parts),
+        topics=(Topic("test-topic", min_isr=2),),
+        groups=groups,
+        sources=sources(now, quorum_error, quorum_age),
+        mode=ClusterMode.KRAFT,
+        quorum=quorum,
+        features=features_from(healthy["describe_features"], now),
+    )
+
+
+def healthy() -> ClusterSnapshot:
+    """Every voter and observer caught up; leader 1003, epoch 1."""
+    return snapshot("healthy")
+
+
+def lagging_voter() -> ClusterSnapshot:
+    """Controller 1001 paused: 14 records behind, its last fetch 6.6 s old."""
+    return snapshot("lagging_voter")
+
+
+def fenced_broker() -> ClusterSnapshot:
+    """Broker 3 paused until the controller fenced it: out of every ISR, an observer 25
+    records behind."""
+    data = recorded("fenced_broker")
+    paused = {data["paused"]: BrokerState.PAUSED}
+    return snapshot("fenced_broker", brokers=brokers_from(data["describe_cluster"], paused))
+
+
+NO_LEADER_ERROR = (
+    "no controller answers as leader: 1002 NOT_LEADER_OR_FOLLOWER, 1001 and 1003 time out"
+)
+
+
+def no_leader(lost_for: float = 6.0) -> ClusterSnapshot:
+    """Controllers 1001 and 1003 (the leader) paused: the majority is lost. 1002 answers
+    NOT_LEADER_OR_FOLLOWER (recorded); the others do not answer at all. The quorum keeps the
+    last figures read, `lost_for` seconds ago, and says why nothing newer."""
+    data = recorded("no_leader")
+    answered = data["describe_quorum_left"]["topics"][0]["partitions"][0]
+    assert answered["error_code"] == 6  # NOT_LEADER_OR_FOLLOWER: what the recording says
+    now = FIXED_NOW
+    last = quorum_from(data["last_quorum"], now - lost_for)
+    quorum = dataclasses.replace(
+        last,
+        leader_id=None,
+        error=NO_LEADER_ERROR,
+        leader_since=now - lost_for,
+        previous_leader=last.leader_id,
+    )
+    return snapshot("no_leader", quorum=quorum, quorum_error=NO_LEADER_ERROR, quorum_age=lost_for)
+
+
+STALE_ERROR = "DescribeQuorum: timed out after 2.0 s (controllers 1001-1003)"
+
+
+def stale_quorum(age: float = 12.0) -> ClusterSnapshot:
+    """The healthy quorum's figures, read `age` seconds ago: the reads since timed out."""
+    now = FIXED_NOW
+    data = recorded("healthy")
+    # The figures as read then: the recording's times moved back by `age`.
+    answer = json.loads(json.dumps(data["describe_quorum"]))
+    for r in (*answer["topics"][0]["partitions"][0]["current_voters"],
+              *answer["topics"][0]["partitions"][0]["observers"]):  # fmt: skip
+        for key in ("last_fetch_timestamp", "last_caught_up_timestamp"):
+            if r[key] > 0:
+                r[key] -= round(age * 1000)
+    quorum = quorum_from(answer, now - age, error=STALE_ERROR, leader_since=now - LEADER_SEEN_FOR)
+    return snapshot("healthy", quorum=quorum, quorum_error=STALE_ERROR, quorum_age=age)
