@@ -191,8 +191,11 @@ def has_elr(snap: ClusterSnapshot | None) -> bool:
 
 
 def partition_columns(elr: bool) -> Columns:
-    """The partitions table's columns, with the ELR ones or without."""
-    return PARTITION_COLUMNS + ELR_COLUMNS if elr else PARTITION_COLUMNS
+    """The partitions table's columns, with the ELR ones (after the ISR: they matter when it
+    is short, and the flags then are long) or without."""
+    if not elr:
+        return PARTITION_COLUMNS
+    return PARTITION_COLUMNS[:5] + ELR_COLUMNS + PARTITION_COLUMNS[5:]
 
 
 SortKey = Callable[[ClusterSnapshot, Partition], Any]
@@ -340,9 +343,8 @@ def partition_cells(snap: ClusterSnapshot, p: Partition, elr: bool = False) -> l
         fmt.cell(fmt.ids(p.isr) or fmt.NONE, isr_style),
         _flags(flags),
     ]
-    if elr:
-        cells.append(_id_list(p.elr, fmt.NOTE))
-        cells.append(_id_list(p.last_known_elr, fmt.WARN))
+    if elr:  # before the flags, as partition_columns puts them
+        cells[5:5] = [_id_list(p.elr, fmt.NOTE), _id_list(p.last_known_elr, fmt.WARN)]
     return cells
 
 
@@ -369,9 +371,10 @@ def partition_widths(
     if not elr:
         return base
     return (
-        *base,
+        *base[:5],
         len(fmt.ids(p.elr)) if p.elr else none,
         len(fmt.ids(p.last_known_elr)) if p.last_known_elr else none,
+        base[5],
     )
 
 

@@ -23,6 +23,7 @@ from kconsole.models import (
     Controller,
     Features,
     Group,
+    GroupPartition,
     Partition,
     Quorum,
     QuorumReplica,
@@ -258,3 +259,37 @@ def stale_quorum(age: float = 12.0) -> ClusterSnapshot:
                 r[key] -= round(age * 1000)
     quorum = quorum_from(answer, now - age, error=STALE_ERROR, leader_since=now - LEADER_SEEN_FOR)
     return snapshot("healthy", quorum=quorum, quorum_error=STALE_ERROR, quorum_age=age)
+
+
+def elr_groups() -> ClusterSnapshot:
+    """Brokers 2 and 3 paused until fenced (a cluster recorded on its own): test-topic's ISR is
+    [1], below min.insync.replicas 2, and broker 3 is an eligible leader replica (KIP-966);
+    a classic and a consumer-protocol (KIP-848) group, both empty, listed with their types,
+    their committed offsets and log ends as their consumers read them before they closed."""
+    data = recorded("elr_groups")
+    now = FIXED_NOW
+    paused = {b: BrokerState.PAUSED for b in data["paused"]}
+    offsets = data["group_offsets"]
+    groups = tuple(
+        Group(
+            g["group_id"],
+            g["group_state"],
+            0,  # their consumers were closed
+            partitions=tuple(
+                GroupPartition("test-topic", int(p), committed, log_end)
+                for p, (committed, log_end) in sorted(
+                    offsets[g["group_id"]].items(), key=lambda kv: int(kv[0])
+                )
+            ),
+            group_type=g["group_type"],
+        )
+        for g in sorted(data["list_groups"], key=lambda g: g["group_id"])
+    )
+    quorum = quorum_from(data["describe_quorum"], now, leader_since=now - LEADER_SEEN_FOR)
+    snap = snapshot(
+        "elr_groups",
+        quorum=quorum,
+        brokers=brokers_from(data["describe_cluster"], paused),
+        groups=groups,
+    )
+    return dataclasses.replace(snap, features=features_from(data["describe_features"], now))

@@ -64,3 +64,11 @@ class TestQuorum:
         """A fenced broker on an 80x24 terminal."""
         snaps = K.healthy(), K.fenced_broker()
         assert snap_compare(new_app(), terminal_size=SMALL, run_before=feeding(*snaps))
+
+    def test_elr_and_group_types_wide(self, snap_compare: SnapCompare) -> None:
+        """Brokers 2 and 3 fenced: ISR [1] under min ISR, ELR [3]; the groups' types."""
+        assert snap_compare(new_app(), terminal_size=WIDE, run_before=feeding(K.elr_groups()))
+
+    def test_elr_and_group_types_80x24(self, snap_compare: SnapCompare) -> None:
+        """ELR and group types on an 80x24 terminal."""
+        assert snap_compare(new_app(), terminal_size=SMALL, run_before=feeding(K.elr_groups()))
