@@ -143,10 +143,13 @@ def kraft_broker_rows(snap: ClusterSnapshot) -> Rows:
         r = snap.quorum.replica(cid) if snap.quorum is not None else None
         address = f"{r.host}:{r.port}" if r is not None and r.host and r.port else None
         is_leader = cid == leader
+        state = fmt.cell("leader" if is_leader else "voter", fmt.GOOD if is_leader else "")
+        if snap.quorum is not None and snap.quorum.error:  # as last read: not known to be so
+            state = fmt.cell(state.plain + "?", fmt.WARN)
         rows[str(cid)] = [
             KeyCell(f"{cid} ★" if is_leader else str(cid), row_key=str(cid)),
             fmt.cell("controller", fmt.NOTE),
-            fmt.cell("leader" if is_leader else "voter", fmt.GOOD if is_leader else ""),
+            state,
             dash,
             fmt.cell(address, "") if address else dash,
             dash,

@@ -155,6 +155,14 @@ class TestHeader:
         assert "KRaft" not in self.header(snap) and "mode" not in self.header(snap)
         assert self.header(snap).startswith(" kconsole │ cluster ")
 
+    def test_some_form_fits_80_columns_whatever_the_quorum(self) -> None:
+        from kconsole.ui.widgets.panes import HEADER_FORMS
+
+        for snap in (K.healthy(), K.stale_quorum(), K.no_leader(), K.fenced_broker()):
+            widths = [len(self.header(snap, compact=c, tight=t).rstrip()) for c, t in HEADER_FORMS]
+            assert min(widths) <= 80, widths
+            assert widths == sorted(widths, reverse=True), widths  # each shorter than before
+
     def test_unknown_mode_says_so(self) -> None:
         snap = dataclasses.replace(B.healthy(), mode=ClusterMode.UNKNOWN)
         assert "mode ?" in self.header(snap)
@@ -173,6 +181,11 @@ class TestBrokerRows:
         assert shown["1003"][:5] == ["1003 ★", "controller", "leader", "—", "127.0.0.1:19194"]
         assert shown["1001"][2] == "voter"
         assert rows.controller_ids(snap) == [1001, 1002, 1003]
+
+    def test_a_stale_quorum_marks_the_controllers_state_unsure(self) -> None:
+        shown = {k: [c.plain for c in v] for k, v in rows.broker_rows(K.stale_quorum()).items()}
+        assert [shown[str(i)][2] for i in (1001, 1002, 1003)] == ["voter?", "voter?", "leader?"]
+        assert shown["1"][2] == "up"  # brokers come from the Admin API, which answers
 
     def test_shutting_down_and_unknown_fencing(self) -> None:
         b = Broker(1, "h", 1, fenced=False, shutting_down=True)
