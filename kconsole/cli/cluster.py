@@ -226,6 +226,10 @@ def _print_up(local: LocalView | KRaftView, result: UpResult | KRaftUpTimes) -> 
             click.echo("resumed (was paused): " + ", ".join(resumed))
     if isinstance(local, KRaftView):
         times: KRaftUpTimes = result  # type: ignore[assignment]
+        if not times.started:
+            click.echo(f"ready in {times.total_s:.1f} s (nothing to start)")
+            _print_kraft_status(local.state_dir, local.status())
+            return
         click.echo(
             f"ready in {times.total_s:.1f} s (storage formatted in {times.format_s:.1f} s; "
             f"quorum leader {times.quorum_leader_s:.1f} s and every broker unfenced "
