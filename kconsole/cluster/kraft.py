@@ -47,6 +47,61 @@ from kconsole.cluster.settings import (
 Progress = Callable[[str], None]
 CONTROLLER_HEAP = "-Xmx256m -Xms256m"
 FORMAT_HEAP = "-Xmx128m"
+# A short-lived JVM: C1 only and the serial collector halve its CPU (measured: 2.3 -> 1.25 s).
+FORMAT_JVM_FLAGS = [
+    "-XX:TieredStopAtLevel=1",
+    "-XX:+UseSerialGC",
+    "-XX:-UsePerfData",
+    "-Djava.awt.headless=true",
+]
+FORMAT_LAUNCHER_NAME = "FormatStorage.java"
+FORMAT_NEXT = "--kconsole-next"
+# Run with `java -cp LIB FormatStorage.java LOG ARGS... --kconsole-next LOG ARGS...`: each
+# group is one node's format.log and its StorageTool arguments. StorageTool.execute (Kafka
+# 3.9 and 4.x) is found by reflection, so compiling this needs nothing from the classpath.
+FORMAT_LAUNCHER = """\
+// Written by kconsole: formats the storage of several KRaft nodes in one JVM.
+import java.io.FileOutputStream;
+import java.io.PrintStream;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.util.ArrayList;
+import java.util.List;
+
+public class FormatStorage {
+    public static void main(String[] argv) throws Exception {
+        Method execute = Class.forName("kafka.tools.StorageTool")
+            .getMethod("execute", String[].class, PrintStream.class);
+        List<List<String>> groups = new ArrayList<>();
+        List<String> current = new ArrayList<>();
+        for (String arg : argv) {
+            if (arg.equals("--kconsole-next")) {
+                groups.add(current);
+                current = new ArrayList<>();
+            } else {
+                current.add(arg);
+            }
+        }
+        groups.add(current);
+        for (int i = 0; i < groups.size(); i++) {
+            List<String> group = groups.get(i);
+            int code;
+            try (PrintStream out = new PrintStream(new FileOutputStream(group.get(0)), true)) {
+                try {
+                    String[] args = group.subList(1, group.size()).toArray(new String[0]);
+                    code = (Integer) execute.invoke(null, args, out);
+                } catch (InvocationTargetException e) {
+                    out.println("Error: " + e.getCause());
+                    e.getCause().printStackTrace(out);
+                    code = 1;
+                }
+            }
+            System.out.println("kconsole-format " + i + " " + code);
+        }
+        System.exit(0);
+    }
+}
+"""
 REAP_WAIT_S = 5.0
 TEST_TOPIC_MIN_ISR = 2  # set on the topic itself, whatever the cluster default
 
@@ -210,15 +265,94 @@ class KRaftCluster:
         return (self.proc_dir(node.name) / "data" / "meta.properties").exists()
 
     def format_storage(self, lib: Path, timeout: float = 120.0) -> float:
-        """Format every node not formatted yet, all at once; seconds it took."""
+        """Format every node not formatted yet; seconds it took.
+
+        All of them in one JVM (FORMAT_LAUNCHER, run by Java's source launcher: StorageTool's
+        `execute` once per node), which costs a fifth of the CPU of a JVM per node (measured:
+        2.6 s against 14 s for 6 nodes) -- what a cluster's first start waits for on a busy
+        machine. A node the launcher did not get to (no compiler in this Java, a crash) is
+        formatted by a JVM of its own, in parallel, as before."""
         start = time.monotonic()
-        running: list[tuple[KRaftNode, subprocess.Popen[bytes], Path]] = []
-        for node in self.spec.nodes():
-            if self.is_formatted(node):
-                continue
+        deadline = start + timeout
+        todo = [n for n in self.spec.nodes() if not self.is_formatted(n)]
+        if todo:
+            codes = self._format_in_one_jvm(todo, lib, deadline)
+            failed: list[tuple[KRaftNode, Path, int | None]] = [
+                (n, self.proc_dir(n.name) / "format.log", c) for n, c in codes.items() if c
+            ]
+            if not failed:
+                rest = [n for n in todo if n not in codes]
+                failed = self._format_each(rest, lib, deadline)
+            if failed:
+                node, out, code = failed[0]
+                raise ClusterError(
+                    f"formatting the storage of {node.name} failed "
+                    + (
+                        f"(exit {code})"
+                        if code is not None
+                        else f"(no exit within {timeout:.0f} s)"
+                    ),
+                    log_lines=_error_first(out, 20),
+                    log_path=str(out),
+                )
+        return time.monotonic() - start
+
+    def _format_argv(self, lib: Path) -> list[str]:
+        _, _, log_flag = log_config_flag(self.spec, self.state_dir)
+        return [
+            jars.java_executable(),
+            *FORMAT_HEAP.split(),
+            *FORMAT_JVM_FLAGS,
+            log_flag,
+            f"-Dkafka.logs.dir={self.state_dir}",
+            "-cp",
+            f"{lib}{os.sep}*",
+        ]
+
+    def _format_in_one_jvm(
+        self, nodes: list[KRaftNode], lib: Path, deadline: float
+    ) -> dict[KRaftNode, int]:
+        """Format `nodes` in one JVM; each node's exit code as the launcher reported it (a
+        node missing from the answer was not attempted)."""
+        launcher = self.state_dir / FORMAT_LAUNCHER_NAME
+        launcher.write_text(FORMAT_LAUNCHER)
+        argv = [*self._format_argv(lib), str(launcher)]
+        for i, node in enumerate(nodes):
             d = self.proc_dir(node.name)
-            argv = [*self._jvm(node, FORMAT_HEAP), "-cp", f"{lib}{os.sep}*"]
-            argv += [
+            if i:
+                argv.append(FORMAT_NEXT)
+            argv += [str(d / "format.log"), *format_args(self.spec, node, d / "server.properties")]
+        out = self.state_dir / "format.log"
+        with open(out, "wb") as f:
+            popen = subprocess.Popen(
+                argv,
+                cwd=self.state_dir,
+                env=self._env(),
+                stdin=subprocess.DEVNULL,
+                stdout=f,
+                stderr=subprocess.STDOUT,
+            )
+            try:
+                popen.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                popen.kill()
+                popen.wait()
+        codes: dict[KRaftNode, int] = {}
+        for line in out.read_text(errors="replace").splitlines():
+            words = line.split()
+            if len(words) == 3 and words[0] == "kconsole-format" and words[1].isdigit():
+                codes[nodes[int(words[1])]] = int(words[2]) if words[2].lstrip("-").isdigit() else 1
+        return codes
+
+    def _format_each(
+        self, nodes: list[KRaftNode], lib: Path, deadline: float
+    ) -> list[tuple[KRaftNode, Path, int | None]]:
+        """Format `nodes` with a JVM each, all at once; the ones that failed."""
+        running: list[tuple[KRaftNode, subprocess.Popen[bytes], Path]] = []
+        for node in nodes:
+            d = self.proc_dir(node.name)
+            argv = [
+                *self._format_argv(lib),
                 "kafka.tools.StorageTool",
                 *format_args(self.spec, node, d / "server.properties"),
             ]
@@ -228,7 +362,6 @@ class KRaftCluster:
                     argv, cwd=d, env=self._env(), stdin=subprocess.DEVNULL, stdout=f, stderr=f
                 )
             running.append((node, popen, out))
-        deadline = start + timeout
         failed: list[tuple[KRaftNode, Path, int | None]] = []
         for node, popen, out in running:
             try:
@@ -239,15 +372,7 @@ class KRaftCluster:
                 code = None
             if code != 0:
                 failed.append((node, out, code))
-        if failed:
-            node, out, code = failed[0]
-            raise ClusterError(
-                f"formatting the storage of {node.name} failed "
-                + (f"(exit {code})" if code is not None else f"(no exit within {timeout:.0f} s)"),
-                log_lines=tail_lines(out, 20),
-                log_path=str(out),
-            )
-        return time.monotonic() - start
+        return failed
 
     # -- lifecycle ------------------------------------------------------------------------
     def up(
@@ -711,3 +836,15 @@ def _cli_name(node: KRaftNode) -> str:
     """How `kconsole cluster stop|kill|...` names `node`: a broker (or combined node) by its
     id, a dedicated controller as controller:ID."""
     return str(node.node_id) if node.is_broker else f"controller:{node.node_id}"
+
+
+def _error_first(path: Path, lines: int) -> list[str]:
+    """The last `lines` lines of a tool's output, after its first `Error` line when that one
+    is further up (a stack trace would push the reason out of the tail)."""
+    tail = tail_lines(path, lines)
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            first = next((ln.rstrip("\n") for ln in fh if ln.startswith("Error")), None)
+    except OSError:
+        return tail
+    return tail if first is None or first in tail else [first, "...", *tail]
