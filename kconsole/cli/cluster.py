@@ -522,10 +522,17 @@ for _action in BrokerAction:
 
 
 @cluster.command()
-def fetch() -> None:
+@click.option(
+    "--kafka-version",
+    default=KAFKA_VERSION,
+    show_default=True,
+    metavar="X.Y.Z",
+    help=f"Which release ({KRAFT_KAFKA_VERSION} is the KRaft mode's default).",
+)
+def fetch(kafka_version: str) -> None:
     """Resolve the Kafka jars into the per-user cache (needs Maven once)."""
     try:
-        lib = jars.ensure_kafka_jars(KAFKA_VERSION)
+        lib = jars.ensure_kafka_jars(kafka_version)
     except ClusterError as exc:
         fail(exc)
-    click.echo(f"Kafka {KAFKA_VERSION} jars: {lib} ({len(list(lib.glob('*.jar')))} jars)")
+    click.echo(f"Kafka {kafka_version} jars: {lib} ({len(list(lib.glob('*.jar')))} jars)")

@@ -103,6 +103,7 @@ public class FormatStorage {
 }
 """
 REAP_WAIT_S = 5.0
+QUORUM_GRACE_S = 6.0  # how long a broker stop waits for a quorum leader before refusing
 TEST_TOPIC_MIN_ISR = 2  # set on the topic itself, whatever the cluster default
 
 
@@ -546,6 +547,17 @@ class KRaftCluster:
         """SIGTERM (a broker's controlled shutdown; a controller resigns); seconds until the
         process was gone. ClusterError when it has not exited within `timeout`."""
         proc = self._running_proc(name, "stop")
+        node = self.node_named(name)
+        if node.is_broker and not self._quorum_leader_within(QUORUM_GRACE_S):
+            # Its controlled shutdown asks the quorum leader to move its leaders away and
+            # waits minutes for an answer that cannot come.
+            raise ClusterError(
+                f"not stopping {node_label(name)}: no controller answers as quorum leader (a "
+                "majority of the controllers is down, or an election is under way), so its "
+                "controlled shutdown would hang until it times out. Start a controller first, "
+                f"or stop it without a controlled shutdown: `kconsole cluster kill "
+                f"{_cli_name(node)}`"
+            )
         rec = proc.record()
         t0 = time.monotonic()
         if not proc.terminate(timeout):
@@ -558,6 +570,16 @@ class KRaftCluster:
         took = time.monotonic() - t0
         wait_reaped([rec], REAP_WAIT_S)
         return took
+
+    def _quorum_leader_within(self, seconds: float) -> bool:
+        """Whether a quorum leader answers within `seconds` (an election after a leader was
+        lost takes about controller.quorum.fetch.timeout.ms, 2 s)."""
+        deadline = time.monotonic() + seconds
+        while self.quorum(timeout_s=1.0) is None:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.2)
+        return True
 
     def kill_node(self, name: str) -> float:
         """SIGKILL; seconds until the process was gone."""

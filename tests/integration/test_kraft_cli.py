@@ -208,3 +208,21 @@ def test_cluster_up_combined_through_the_cli(tmp_path: Path) -> None:
     finally:
         if d.exists():
             KRaftCluster(d).down(timeout=20)
+
+
+def test_a_broker_stop_without_a_quorum_is_refused_at_once(kraft_healthy: KRaftCluster) -> None:
+    """With two of three controllers stopped there is no quorum leader, and a broker's
+    controlled shutdown would wait minutes for one: the stop is refused, saying to start a
+    controller or kill, and the broker keeps running. (The fixture starts the controllers.)"""
+    for ctl in (1002, 1003):
+        code, out = kc(kraft_healthy, "stop", f"controller:{ctl}", "--yes")
+        assert code == 0, out
+    wait_until(lambda: kraft_healthy.quorum(timeout_s=1.0) is None, 60, "no quorum leader")
+    t0 = time.monotonic()
+    code, out = kc(kraft_healthy, "stop", "2", "--yes")
+    assert code == 1
+    assert "no controller answers as quorum leader" in out
+    assert "kconsole cluster kill 2" in out
+    assert time.monotonic() - t0 < 30
+    assert kraft_healthy.process("broker-2").state() is ProcState.RUNNING
+    assert last_audit("broker.stop", "broker 2")["outcome"] == "failed"
