@@ -462,7 +462,14 @@ class KRaftCluster:
         asked, saved = self._asked, self._load_spec()
         if asked is None or saved is None or not saved.cluster_id:
             return
-        fields = ("combined", "brokers", "controllers", "base_port", "controller_base_port")
+        fields = (
+            "combined",
+            "brokers",
+            "controllers",
+            "base_port",
+            "controller_base_port",
+            "overrides",
+        )
         differ = [f for f in fields if getattr(asked, f) != getattr(saved, f)]
         if asked.kafka_version != saved.kafka_version:
             differ.append("kafka_version")
@@ -470,8 +477,8 @@ class KRaftCluster:
             had = ", ".join(f"{f}={getattr(saved, f)!r}" for f in differ)
             raise ClusterError(
                 f"the local KRaft cluster in {self.state_dir} was created with {had}; it keeps "
-                "that. Use it as it is (`kconsole cluster up --mode kraft` without those "
-                "options), or remove it first with `kconsole cluster down --purge`"
+                "that. Use it as it is (`kconsole cluster up` without those options), or "
+                "remove it first with `kconsole cluster down --purge`"
             )
 
     def _stop_started(self, names: list[str]) -> None:

@@ -98,6 +98,14 @@ class TestModeGuard:
         assert "down --purge" in out
         assert not (d / "node-1").exists() and not (d / "controller-1001").exists()
 
+    def test_new_settings_on_a_formatted_kraft_cluster_are_refused(
+        self, tmp_path: Path, state: Path
+    ) -> None:
+        """Not silently dropped: the cluster keeps what it was created with, and says so."""
+        code, out = run(kraft_dir(tmp_path / "local"), "up", "--set", "num.io.threads=8")
+        assert code == 1
+        assert "was created with overrides={}" in out
+
     def test_open_local_follows_the_saved_mode(self, tmp_path: Path) -> None:
         assert isinstance(open_local(kraft_dir(tmp_path / "k")), KRaftCluster)
         assert isinstance(open_local(zk_dir(tmp_path / "z")), LocalCluster)
@@ -246,3 +254,79 @@ class TestStoppedCluster:
         control, why = choose_backend(other, docker_timeout=0.5)
         assert not isinstance(control, KRaftNodeControl)
         assert control is not None or "serves 127.0.0.1:19092" in why
+
+
+class TestQuorumReading:
+    """What a start's verification reads of DescribeQuorum (the shape kafka-python's
+    to_dict() gives: a dead voter has -1s)."""
+
+    RESPONSE = {
+        "error_code": 0,
+        "topics": [
+            {
+                "partitions": [
+                    {
+                        "error_code": 0,
+                        "leader_id": 1002,
+                        "leader_epoch": 7,
+                        "high_watermark": 900,
+                        "current_voters": [
+                            {"replica_id": 1001, "log_end_offset": 880,
+                             "last_fetch_timestamp": 5000, "last_caught_up_timestamp": 4000},
+                            {"replica_id": 1002, "log_end_offset": 901,
+                             "last_fetch_timestamp": -1, "last_caught_up_timestamp": -1},
+                            {"replica_id": 1003, "log_end_offset": -1,
+                             "last_fetch_timestamp": -1, "last_caught_up_timestamp": -1},
+                        ],
+                        "observers": [
+                            {"replica_id": 1, "log_end_offset": 901,
+                             "last_fetch_timestamp": 5100, "last_caught_up_timestamp": 5100},
+                        ],
+                    }
+                ]
+            }
+        ],
+    }  # fmt: skip
+
+    def test_lag_and_timestamps(self) -> None:
+        from kconsole.cluster.kraft_probes import quorum_from_response
+
+        q = quorum_from_response(self.RESPONSE)
+        assert q is not None
+        assert (q.leader_id, q.leader_epoch, q.voter_ids) == (1002, 7, [1001, 1002, 1003])
+        assert q.lag(1001) == 21
+        assert q.lag(1) == 0
+        assert q.lag(1003) is None  # never fetched: unknown, not 0
+        assert q.lag(42) is None
+        voter = q.voter(1001)
+        assert voter is not None
+        assert (voter.last_fetch_ms, voter.last_caught_up_ms) == (5000, 4000)
+
+    def test_back_in_quorum_only_after_the_start(self, tmp_path: Path) -> None:
+        """A controller counts as back only when the leader saw it fetch and catch up after
+        the start: an earlier fetch (the previous process's) does not count."""
+        from kconsole.cluster.kraft_probes import quorum_from_response
+
+        cluster = KRaftCluster(kraft_dir(tmp_path / "k"))
+        q = quorum_from_response(self.RESPONSE)
+        cluster.quorum = lambda timeout_s=2.0: q  # type: ignore[method-assign]
+        assert cluster._back_in_quorum(1001, since_ms=3000) == (1002, 21)
+        assert cluster._back_in_quorum(1001, since_ms=4500) is None  # caught up before it
+        assert cluster._back_in_quorum(1003, since_ms=0) is None
+        assert cluster._back_in_quorum(1002, since_ms=10**13) == (1002, 0)  # it leads
+
+    def test_start_messages(self) -> None:
+        from kconsole.cluster.kraft import NodeStart
+
+        broker = NodeStart("broker-2", ("broker",), 42, unfenced_s=2.5)
+        assert broker.message == "broker 2 started (pid 42), registered and unfenced after 2.5 s"
+        ctl = NodeStart(
+            "controller-1001", ("controller",), 7, in_quorum_s=4.9, quorum_leader=1002, lag=1
+        )
+        assert "controller 1001 started (pid 7), back in the quorum after 4.9 s" in ctl.message
+        assert "fetching from leader 1002" in ctl.message
+        both = NodeStart("node-1", ("broker", "controller"), 9, 3.0, 2.0, 1, 0)
+        assert both.message == (
+            "node 1 (broker+controller) started (pid 9), registered and unfenced after 3.0 s, "
+            "quorum leader after 2.0 s"
+        )
