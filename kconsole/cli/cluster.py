@@ -1,4 +1,5 @@
-"""`kconsole cluster ...`: the embedded local cluster (ZooKeeper + brokers as JVM processes)."""
+"""`kconsole cluster ...`: the embedded local cluster (ZooKeeper + brokers, or KRaft controllers +
+brokers, as JVM processes)."""
 
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ MODES = ("zookeeper", "kraft")
 )
 @click.pass_context
 def cluster(ctx: click.Context, state_dir: Path | None) -> None:
-    """The embedded local cluster: ZooKeeper + Kafka brokers as local JVM processes."""
+    """The embedded local cluster as local JVM processes: ZooKeeper + Kafka brokers, or in
+    KRaft mode controllers + brokers (or combined nodes)."""
     ctx.obj["state_dir"] = state_dir or ctx.obj["settings"].cluster_dir
 
 
