@@ -25,6 +25,21 @@ from typing import Any
 GUARDED: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
     ("kconsole.cluster.local_control", "LocalBrokerControl", ("act",)),
     ("kconsole.cluster.docker", "DockerBrokerControl", ("act",)),
+    ("kconsole.cluster.kraft_control", "KRaftNodeControl", ("act",)),
+    (
+        "kconsole.cluster.kraft",
+        "KRaftCluster",
+        (
+            "up",
+            "down",
+            "ensure_topic",
+            "stop_node",
+            "kill_node",
+            "pause_node",
+            "resume_node",
+            "start_node",
+        ),
+    ),
     (
         "kconsole.cluster.local",
         "LocalCluster",

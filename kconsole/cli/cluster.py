@@ -1,4 +1,5 @@
-"""`kconsole cluster ...`: the embedded local cluster (ZooKeeper + brokers as JVM processes)."""
+"""`kconsole cluster ...`: the embedded local cluster (ZooKeeper + brokers, or KRaft controllers +
+brokers, as JVM processes)."""
 
 from __future__ import annotations
 
@@ -14,15 +15,25 @@ from kconsole.cli.common import follow as follow_file
 from kconsole.cli.main import main
 from kconsole.cluster import jars
 from kconsole.cluster.control import BrokerAction
+from kconsole.cluster.jars import kafka_major
+from kconsole.cluster.kraft_spec import CONTROLLER_BASE_PORT, KRaftSpec
 from kconsole.cluster.local_spec import LocalClusterSpec, parse_set_options
 from kconsole.cluster.local_status import ClusterStatus
 from kconsole.cluster.procs import tail_lines
-from kconsole.cluster.settings import KAFKA_VERSION, TEST_TOPIC, ZOOKEEPER_VERSION
-from kconsole.commands.views import LocalView
+from kconsole.cluster.settings import (
+    KAFKA_VERSION,
+    KRAFT_KAFKA_VERSION,
+    TEST_TOPIC,
+    ZOOKEEPER_VERSION,
+)
+from kconsole.commands.views import KRaftView, LocalView
 from kconsole.errors import ClusterError
 
 if TYPE_CHECKING:
+    from kconsole.cluster.kraft import KRaftStatus, KRaftUpTimes
     from kconsole.cluster.local import UpResult
+
+MODES = ("zookeeper", "kraft")
 
 
 @main.group()
@@ -35,11 +46,12 @@ if TYPE_CHECKING:
 )
 @click.pass_context
 def cluster(ctx: click.Context, state_dir: Path | None) -> None:
-    """The embedded local cluster: ZooKeeper + Kafka brokers as local JVM processes."""
+    """The embedded local cluster as local JVM processes: ZooKeeper + Kafka brokers, or in
+    KRaft mode controllers + brokers (or combined nodes)."""
     ctx.obj["state_dir"] = state_dir or ctx.obj["settings"].cluster_dir
 
 
-def _local(ctx: click.Context) -> LocalView:
+def _local(ctx: click.Context) -> LocalView | KRaftView:
     """The local cluster in --state-dir, read-only (acting on it is the command layer's)."""
     try:
         return commands(ctx).local_view()
@@ -48,6 +60,25 @@ def _local(ctx: click.Context) -> LocalView:
 
 
 @cluster.command()
+@click.option(
+    "--mode",
+    type=click.Choice(MODES),
+    default=None,
+    help="zookeeper (1 ZooKeeper + brokers, Kafka 3.9) or kraft (3 controllers + 3 brokers, "
+    "Kafka 4.x). Default: the mode of the cluster already in --state-dir, else zookeeper.",
+)
+@click.option(
+    "--combined",
+    is_flag=True,
+    help="KRaft with combined broker+controller nodes (3 by default); implies --mode kraft.",
+)
+@click.option(
+    "--kafka-version",
+    default=None,
+    metavar="X.Y.Z",
+    help=f"Kafka release to run (default {KAFKA_VERSION} in ZooKeeper mode, "
+    f"{KRAFT_KAFKA_VERSION} in KRaft mode).",
+)
 @click.option("--brokers", type=int, default=None, help="Number of brokers (default 3).")
 @click.option("--racks", type=int, default=None, help="Spread brokers over R racks (rack-1..R).")
 @click.option(
@@ -65,43 +96,87 @@ def _local(ctx: click.Context) -> LocalView:
     help="Port of broker 1; broker N gets BASE+N-1 (default 19092).",
 )
 @click.option(
+    "--controller-port",
+    type=int,
+    default=None,
+    help=f"KRaft: port of the first controller, the next ones follow (default "
+    f"{CONTROLLER_BASE_PORT}).",
+)
+@click.option(
     "--timeout",
     type=float,
-    default=120.0,
-    show_default=True,
-    help="Seconds to wait for the cluster to be ready.",
+    default=None,
+    help="Seconds to wait for the cluster to be ready (default 120; 240 in KRaft mode).",
 )
 @click.option("--no-topic", is_flag=True, help=f"Do not create {TEST_TOPIC}.")
 @click.pass_context
 def up(
     ctx: click.Context,
+    mode: str | None,
+    combined: bool,
+    kafka_version: str | None,
     brokers: int | None,
     racks: int | None,
     sets: tuple[str, ...],
     zk_port: int | None,
     base_port: int | None,
-    timeout: float,
+    controller_port: int | None,
+    timeout: float | None,
     no_topic: bool,
 ) -> None:
-    """Start ZooKeeper and the brokers (only what is not running), wait until ready."""
+    """Start the local cluster (only what is not running) and wait until ready.
+
+    One local cluster at a time, in the mode it was created in: asking for the other mode
+    while one exists is an error (`kconsole cluster down --purge` removes it)."""
     door = commands(ctx)
     try:
         door.refuse("cluster.up", str(ctx.obj["state_dir"]))
-        base = door.local_view().spec
+        if combined and mode == "zookeeper":
+            raise ClusterError("--combined is a KRaft topology: use it with --mode kraft")
+        view = door.local_view()
+        asked = "kraft" if combined else mode
+        kraft = (asked or view.mode) == "kraft"
         overrides, zk_overrides = parse_set_options(sets)
-        spec = LocalClusterSpec(
-            brokers=brokers if brokers is not None else base.brokers,
-            racks=racks if racks is not None else (base.racks if brokers is None else 0),
-            zk_port=zk_port if zk_port is not None else base.zk_port,
-            base_port=base_port if base_port is not None else base.base_port,
-            overrides={**base.overrides, **overrides} if sets else base.overrides,
-            zk_overrides={**base.zk_overrides, **zk_overrides} if sets else base.zk_overrides,
-        )
+        spec: LocalClusterSpec | KRaftSpec
+        if kraft:
+            unsupported = [
+                name
+                for name, value in (("--racks", racks), ("--zk-port", zk_port))
+                if value is not None
+            ]
+            if zk_overrides:
+                unsupported.append("--set zk:...")
+            if unsupported:
+                raise ClusterError(
+                    f"{', '.join(unsupported)}: ZooKeeper-mode options, not for a KRaft cluster"
+                )
+            spec = _kraft_spec(
+                view, combined, kafka_version, brokers, base_port, controller_port, overrides
+            )
+        else:
+            if controller_port is not None:
+                raise ClusterError("--controller-port is for a KRaft cluster (--mode kraft)")
+            base = view.spec if isinstance(view, LocalView) else LocalClusterSpec()
+            version = kafka_version or base.kafka_version
+            if kafka_major(version) >= 4:
+                raise ClusterError(
+                    f"Kafka {version} has no ZooKeeper mode (3.9 is the last line that has): "
+                    "use --mode kraft, or a 3.x --kafka-version"
+                )
+            spec = LocalClusterSpec(
+                brokers=brokers if brokers is not None else base.brokers,
+                racks=racks if racks is not None else (base.racks if brokers is None else 0),
+                zk_port=zk_port if zk_port is not None else base.zk_port,
+                base_port=base_port if base_port is not None else base.base_port,
+                kafka_version=version,
+                overrides={**base.overrides, **overrides} if sets else base.overrides,
+                zk_overrides={**base.zk_overrides, **zk_overrides} if sets else base.zk_overrides,
+            )
         if not jars.kafka_jars_ready(spec.kafka_version):
             click.echo(f"fetching Kafka {spec.kafka_version} jars with Maven (first run only)...")
         result = door.cluster_up(
             spec,
-            timeout=timeout,
+            timeout=timeout if timeout is not None else (240.0 if kraft else 120.0),
             create_topic=not no_topic,
             progress=lambda m: click.echo(f"  {m}"),
         )
@@ -110,16 +185,145 @@ def up(
     _print_up(door.local_view(), result)
 
 
-def _print_up(local: LocalView, result: UpResult) -> None:
-    if result.already_running and not result.started and not result.resumed:
-        click.echo("already running: " + ", ".join(result.already_running))
+def _kraft_spec(
+    view: LocalView | KRaftView,
+    combined: bool,
+    kafka_version: str | None,
+    brokers: int | None,
+    base_port: int | None,
+    controller_port: int | None,
+    overrides: dict[str, str],
+) -> KRaftSpec:
+    """The KRaft spec asked for: the saved one's (when the state dir holds a KRaft cluster)
+    with the options given on top, else the defaults with them."""
+    base = view.spec if isinstance(view, KRaftView) else KRaftSpec()
+    version = kafka_version or base.kafka_version
+    if kafka_major(version) < 3 or version.startswith(("3.0", "3.1", "3.2")):
+        raise ClusterError(f"Kafka {version} is too old for a local KRaft cluster (3.9 or later)")
+    is_combined = combined or base.combined
+    count = brokers if brokers is not None else base.brokers
+    return KRaftSpec(
+        combined=is_combined,
+        brokers=count,
+        controllers=count if is_combined else base.controllers,
+        base_port=base_port if base_port is not None else base.base_port,
+        controller_base_port=(
+            controller_port if controller_port is not None else base.controller_base_port
+        ),
+        kafka_version=version,
+        overrides={**base.overrides, **overrides},
+        cluster_id=base.cluster_id,
+        directory_ids=dict(base.directory_ids),
+    )
+
+
+def _print_up(local: LocalView | KRaftView, result: UpResult | KRaftUpTimes) -> None:
+    started, running, resumed = result.started, result.already_running, result.resumed
+    if running and not started and not resumed:
+        click.echo("already running: " + ", ".join(running))
     else:
-        if result.already_running:
-            click.echo("already running: " + ", ".join(result.already_running))
-        if result.resumed:
-            click.echo("resumed (was paused): " + ", ".join(result.resumed))
-    click.echo(f"ready in {result.elapsed_s:.1f} s")
+        if running:
+            click.echo("already running: " + ", ".join(running))
+        if resumed:
+            click.echo("resumed (was paused): " + ", ".join(resumed))
+    if isinstance(local, KRaftView):
+        times: KRaftUpTimes = result  # type: ignore[assignment]
+        if not times.started:
+            click.echo(f"ready in {times.total_s:.1f} s (nothing to start)")
+            _print_kraft_status(local.state_dir, local.status())
+            return
+        click.echo(
+            f"ready in {times.total_s:.1f} s (storage formatted in {times.format_s:.1f} s; "
+            f"quorum leader {times.quorum_leader_s:.1f} s and every broker unfenced "
+            f"{times.brokers_unfenced_s:.1f} s after the controllers' launch)"
+        )
+        _print_kraft_status(local.state_dir, local.status())
+        return
+    up_result: UpResult = result  # type: ignore[assignment]
+    click.echo(f"ready in {up_result.elapsed_s:.1f} s")
     _print_status(local.status())
+
+
+def _cli_name(node_id: int, roles: tuple[str, ...]) -> str:
+    return str(node_id) if "broker" in roles else f"controller:{node_id}"
+
+
+def _kraft_rows(st: KRaftStatus) -> list[dict[str, object]]:
+    """One row per node: its name on the command line, roles, state, pid, ports, and what
+    the quorum leader says of it."""
+    spec_ports = st.spec.broker_ports(), st.spec.controller_ports()
+    rows = []
+    q = st.quorum
+    for n in st.nodes:
+        ports = []
+        if "broker" in n.roles:
+            ports.append(spec_ports[0][n.node_id])
+        if "controller" in n.roles:
+            ports.append(spec_ports[1][n.node_id])
+        quorum: str | None = None
+        lag: int | None = None
+        if q is not None:
+            if n.node_id == q.leader_id:
+                quorum = "leader"
+            elif n.node_id in q.voter_ids:
+                quorum = "voter"
+            elif n.node_id in q.observer_ids:
+                quorum = "observer"
+            lag = q.lag(n.node_id) if quorum else None
+        rows.append(
+            {
+                "name": n.name,
+                "cli_name": _cli_name(n.node_id, n.roles),
+                "node_id": n.node_id,
+                "roles": list(n.roles),
+                "state": n.state.value,
+                "pid": n.pid,
+                "ports": ports,
+                "quorum": quorum,
+                "lag": lag,
+            }
+        )
+    return rows
+
+
+def _print_kraft_status(state_dir: Path, st: KRaftStatus) -> None:
+    spec = st.spec
+    topology = (
+        f"{spec.brokers} combined broker+controller nodes"
+        if spec.combined
+        else f"{spec.controllers} controllers + {spec.brokers} brokers"
+    )
+    click.echo(f"Kafka {spec.kafka_version} (KRaft mode, {topology})")
+    click.echo(f"state dir:   {state_dir}")
+    click.echo(f"bootstrap:   {spec.bootstrap}")
+    click.echo(f"controllers: {spec.quorum_bootstrap}")
+    q = st.quorum
+    if q is None:
+        why = "no controller is running" if st.quorum_error is None else st.quorum_error
+        click.echo(f"quorum:      unknown ({why})")
+    else:
+        click.echo(
+            f"quorum:      leader {q.leader_id}, epoch {q.leader_epoch}, "
+            f"high watermark {q.high_watermark}, voters {', '.join(map(str, q.voter_ids))}"
+        )
+    click.echo("")
+    click.echo(
+        f"{'node':<16} {'name':<16} {'roles':<18} {'state':<8} {'pid':>7} {'ports':<12} quorum"
+    )
+    for row in _kraft_rows(st):
+        pid = str(row["pid"]) if row["pid"] else "-"
+        ports = ",".join(str(p) for p in row["ports"])  # type: ignore[attr-defined]
+        quorum = "-"
+        if row["quorum"]:
+            quorum = str(row["quorum"])
+            if row["lag"] is not None and row["quorum"] != "leader":
+                quorum += f" (lag {row['lag']})"
+        roles = "+".join(str(r) for r in row["roles"])  # type: ignore[attr-defined]
+        click.echo(
+            f"{row['name']!s:<16} {row['cli_name']!s:<16} {roles:<18} {row['state']!s:<8} "
+            f"{pid:>7} {ports:<12} {quorum}"
+        )
+    click.echo("(name: how `kconsole cluster stop|kill|pause|resume|start|logs` names the node)")
 
 
 def _print_status(st: ClusterStatus) -> None:
@@ -148,8 +352,13 @@ def _print_status(st: ClusterStatus) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
-    """Each process: running / paused / stopped, pid, port, registered in ZooKeeper."""
-    st = _local(ctx).status()
+    """Each process: running / paused / stopped, pid, port, registered in ZooKeeper (KRaft:
+    each node's roles and the quorum leader, epoch and every node's place in the quorum)."""
+    view = _local(ctx)
+    if isinstance(view, KRaftView):
+        _kraft_status(view, as_json)
+        return
+    st = view.status()
     if as_json:
         click.echo(
             json.dumps(
@@ -179,6 +388,40 @@ def status(ctx: click.Context, as_json: bool) -> None:
         _print_status(st)
 
 
+def _kraft_status(view: KRaftView, as_json: bool) -> None:
+    st = view.status()
+    if not as_json:
+        _print_kraft_status(view.state_dir, st)
+        return
+    q = st.quorum
+    click.echo(
+        json.dumps(
+            {
+                "mode": "kraft",
+                "state_dir": str(view.state_dir),
+                "kafka_version": st.spec.kafka_version,
+                "combined": st.spec.combined,
+                "bootstrap": st.spec.bootstrap,
+                "bootstrap_controller": st.spec.quorum_bootstrap,
+                "quorum": None
+                if q is None
+                else {
+                    "leader": q.leader_id,
+                    "epoch": q.leader_epoch,
+                    "high_watermark": q.high_watermark,
+                    "voters": q.voter_ids,
+                    "observers": q.observer_ids,
+                },
+                "quorum_error": st.quorum_error,
+                "nodes": [
+                    {**row, "log": str(view.log_path(str(row["name"])))} for row in _kraft_rows(st)
+                ],
+            },
+            indent=2,
+        )
+    )
+
+
 @cluster.command()
 @click.option(
     "--purge",
@@ -188,7 +431,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
 @click.option("--yes", "assume_yes", is_flag=True, help="Do not ask (needed without a terminal).")
 @click.pass_context
 def down(ctx: click.Context, purge: bool, assume_yes: bool) -> None:
-    """Stop every broker (controller last), then ZooKeeper."""
+    """Stop every broker (controller last), then ZooKeeper; KRaft: the brokers one at a time,
+    then every controller at once."""
     local = _local(ctx)
     t0 = time.monotonic()
     try:
@@ -206,17 +450,18 @@ def down(ctx: click.Context, purge: bool, assume_yes: bool) -> None:
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new lines (Ctrl-C ends).")
 @click.pass_context
 def logs(ctx: click.Context, target: str, lines: int, follow: bool) -> None:
-    """Print the log of a broker (its id) or of zookeeper."""
+    """Print the log of a broker (its id), of zookeeper, or of a KRaft controller
+    (controller:ID)."""
     local = _local(ctx)
-    name = "zookeeper" if target.lower() in ("zk", "zookeeper") else None
-    if name is None:
-        try:
-            name = local.broker_process_name(int(target))
-        except ValueError:
-            fail(ClusterError(f"TARGET is a broker id or 'zookeeper', not {target!r}"))
-        except ClusterError as exc:
-            fail(exc)
-    assert name is not None
+    try:
+        if isinstance(local, KRaftView):
+            name = local.spec.resolve_node(target).name
+        elif target.lower() in ("zk", "zookeeper"):
+            name = "zookeeper"
+        else:
+            name = local.broker_process_name(_zk_mode_broker(target, "TARGET", "or 'zookeeper'"))
+    except ClusterError as exc:
+        fail(exc)
     path = local.log_path(name)
     if not path.exists():
         fail(ClusterError(f"no log yet at {path}"))
@@ -226,28 +471,50 @@ def logs(ctx: click.Context, target: str, lines: int, follow: bool) -> None:
         follow_file(path)
 
 
+def _zk_mode_broker(text: str, what: str, extra: str = "") -> int:
+    """A broker id as a ZooKeeper-mode command takes it (`2` or `broker:2`)."""
+    kind, sep, num = text.strip().lower().partition(":")
+    if not sep:
+        kind, num = "broker", kind
+    if kind == "broker" and num.isdigit():
+        return int(num)
+    if kind == "controller":
+        raise ClusterError(
+            "this local cluster runs in ZooKeeper mode: it has no controller nodes (its "
+            "controller is one of the brokers, starred in `kconsole cluster status`)"
+        )
+    raise ClusterError(f"{what} is a broker id{(' ' + extra) if extra else ''}, not {text!r}")
+
+
 def _broker_command(action: BrokerAction) -> click.Command:
-    @click.argument("broker", type=int)
+    @click.argument("node")
     @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
     @click.pass_context
-    def command(ctx: click.Context, broker: int, yes: bool) -> None:
+    def command(ctx: click.Context, node: str, yes: bool) -> None:
         # The local cluster in --state-dir, whatever --backend says (see `kconsole --help`).
         door = commands(ctx, backend="local")
         try:
+            view = door.local_view()
+            if isinstance(view, KRaftView):
+                node_id = view.spec.resolve_node(node).node_id
+            else:
+                node_id = _zk_mode_broker(node, "NODE")
             said = door.broker(
-                action, broker, confirmation(yes), progress=lambda m: click.echo(f"  {m}")
+                action, node_id, confirmation(yes), progress=lambda m: click.echo(f"  {m}")
             )
             click.echo(said)
         except ClusterError as exc:
             fail(exc)
 
     doc = {
-        BrokerAction.STOP: "Stop a broker gracefully (SIGTERM: controlled shutdown).",
-        BrokerAction.KILL: "Kill a broker (SIGKILL: no controlled shutdown).",
-        BrokerAction.PAUSE: "Pause a broker (SIGSTOP: frozen with its connections open).",
-        BrokerAction.RESUME: "Resume a paused broker (SIGCONT).",
-        BrokerAction.START: "Start a stopped broker (same config and data); wait until registered.",
+        BrokerAction.STOP: "Stop a node gracefully (SIGTERM: a broker's controlled shutdown).",
+        BrokerAction.KILL: "Kill a node (SIGKILL: no controlled shutdown).",
+        BrokerAction.PAUSE: "Pause a node (SIGSTOP: frozen with its connections open).",
+        BrokerAction.RESUME: "Resume a paused node (SIGCONT).",
+        BrokerAction.START: "Start a stopped node (same config and data); wait until it is back "
+        "(registered; KRaft: unfenced, a controller back in the quorum and caught up).",
     }[action]
+    doc += " NODE: a broker id (2); in KRaft mode a controller is controller:ID (controller:1001)."
     command.__doc__ = doc
     return click.command(action.value, help=doc)(command)
 
@@ -257,10 +524,17 @@ for _action in BrokerAction:
 
 
 @cluster.command()
-def fetch() -> None:
+@click.option(
+    "--kafka-version",
+    default=KAFKA_VERSION,
+    show_default=True,
+    metavar="X.Y.Z",
+    help=f"Which release ({KRAFT_KAFKA_VERSION} is the KRaft mode's default).",
+)
+def fetch(kafka_version: str) -> None:
     """Resolve the Kafka jars into the per-user cache (needs Maven once)."""
     try:
-        lib = jars.ensure_kafka_jars(KAFKA_VERSION)
+        lib = jars.ensure_kafka_jars(kafka_version)
     except ClusterError as exc:
         fail(exc)
-    click.echo(f"Kafka {KAFKA_VERSION} jars: {lib} ({len(list(lib.glob('*.jar')))} jars)")
+    click.echo(f"Kafka {kafka_version} jars: {lib} ({len(list(lib.glob('*.jar')))} jars)")

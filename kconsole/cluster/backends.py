@@ -1,7 +1,9 @@
 """Which backend can act on the brokers of the cluster kconsole is pointed at.
 
     none    broker control disabled
-    local   the embedded local cluster in settings.cluster_dir (it must have a cluster.json)
+    local   the embedded local cluster in settings.cluster_dir (it must have a cluster.json),
+            in the mode it was created in: ZooKeeper (LocalBrokerControl) or KRaft
+            (KRaftNodeControl, controllers included)
     docker  the broker containers of a docker compose project
     auto    local when kconsole started the cluster the settings point at (every bootstrap
             server is one of its brokers, whatever their number), else docker when the compose
@@ -13,19 +15,32 @@ are the ones the console shows.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kconsole.cluster.control import BrokerControl
 from kconsole.cluster.docker import CONNECT_TIMEOUT_S, DEFAULT_PROJECT, DockerBrokerControl
 from kconsole.cluster.errors import ClusterError
+from kconsole.cluster.kraft import KRaftCluster
+from kconsole.cluster.kraft_control import KRaftNodeControl
+from kconsole.cluster.kraft_spec import KRaftSpec
 from kconsole.cluster.local import LocalCluster
 from kconsole.cluster.local_control import LocalBrokerControl
+from kconsole.cluster.local_spec import LocalClusterSpec
 
 if TYPE_CHECKING:  # the cluster layer does not depend on the settings module at run time
     from kconsole.config import Settings
 
 # LocalBrokerControl is importable from here too: callers pick backends in one place.
-__all__ = ["LocalBrokerControl", "choose_backend", "serves"]
+__all__ = [
+    "KRaftNodeControl",
+    "LocalBrokerControl",
+    "choose_backend",
+    "cluster_mode",
+    "open_local",
+    "serves",
+]
 
 
 def choose_backend(
@@ -41,7 +56,7 @@ def choose_backend(
         local, why = _local_cluster(settings)
         if local is None:
             return None, f"backend = local, but {why}"
-        return LocalBrokerControl(local), f"local cluster in {local.state_dir}"
+        return _local_control(local), f"local cluster in {local.state_dir}"
     if settings.backend == "docker":
         return DockerBrokerControl.discover(project, timeout=docker_timeout)
 
@@ -49,7 +64,7 @@ def choose_backend(
     local, why_not_local = _local_cluster(settings)
     if local is not None:
         if serves(local.spec.bootstrap, settings.bootstrap):
-            return LocalBrokerControl(local), f"local cluster in {local.state_dir}"
+            return _local_control(local), f"local cluster in {local.state_dir}"
         why_not_local = (
             f"the local cluster in {local.state_dir} serves {local.spec.bootstrap}, "
             f"not {settings.bootstrap}"
@@ -81,13 +96,59 @@ def _address(server: str) -> tuple[str, int]:
     return host, int(port) if port.isdigit() else -1
 
 
-def _local_cluster(settings: Settings) -> tuple[LocalCluster | None, str]:
+def cluster_mode(state_dir: Path) -> str | None:
+    """The mode of the local cluster saved in `state_dir` ("zookeeper" or "kraft"), None when
+    there is none. A cluster.json without a mode is a ZooKeeper one (written before KRaft)."""
+    try:
+        data = json.loads((Path(state_dir) / "cluster.json").read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise ClusterError(
+            f"{state_dir / 'cluster.json'} is not a valid cluster spec: {exc}"
+        ) from exc
+    mode = data.get("mode", "zookeeper") if isinstance(data, dict) else None
+    if mode not in ("zookeeper", "kraft"):
+        raise ClusterError(f"{state_dir / 'cluster.json'} names an unknown mode {mode!r}")
+    return str(mode)
+
+
+def open_local(
+    state_dir: Path, spec: LocalClusterSpec | KRaftSpec | None = None
+) -> LocalCluster | KRaftCluster:
+    """The local cluster in `state_dir`: with `spec`, in that spec's mode (ClusterError, saying
+    how to go on, when the state dir holds a cluster of the other mode); without, in the mode
+    it was created in (ZooKeeper when there is none yet)."""
+    saved = cluster_mode(state_dir)
+    if spec is None:
+        return KRaftCluster(state_dir) if saved == "kraft" else LocalCluster(state_dir)
+    asked = "kraft" if isinstance(spec, KRaftSpec) else "zookeeper"
+    if saved is not None and saved != asked:
+        names = {"kraft": "KRaft", "zookeeper": "ZooKeeper"}
+        raise ClusterError(
+            f"a {names[saved]}-mode local cluster already exists in {state_dir}; one local "
+            f"cluster at a time, in the mode it was created in. Use it as it is (`kconsole "
+            f"cluster up` without --mode), or remove it first with `kconsole cluster down "
+            f"--purge` and then start a {names[asked]} one"
+        )
+    if isinstance(spec, KRaftSpec):
+        return KRaftCluster(state_dir, spec)
+    return LocalCluster(state_dir, spec)
+
+
+def _local_control(local: LocalCluster | KRaftCluster) -> BrokerControl:
+    if isinstance(local, KRaftCluster):
+        return KRaftNodeControl(local)
+    return LocalBrokerControl(local)
+
+
+def _local_cluster(settings: Settings) -> tuple[LocalCluster | KRaftCluster | None, str]:
     """The local cluster in settings.cluster_dir if it has a cluster.json, else why not."""
     spec_file = settings.cluster_dir / "cluster.json"
     if not spec_file.exists():
         return None, f"no local cluster in {settings.cluster_dir} (no cluster.json)"
     try:
-        return LocalCluster(settings.cluster_dir), ""
+        return open_local(settings.cluster_dir), ""
     except ClusterError as exc:
         return None, exc.message
 

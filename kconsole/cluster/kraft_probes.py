@@ -18,6 +18,8 @@ NOT_LEADER_OR_FOLLOWER = 6
 class QuorumReplica:
     node_id: int
     log_end_offset: int
+    last_fetch_ms: int = -1  # wall-clock ms of its last fetch from the leader (-1: none)
+    last_caught_up_ms: int = -1  # wall-clock ms it was last caught up with the leader
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,19 @@ class QuorumState:
     def observer_ids(self) -> list[int]:
         return sorted(o.node_id for o in self.observers)
 
+    def voter(self, node_id: int) -> QuorumReplica | None:
+        return next((v for v in self.voters if v.node_id == node_id), None)
+
+    def lag(self, node_id: int) -> int | None:
+        """Records `node_id` is behind the leader (None: not a voter or observer here)."""
+        leader = self.voter(self.leader_id)
+        mine = self.voter(node_id) or next(
+            (o for o in self.observers if o.node_id == node_id), None
+        )
+        if leader is None or mine is None or mine.log_end_offset < 0:
+            return None
+        return max(0, leader.log_end_offset - mine.log_end_offset)
+
 
 def quorum_from_response(data: Mapping[str, Any]) -> QuorumState | None:
     """A DescribeQuorumResponse as a dict (kafka-python's to_dict(), or what
@@ -54,7 +69,12 @@ def quorum_from_response(data: Mapping[str, Any]) -> QuorumState | None:
 
     def replicas(key: str) -> tuple[QuorumReplica, ...]:
         return tuple(
-            QuorumReplica(int(r["replica_id"]), int(r.get("log_end_offset", -1)))
+            QuorumReplica(
+                int(r["replica_id"]),
+                int(r.get("log_end_offset", -1)),
+                int(r.get("last_fetch_timestamp", -1)),
+                int(r.get("last_caught_up_timestamp", -1)),
+            )
             for r in part.get(key) or []
         )
 

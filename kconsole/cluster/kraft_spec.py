@@ -151,6 +151,43 @@ class KRaftSpec:
                 return n
         raise ClusterError(f"{name} is not a node of this cluster")
 
+    def resolve_node(self, text: str) -> KRaftNode:
+        """The node a user names: a broker (or combined node) by its id (`2`, `broker:2`), a
+        controller as `controller:1001` (a combined node's id is its controller's too), or by
+        its directory name (`broker-2`, `controller-1001`, `node-1`). ClusterError listing
+        the names that work when `text` is none of them."""
+        raw = text.strip().lower()
+        kind, sep, num = raw.partition(":")
+        if not sep:
+            kind, num = "", raw
+        by_name = {n.name: n for n in self.nodes()}
+        if not kind and raw in by_name:
+            return by_name[raw]
+        node: KRaftNode | None = None
+        if num.isdigit() and kind in ("", "broker", "controller"):
+            nid = int(num)
+            for n in self.nodes():
+                if n.node_id != nid:
+                    continue
+                wanted = n.is_controller if kind == "controller" else n.is_broker
+                if wanted:
+                    node = n
+            if node is None and not kind and nid in self.controller_ids:
+                raise ClusterError(
+                    f"{nid} is a controller: name it controller:{nid} (brokers are named by "
+                    "their id alone)"
+                )
+        if node is None:
+            raise ClusterError(f"no node {text!r} in this cluster; nodes: {self.node_names()}")
+        return node
+
+    def node_names(self) -> str:
+        """How each node is named on the command line, for error messages and help."""
+        if self.combined:
+            return ", ".join(f"{i} (= controller:{i})" for i in self.broker_ids)
+        ctl = ", ".join(f"controller:{i}" for i in self.controller_ids)
+        return f"brokers {', '.join(map(str, self.broker_ids))}; {ctl}"
+
     def broker_ports(self) -> dict[int, int]:
         return {i: broker_port(i, self.base_port) for i in self.broker_ids}
 

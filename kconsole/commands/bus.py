@@ -23,11 +23,13 @@ from kconsole.cluster.control import BrokerAction, BrokerControl
 from kconsole.commands.auditlog import AuditLog
 from kconsole.commands.door import Confirm, never, yes
 from kconsole.commands.reassign import ClientFactory, ReassignCommands
-from kconsole.commands.views import BrokerStates, JobsView, LocalView, ReassignView
+from kconsole.commands.views import BrokerStates, JobsView, KRaftView, LocalView, ReassignView
 from kconsole.config import Settings
 from kconsole.errors import ClusterError
 
 if TYPE_CHECKING:
+    from kconsole.cluster.kraft import KRaftCluster, KRaftUpTimes
+    from kconsole.cluster.kraft_spec import KRaftSpec
     from kconsole.cluster.local import LocalCluster, UpResult
     from kconsole.cluster.local_spec import LocalClusterSpec
     from kconsole.cluster.produce_request import ProduceRequest, Record
@@ -42,8 +44,8 @@ __all__ = ["Commands", "Confirm", "yes"]
 
 # (the control, or None and why not), asked once, when a command first needs it
 ControlFactory = Callable[[], "tuple[BrokerControl | None, str]"]
-# the local cluster, with the spec to start it with (None: the saved one)
-LocalFactory = Callable[["LocalClusterSpec | None"], "LocalCluster"]
+# the local cluster, with the spec to start it with (None: the saved one, in its own mode)
+LocalFactory = Callable[["LocalClusterSpec | KRaftSpec | None"], "LocalCluster | KRaftCluster"]
 
 JOIN_TIMEOUT_S = 30.0  # a group tail's join: the group's rebalance must finish within this
 
@@ -156,11 +158,17 @@ class Commands(ReassignCommands):
         """Running reassignments, log sizes and throttles, read-only (None: no connection)."""
         return ReassignView(self.reassigner) if self.reassigner is not None else None
 
-    def local_view(self) -> LocalView:
-        """The local cluster's status and logs (ClusterError: its state dir is unusable)."""
-        return LocalView(self._local())
+    def local_view(self) -> LocalView | KRaftView:
+        """The local cluster's status and logs, in the mode it was created in (ClusterError:
+        its state dir is unusable)."""
+        from kconsole.cluster.kraft import KRaftCluster
 
-    def _local(self, spec: LocalClusterSpec | None = None) -> LocalCluster:
+        local = self._local()
+        return KRaftView(local) if isinstance(local, KRaftCluster) else LocalView(local)
+
+    def _local(
+        self, spec: LocalClusterSpec | KRaftSpec | None = None
+    ) -> LocalCluster | KRaftCluster:
         if self.local_cluster is None:
             raise ClusterError("no local cluster state dir")
         return self.local_cluster(spec)
@@ -194,20 +202,36 @@ class Commands(ReassignCommands):
             assert control is not None  # refuse() said so before
             return control.act(action, broker_id, progress=progress)
 
+        target = self._node_label(broker_id)
         return self._run(
             f"broker.{action.value}",
-            f"broker {broker_id}",
+            target,
             {"via": via} if via else {},
             act,
             confirm=confirm,
             expected=str(broker_id),
-            prompt=f"{action.value} broker {broker_id}? Type the broker id to confirm",
+            prompt=f"{action.value} {target}? Type {broker_id} to confirm",
             result=lambda said: {"said": said},
         )
 
-    def cluster_up(self, spec: LocalClusterSpec | None = None, **options: Any) -> UpResult:
+    def _node_label(self, node_id: int) -> str:
+        """What the audit log and the prompt call node `node_id`: 'broker 2', or on a local
+        KRaft cluster 'controller 1001' / 'node 1 (broker+controller)'."""
+        label = getattr(self._control(), "label", None)
+        if label is not None:
+            try:
+                return str(label(node_id))
+            except ClusterError:
+                pass  # not a node of it: the action itself says so
+        return f"broker {node_id}"
+
+    def cluster_up(
+        self, spec: LocalClusterSpec | KRaftSpec | None = None, **options: Any
+    ) -> UpResult | KRaftUpTimes:
         """Start the local cluster's processes that are not running, with `spec` (None: the
-        saved one); see LocalCluster.up for `options`."""
+        saved one, in its mode); see LocalCluster.up and KRaftCluster.up for `options`. A spec
+        of the other mode than the saved cluster's is refused (ClusterError says how to go
+        on)."""
         args = {k: v for k, v in options.items() if k != "progress"}
         target = str(self.cluster_dir or "the local cluster")
         self.refuse("cluster.up", target, args)  # before the state dir is even read
@@ -217,9 +241,9 @@ class Commands(ReassignCommands):
             args,
             lambda: self._local(spec).up(**options),
             result=lambda up: {
-                "started": up.started,
-                "resumed": up.resumed,
-                "already_running": up.already_running,
+                "started": list(up.started),
+                "resumed": list(up.resumed),
+                "already_running": list(up.already_running),
             },
         )
 
@@ -453,10 +477,12 @@ def reassign_factory(settings: Settings) -> ClientFactory:
     return factory
 
 
-def _local_cluster(state_dir: Path, spec: LocalClusterSpec | None) -> LocalCluster:
-    from kconsole.cluster.local import LocalCluster
+def _local_cluster(
+    state_dir: Path, spec: LocalClusterSpec | KRaftSpec | None
+) -> LocalCluster | KRaftCluster:
+    from kconsole.cluster.backends import open_local
 
-    return LocalCluster(state_dir, spec)
+    return open_local(state_dir, spec)
 
 
 def _control_factory(settings: Settings, backend: str | None, cluster_dir: Path) -> ControlFactory:

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from kconsole.cluster.procs import ProcState
 
 if TYPE_CHECKING:
+    from kconsole.cluster.kraft import KRaftCluster, KRaftStatus
+    from kconsole.cluster.kraft_spec import KRaftNode, KRaftSpec
     from kconsole.cluster.local import ClusterStatus, LocalCluster
     from kconsole.cluster.local_spec import LocalClusterSpec
     from kconsole.cluster.reassign import Ongoing, ReassignClient
@@ -86,7 +88,9 @@ class ReassignView:
 
 
 class LocalView:
-    """What `kconsole cluster status/logs` read of the local cluster."""
+    """What `kconsole cluster status/logs` read of the local cluster (ZooKeeper mode)."""
+
+    mode = "zookeeper"
 
     def __init__(self, cluster: LocalCluster) -> None:
         self.__cluster = cluster
@@ -112,6 +116,37 @@ class LocalView:
     def log_path(self, name: str) -> Path:
         """Where process `name` logs."""
         return self.__cluster.log_path(name)
+
+
+class KRaftView:
+    """What `kconsole cluster status/logs` read of a local KRaft cluster."""
+
+    mode = "kraft"
+
+    def __init__(self, cluster: KRaftCluster) -> None:
+        self.__cluster = cluster
+
+    @property
+    def state_dir(self) -> Path:
+        """The cluster's state directory."""
+        return self.__cluster.state_dir
+
+    @property
+    def spec(self) -> KRaftSpec:
+        """Its saved spec."""
+        return self.__cluster.spec
+
+    def status(self) -> KRaftStatus:
+        """Each node's state and pid, and the quorum as its leader describes it."""
+        return self.__cluster.status()
+
+    def node_of(self, node_id: int) -> KRaftNode:
+        """The node with id `node_id` (ClusterError when there is none)."""
+        return self.__cluster.node_of(node_id)
+
+    def log_path(self, name: str) -> Path:
+        """Where node `name` logs."""
+        return self.__cluster.proc_dir(name) / "server.log"
 
 
 BrokerStates = Callable[[], dict[int, ProcState]]

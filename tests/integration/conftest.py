@@ -204,3 +204,17 @@ def kraft(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KRaftClust
     from tests.integration.kraft_support import running_kraft  # it imports this module
 
     yield from running_kraft(tmp_path_factory, combined=False)
+
+
+@pytest.fixture
+def kraft_healthy(kraft: tuple[KRaftCluster, KRaftUpTimes]) -> Iterator[KRaftCluster]:
+    """The shared KRaft cluster with every node running, a quorum leader and every broker
+    unfenced, before and after the test (what it stopped is started again, with deadlines)."""
+    from tests.integration.kraft_support import restore_kraft
+
+    cluster, _ = kraft
+    restore_kraft(cluster)
+    try:
+        yield cluster
+    finally:
+        restore_kraft(cluster)

@@ -17,6 +17,7 @@ from kconsole.cluster.kraft import KRaftCluster, KRaftUpTimes
 from kconsole.cluster.kraft_spec import KRaftSpec
 from kconsole.cluster.procs import ProcState
 from tests.integration.conftest import _free
+from tests.waiting import wait_until
 
 # Stops the cluster if this process dies without the fixture's teardown.
 _REAPER = """
@@ -74,3 +75,28 @@ def running_kraft(
     alive = [p for p in pids if psutil.pid_exists(p)
              and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]  # fmt: skip
     assert not alive, f"KRaft processes still alive after down: {alive}"
+
+
+def restore_kraft(cluster: KRaftCluster, timeout: float = 240.0) -> None:
+    """Every node running (paused ones resumed, stopped ones started and verified back), a
+    quorum leader with every controller a voter, and every broker registered and unfenced;
+    fails the test after `timeout` seconds."""
+    for node in cluster.spec.nodes():  # controllers first: a broker needs a quorum to unfence
+        state = cluster.process(node.name).state()
+        if state is ProcState.PAUSED:
+            cluster.resume_node(node.name)
+        elif state is ProcState.STOPPED:
+            cluster.start_node(node.name, timeout=timeout)
+    wait_until(
+        lambda: all(s is ProcState.RUNNING for s in cluster.node_states().values()),
+        timeout,
+        "every KRaft node running",
+    )
+
+    def quorum_whole() -> bool:
+        q = cluster.quorum(timeout_s=2.0)
+        return q is not None and q.voter_ids == sorted(cluster.spec.controller_ids)
+
+    wait_until(quorum_whole, timeout, "a quorum leader and every controller a voter")
+    want = {b: False for b in cluster.spec.broker_ids}
+    wait_until(lambda: cluster.broker_fencing() == want, timeout, "every broker unfenced")

@@ -38,6 +38,40 @@ def test_combined_nodes_are_voters_and_unfenced_brokers(
     assert all(sorted(p.isr) == [1, 2, 3] for p in parts)
 
 
+def test_a_combined_node_is_stopped_and_started_as_one(
+    combined: tuple[KRaftCluster, KRaftUpTimes],
+) -> None:
+    """`stop N` on a combined node stops its broker and its controller (the quorum leader
+    here); `start controller:N` names the same node, and returns once the new process is both
+    unfenced and back in the quorum."""
+    from click.testing import CliRunner
+
+    from kconsole.cli import main as cli
+    from tests.waiting import wait_until
+
+    cluster, _ = combined
+    quorum = cluster.quorum()
+    assert quorum is not None
+    leader = quorum.leader_id
+    old_pid = cluster.process(f"node-{leader}").pid
+    base = ["--bootstrap", cluster.spec.bootstrap, "cluster", "--state-dir", str(cluster.state_dir)]
+    res = CliRunner().invoke(cli, [*base, "stop", str(leader), "--yes"])
+    assert res.exit_code == 0, res.output
+    assert f"node {leader} (broker+controller) stopped" in res.output
+    assert cluster.process(f"node-{leader}").state() is ProcState.STOPPED
+
+    def new_leader() -> bool:
+        q = cluster.quorum(timeout_s=1.0)
+        return q is not None and q.leader_id != leader
+
+    wait_until(new_leader, 60, "another node to lead the quorum")
+    res = CliRunner().invoke(cli, [*base, "start", f"controller:{leader}"])
+    assert res.exit_code == 0, res.output
+    assert "registered and unfenced" in res.output and "back in the quorum" in res.output
+    assert cluster.process(f"node-{leader}").pid not in (None, old_pid)
+    assert cluster.broker_fencing()[leader] is False
+
+
 def test_combined_down_stops_every_node_on_sigterm(
     combined: tuple[KRaftCluster, KRaftUpTimes],
 ) -> None:

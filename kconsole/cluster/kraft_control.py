@@ -1,0 +1,63 @@
+"""KRaftNodeControl: the BrokerControl of a local KRaft cluster.
+
+The console's broker keys and `kconsole cluster stop|kill|pause|resume|start` act through it,
+by node id: brokers 1-3, dedicated controllers 1001-1003 (a combined node's id is both its
+broker's and its controller's). `states()` lists brokers only, as every BrokerControl does (the
+observer shows them as brokers); `node_states()` has every node, controllers included.
+"""
+
+from __future__ import annotations
+
+from kconsole.cluster.control import BrokerAction
+from kconsole.cluster.kraft import KRaftCluster, Progress, node_label
+from kconsole.cluster.procs import ProcState
+
+
+class KRaftNodeControl:
+    """BrokerControl over the JVMs of a local KRaft cluster; every outcome is one it
+    verified (a stop: the process is gone; a start: the new process unfenced and / or back
+    in the quorum)."""
+
+    name = "local-kraft"
+
+    def __init__(self, cluster: KRaftCluster, progress: Progress | None = None):
+        self.cluster = cluster
+        self.progress = progress
+
+    def states(self) -> dict[int, ProcState]:
+        """Process state per broker id (combined nodes included)."""
+        return {
+            n.node_id: self.cluster.process(n.name).state()
+            for n in self.cluster.spec.nodes()
+            if n.is_broker
+        }
+
+    def node_states(self) -> dict[int, ProcState]:
+        """Process state per node id, controllers included."""
+        return {n.node_id: self.cluster.process(n.name).state() for n in self.cluster.spec.nodes()}
+
+    def label(self, node_id: int) -> str:
+        """'broker 2', 'controller 1001' or 'node 1 (broker+controller)'."""
+        return node_label(self.cluster.node_of(node_id).name)
+
+    def act(self, action: BrokerAction, broker_id: int, progress: Progress | None = None) -> str:
+        c = self.cluster
+        node = c.node_of(broker_id)
+        what = node_label(node.name)
+        if action is BrokerAction.STOP:
+            secs = c.stop_node(node.name)
+            how = "controlled shutdown" if node.is_broker else "SIGTERM"
+            return f"{what} stopped ({how}; the process was gone after {secs:.1f} s)"
+        if action is BrokerAction.KILL:
+            secs = c.kill_node(node.name)
+            return f"{what} killed (SIGKILL; the process was gone after {secs:.1f} s)"
+        if action is BrokerAction.PAUSE:
+            c.pause_node(node.name)
+            return f"{what} paused (SIGSTOP)"
+        if action is BrokerAction.RESUME:
+            c.resume_node(node.name)
+            return f"{what} resumed (SIGCONT)"
+        say = progress or self.progress
+        if say is not None:
+            say(f"starting {what}; waiting until it is back in its roles")
+        return c.start_node(node.name).message
