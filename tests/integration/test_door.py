@@ -150,7 +150,8 @@ def world(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> It
     # The group coordinator's topic is created by the first group lookup: have it exist before
     # the first observation, or it would appear between two of them.
     admin = AdminClient({"bootstrap.servers": cluster.spec.bootstrap})
-    admin.describe_consumer_groups(["door-warm-up"])["door-warm-up"].result(timeout=30)
+    # Creating __consumer_offsets (50 partitions) took over 30 s with the machine at load 25.
+    admin.describe_consumer_groups(["door-warm-up"])["door-warm-up"].result(timeout=90)
     cluster.wait_metadata_everywhere("__consumer_offsets", time.monotonic() + 60)
     run = jobs.start("fake", {"topic": TEST_TOPIC})
     try:
