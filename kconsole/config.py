@@ -104,6 +104,9 @@ class _Problems:
 class Settings:
     bootstrap: str = default_bootstrap()
     zookeeper: str = f"{HOST}:{ZK_PORT}"  # "" = no ZooKeeper (Admin API only)
+    # KRaft (KIP-919): controllers to read the metadata quorum from directly ("" = through
+    # the brokers), so the quorum is known while every broker is down.
+    bootstrap_controller: str = ""
     client: dict[str, str] = field(default_factory=dict)  # -X key=value (librdkafka)
     backend: str = "auto"
     cluster_dir: Path = field(default_factory=paths.default_cluster_dir)
@@ -121,6 +124,7 @@ class Settings:
         for key, value in (
             ("bootstrap", self.bootstrap),
             ("zookeeper", self.zookeeper),
+            ("bootstrap_controller", self.bootstrap_controller),
             ("backend", self.backend),
             ("refresh", self.refresh_s),
             ("group_refresh", self.group_refresh_s),
@@ -155,7 +159,7 @@ def value_problems(key: str, value: Any) -> list[str]:
         return []
     if key == "bootstrap" and not value.strip():
         return ['must not be empty: servers like "host:9092,host2:9092"']
-    if key == "zookeeper" and not value:
+    if key in ("zookeeper", "bootstrap_controller") and not value:
         return []
     hosts = value.split("/")[0] if key == "zookeeper" else value  # ZooKeeper's chroot
     return [what for hp in hosts.split(",") if (what := _host_port_problem(hp.strip()))]
@@ -381,6 +385,7 @@ def load_settings(
     refresh: float | None = None,
     group_refresh: float | None = None,
     cluster_dir: Path | None = None,
+    bootstrap_controller: str | None = None,
     env: dict[str, str] | None = None,
     check_client: ClientCheck | None = None,
 ) -> Settings:
@@ -430,6 +435,7 @@ def load_settings(
     env_map = {
         "KCONSOLE_BOOTSTRAP": "bootstrap",
         "KCONSOLE_ZOOKEEPER": "zookeeper",
+        "KCONSOLE_BOOTSTRAP_CONTROLLER": "bootstrap_controller",
         "KCONSOLE_BACKEND": "backend",
     }
     for var, attr in env_map.items():
@@ -454,6 +460,12 @@ def load_settings(
     for flag, key, attr, value in (
         ("--bootstrap", "bootstrap", "bootstrap", bootstrap),
         ("--zookeeper", "zookeeper", "zookeeper", zookeeper),
+        (
+            "--bootstrap-controller",
+            "bootstrap_controller",
+            "bootstrap_controller",
+            bootstrap_controller,
+        ),
         ("--backend", "backend", "backend", backend),
         ("--refresh", "refresh", "refresh_s", refresh),
         ("--group-refresh", "group_refresh", "group_refresh_s", group_refresh),
