@@ -87,10 +87,10 @@ def quorum_of(answer: Mapping[str, Any], read_at: float) -> Quorum:
         part = answer["topics"][0]["partitions"][0]
     except (KeyError, IndexError, TypeError) as exc:
         raise ClusterError("DescribeQuorum: no __cluster_metadata partition in the answer") from exc
-    if part.get("error_code") or part.get("error"):
-        raise ClusterError(
-            f"DescribeQuorum: {part.get('error') or 'error code ' + str(part['error_code'])}"
-        )
+    if part.get("error"):  # kafka-python's admin client puts the error's text here
+        raise ClusterError(f"DescribeQuorum: {part['error']}")
+    if part.get("error_code"):
+        raise ClusterError(f"DescribeQuorum: {_error_name(int(part['error_code']))}")
     endpoints: dict[int, tuple[str, int]] = {}
     for node in answer.get("nodes") or ():
         for listener in node.get("listeners") or ():
@@ -157,6 +157,12 @@ def registrations_of(answer: Mapping[str, Any]) -> dict[int, BrokerRegistration]
             bool(b.get("is_fenced", False)),
         )
     return out
+
+
+def _error_name(code: int) -> str:
+    from kafka import errors
+
+    return f"{errors.for_code(code).__name__} (error code {code})"
 
 
 def _not_kraft(exc: BaseException) -> bool:
