@@ -189,29 +189,28 @@ class ClusterObserver:
         epoch, the lagging voters, the registrations or the fencing changed, or the mode was
         found. The mode it knows after the poll."""
         with self._lock:
-            b = self.builder
-            mode = b.mode
-            if mode is ClusterMode.UNKNOWN and b.use_zookeeper and b.zk is not None:
-                b.set_mode(ClusterMode.ZOOKEEPER)  # ZooKeeper answered: not KRaft
-                mode = ClusterMode.ZOOKEEPER
+            mode = self.builder.mode
         if mode is ClusterMode.ZOOKEEPER:
-            if publish:
-                self._publish()
             return mode
+        # The brokers decide first: a ZooKeeper that answers may be another cluster's (the
+        # default connect string is given to every cluster).
         now = self.clock()
         try:
             quorum = reader.read_quorum(now)
         except NotKRaft:
-            with self._lock:
-                self.builder.set_mode(ClusterMode.ZOOKEEPER)
-            if publish:
-                self._publish()
-            return ClusterMode.ZOOKEEPER
+            return self._zookeeper_mode(publish)
         except Exception as exc:  # keep the last figures, marked with their age and error
             with self._lock:
-                before = self.builder.quorum
-                self.builder.quorum_failed(_describe(exc))
-                changed = before is not None and not before.stale
+                b = self.builder
+                if b.mode is ClusterMode.UNKNOWN and b.use_zookeeper and b.zk is not None:
+                    zk_answered = True  # no broker answers, ZooKeeper does: ZooKeeper mode
+                else:
+                    zk_answered = False
+                    before = b.quorum
+                    b.quorum_failed(_describe(exc))
+                    changed = before is not None and not before.stale
+            if zk_answered:
+                return self._zookeeper_mode(publish)
             if publish and changed:
                 self._publish()
             return mode
@@ -263,6 +262,13 @@ class ClusterObserver:
             if publish:
                 self._publish()
         return ClusterMode.KRAFT
+
+    def _zookeeper_mode(self, publish: bool) -> ClusterMode:
+        with self._lock:
+            self.builder.set_mode(ClusterMode.ZOOKEEPER)
+        if publish:
+            self._publish()
+        return ClusterMode.ZOOKEEPER
 
     def _quorum_loop(self) -> None:
         reader = self._quorum_reader()

@@ -25,6 +25,7 @@ from kconsole.errors import ClusterError
 from kconsole.models import ClusterMode, ClusterSnapshot, SourceName
 from kconsole.observer import ClusterObserver, SnapshotBuilder
 from kconsole.timeline import EventKind, diff
+from tests.unit.test_observer_builder import zk_state
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kraft"
 
@@ -185,6 +186,20 @@ class TestMode:
         snap = obs._publish(publish=False)
         assert snap.mode is ClusterMode.ZOOKEEPER
         assert snap.source(SourceName.QUORUM) is None
+
+    def test_brokers_decide_over_an_answering_zookeeper(self) -> None:
+        """A ZooKeeper answers (another cluster's, on the default port) while the brokers
+        answer DescribeQuorum: KRaft."""
+        obs = ClusterObserver(Settings())
+        obs.builder.zk = zk_state()
+        assert obs._poll_quorum(reader_with(healthy_admin()), publish=False) is ClusterMode.KRAFT
+        assert obs._publish(publish=False).mode is ClusterMode.KRAFT
+
+    def test_zookeeper_answers_and_no_broker_does(self) -> None:
+        obs = ClusterObserver(Settings())
+        obs.builder.zk = zk_state()
+        admin = FakeAdmin(describe_metadata_quorum=TimeoutError("no broker"))
+        assert obs._poll_quorum(reader_with(admin), publish=False) is ClusterMode.ZOOKEEPER
 
     def test_nothing_answers_unknown(self) -> None:
         obs = ClusterObserver(Settings(zookeeper=""))
