@@ -11,7 +11,9 @@ Never imports Textual.
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -104,7 +106,7 @@ def quorum_of(answer: Mapping[str, Any], read_at: float) -> Quorum:
             rid = int(r["replica_id"])
             host, port = endpoints.get(rid, (None, None))
             leo = int(r.get("log_end_offset", -1))
-            directory = r.get("replica_directory_id")
+            directory = _kafka_uuid(r.get("replica_directory_id"))
             out.append(
                 QuorumReplica(
                     rid,
@@ -130,6 +132,20 @@ def quorum_of(answer: Mapping[str, Any], read_at: float) -> Quorum:
         replicas("observers", False),
         read_at=read_at,
     )
+
+
+def _kafka_uuid(value: Any) -> str | None:
+    """A directory id as Kafka prints it (URL-safe base64 of the 16 bytes, no padding);
+    kafka-python gives a UUID. None for the zero UUID (not reported)."""
+    if not value:
+        return None
+    try:
+        raw = uuid.UUID(str(value)).bytes
+    except ValueError:
+        return str(value)
+    if raw == bytes(16):
+        return None
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
 def features_of(answer: Mapping[str, Any], read_at: float) -> Features:
