@@ -104,9 +104,6 @@ class _Problems:
 class Settings:
     bootstrap: str = default_bootstrap()
     zookeeper: str = f"{HOST}:{ZK_PORT}"  # "" = no ZooKeeper (Admin API only)
-    # KRaft (KIP-919): controllers to read the metadata quorum from directly ("" = through
-    # the brokers), so the quorum is known while every broker is down.
-    bootstrap_controller: str = ""
     client: dict[str, str] = field(default_factory=dict)  # -X key=value (librdkafka)
     backend: str = "auto"
     cluster_dir: Path = field(default_factory=paths.default_cluster_dir)
@@ -118,6 +115,10 @@ class Settings:
     source: str = "defaults"  # where the settings came from, for the header and errors
     # where each client property came from ("-X", "[client] in FILE", ...), for errors
     client_origin: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    # KRaft (KIP-919): controllers to read the metadata quorum from directly ("" = through
+    # the brokers), so it is known while every broker is down. Last: positional construction
+    # keeps its order.
+    bootstrap_controller: str = ""
 
     def __post_init__(self) -> None:
         found = _Problems()

@@ -274,7 +274,13 @@ def test_group_types_from_list_groups(kraft: Kraft) -> None:
                 return bool(c.assignment())
 
             wait_until(assigned, 90, f"{gid} to get partitions")
-            consumer.commit(offsets=[TopicPartition(TEST_TOPIC, 0, 0)], asynchronous=False)
+
+            def committed(c: Consumer = consumer) -> bool:
+                # a fresh cluster answers COORDINATOR_LOAD_IN_PROGRESS for a moment
+                c.commit(offsets=[TopicPartition(TEST_TOPIC, 0, 0)], asynchronous=False)
+                return True
+
+            wait_until(committed, 60, f"{gid} to commit", interval=0.5)
         finally:
             consumer.close()
     settings = Settings(bootstrap=cluster.spec.bootstrap, zookeeper="")
