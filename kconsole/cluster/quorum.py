@@ -209,6 +209,8 @@ class QuorumReader:
     def _admin(self) -> Any:
         if self._kp is None:
             conf = kafka_python_config(self.config, self.timeout_s, client_id="kconsole-quorum")
+            # kafka-python waits 30 s for a first broker by default: a poll must fail fast.
+            conf["bootstrap_timeout_ms"] = int(self.timeout_s * 1000)
             self._kp = kafka_python.admin_client(conf)
         return self._kp
 
