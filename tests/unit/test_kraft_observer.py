@@ -372,3 +372,49 @@ def test_describe_text_has_mode_features_and_quorum() -> None:
     assert any(ln.split()[:2] == [str(leader), "leader"] for ln in lines)
     assert sum(1 for ln in lines if ln.split()[1:2] == ["observer"]) == 3
     assert "elr" in lines[lines.index(next(ln for ln in lines if ln.startswith("topic")))]
+
+
+# -- --bootstrap-controller ------------------------------------------------------------
+class TestBootstrapController:
+    def test_the_leader_answers_and_is_asked_first_next_time(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A follower controller answers NOT_LEADER (recorded): the next one is asked; the
+        leader found is asked first on the next poll."""
+        from kconsole.cluster import kafka_python
+
+        asked: list[int] = []
+
+        def at(host: str, port: int, timeout_s: float) -> dict[str, Any]:
+            asked.append(port)
+            key = "describe_quorum_at_controller" if port == 3 else "describe_quorum_at_follower"
+            answer: dict[str, Any] = HEALTHY[key]
+            return answer
+
+        monkeypatch.setattr(kafka_python, "describe_quorum_at", at)
+        reader = QuorumReader({}, "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3")
+        q = reader.read_quorum(1.0)
+        assert q.leader_id == _part(HEALTHY["describe_quorum_at_controller"])["leader_id"]
+        assert asked == [1, 2, 3]
+        reader.read_quorum(2.0)
+        assert asked[3:] == [3]
+
+    def test_no_controller_answering_says_each(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from kconsole.cluster import kafka_python
+
+        def at(host: str, port: int, timeout_s: float) -> dict[str, Any]:
+            raise ConnectionRefusedError(111, "Connection refused")
+
+        monkeypatch.setattr(kafka_python, "describe_quorum_at", at)
+        with pytest.raises(ClusterError, match=r"127.0.0.1:1: .*refused.*127.0.0.1:2"):
+            QuorumReader({}, "127.0.0.1:1,127.0.0.1:2").read_quorum(1.0)
+
+    def test_settings(self) -> None:
+        from kconsole.config import ConfigError, load_settings
+
+        s = load_settings(bootstrap_controller="c1:9093,c2:9093", env={})
+        assert s.bootstrap_controller == "c1:9093,c2:9093"
+        s = load_settings(env={"KCONSOLE_BOOTSTRAP_CONTROLLER": "c1:9093"})
+        assert s.bootstrap_controller == "c1:9093"
+        with pytest.raises(ConfigError, match="--bootstrap-controller: 'c1:x' is not HOST:PORT"):
+            load_settings(bootstrap_controller="c1:x", env={})
