@@ -291,3 +291,15 @@ def test_group_types_from_list_groups(kraft: Kraft) -> None:
         return found if len(found) == len(groups) else None
 
     assert wait_until(types, 60, "both groups listed") == groups
+
+
+def test_zookeeper_mode_cluster_says_zookeeper(healthy: Any) -> None:
+    """The ZooKeeper-mode cluster (Kafka 3.9): with its ZooKeeper, ZooKeeper mode and no quorum
+    source; with no ZooKeeper given its brokers, which have no DescribeQuorum, say the same."""
+    spec = healthy.spec
+    code, snap = describe_json("-b", spec.bootstrap, "-z", spec.zk_connect)
+    assert code == 0 and snap["mode"] == "zookeeper" and snap["quorum"] is None
+    assert [s["name"] for s in snap["sources"]] == ["zookeeper", "admin", "groups"]
+    code, snap = describe_json("-b", spec.bootstrap, "-z", "")
+    assert code == 0 and snap["mode"] == "zookeeper" and snap["quorum"] is None
+    assert [s["name"] for s in snap["sources"]] == ["admin", "groups"]
