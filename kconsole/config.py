@@ -115,12 +115,17 @@ class Settings:
     source: str = "defaults"  # where the settings came from, for the header and errors
     # where each client property came from ("-X", "[client] in FILE", ...), for errors
     client_origin: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    # KRaft (KIP-919): controllers to read the metadata quorum from directly ("" = through
+    # the brokers), so it is known while every broker is down. Last: positional construction
+    # keeps its order.
+    bootstrap_controller: str = ""
 
     def __post_init__(self) -> None:
         found = _Problems()
         for key, value in (
             ("bootstrap", self.bootstrap),
             ("zookeeper", self.zookeeper),
+            ("bootstrap_controller", self.bootstrap_controller),
             ("backend", self.backend),
             ("refresh", self.refresh_s),
             ("group_refresh", self.group_refresh_s),
@@ -155,7 +160,7 @@ def value_problems(key: str, value: Any) -> list[str]:
         return []
     if key == "bootstrap" and not value.strip():
         return ['must not be empty: servers like "host:9092,host2:9092"']
-    if key == "zookeeper" and not value:
+    if key in ("zookeeper", "bootstrap_controller") and not value:
         return []
     hosts = value.split("/")[0] if key == "zookeeper" else value  # ZooKeeper's chroot
     return [what for hp in hosts.split(",") if (what := _host_port_problem(hp.strip()))]
@@ -381,6 +386,7 @@ def load_settings(
     refresh: float | None = None,
     group_refresh: float | None = None,
     cluster_dir: Path | None = None,
+    bootstrap_controller: str | None = None,
     env: dict[str, str] | None = None,
     check_client: ClientCheck | None = None,
 ) -> Settings:
@@ -430,6 +436,7 @@ def load_settings(
     env_map = {
         "KCONSOLE_BOOTSTRAP": "bootstrap",
         "KCONSOLE_ZOOKEEPER": "zookeeper",
+        "KCONSOLE_BOOTSTRAP_CONTROLLER": "bootstrap_controller",
         "KCONSOLE_BACKEND": "backend",
     }
     for var, attr in env_map.items():
@@ -454,6 +461,12 @@ def load_settings(
     for flag, key, attr, value in (
         ("--bootstrap", "bootstrap", "bootstrap", bootstrap),
         ("--zookeeper", "zookeeper", "zookeeper", zookeeper),
+        (
+            "--bootstrap-controller",
+            "bootstrap_controller",
+            "bootstrap_controller",
+            bootstrap_controller,
+        ),
         ("--backend", "backend", "backend", backend),
         ("--refresh", "refresh", "refresh_s", refresh),
         ("--group-refresh", "group_refresh", "group_refresh_s", group_refresh),

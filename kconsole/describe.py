@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from kconsole.models import ClusterSnapshot
+from kconsole.models import ClusterMode, ClusterSnapshot, Quorum
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
@@ -18,7 +18,18 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
 def render_text(snap: ClusterSnapshot, now: float | None = None) -> str:
     """Brokers, controller, partitions with flags, groups with lag, and source health."""
     now = time.time() if now is None else now
-    out = [f"cluster {snap.cluster_id or '?'}"]
+    out = [f"cluster {snap.cluster_id or '?'}", f"mode {snap.mode.value}"]
+    f = snap.features
+    if f is not None:
+        out.append(
+            f"features: metadata.version {f.metadata_version or '?'}"
+            + (
+                f" (level {f.metadata_version_level})"
+                if f.metadata_version_level is not None
+                else ""
+            )
+            + f", kraft.version {f.kraft_version if f.kraft_version is not None else '?'}"
+        )
     for s in snap.sources:
         age = s.age(now)
         state = "ok" if s.ok else f"STALE ({s.error})"
@@ -27,7 +38,9 @@ def render_text(snap: ClusterSnapshot, now: float | None = None) -> str:
         )
     c = snap.controller
     out.append("")
-    if c.id is None:
+    if snap.mode is ClusterMode.KRAFT:
+        out += _quorum(snap.quorum, now)
+    elif c.id is None:
         out.append("controller: NONE (no active controller)")
     else:
         prev = f", previous {c.previous}" if c.previous is not None else ""
@@ -35,6 +48,7 @@ def render_text(snap: ClusterSnapshot, now: float | None = None) -> str:
             f"controller: broker {c.id}, epoch {c.epoch if c.epoch is not None else '?'}" + prev
         )
     out.append("")
+    kraft = snap.mode is ClusterMode.KRAFT
     out += _table(
         ["broker", "address", "rack", "state", "leads", "replicas", "urp"],
         [
@@ -42,7 +56,7 @@ def render_text(snap: ClusterSnapshot, now: float | None = None) -> str:
                 str(b.id) + (" *" if b.id == c.id else ""),
                 b.address,
                 b.rack or "-",
-                b.state.value,
+                b.state.value + (" fenced" if kraft and b.fenced else ""),
                 str(snap.led_by(b.id)),
                 str(snap.hosted_by(b.id)),
                 str(snap.under_replicated_on(b.id)),
@@ -51,8 +65,9 @@ def render_text(snap: ClusterSnapshot, now: float | None = None) -> str:
         ],
     )
     out.append("")
+    headers = ["topic", "partition", "leader", "replicas", "isr"]
     out += _table(
-        ["topic", "partition", "leader", "replicas", "isr", "flags"],
+        [*headers, *(["elr"] if kraft else []), "flags"],
         [
             [
                 p.topic,
@@ -60,6 +75,7 @@ def render_text(snap: ClusterSnapshot, now: float | None = None) -> str:
                 str(p.leader) if p.leader >= 0 else "none",
                 ",".join(map(str, p.replicas)),
                 ",".join(map(str, p.isr)),
+                *([_ids(p.elr)] if kraft else []),
                 " ".join(snap.flags(p)),
             ]
             for p in snap.partitions
@@ -80,3 +96,47 @@ def render_text(snap: ClusterSnapshot, now: float | None = None) -> str:
         ],
     )
     return "\n".join(out)
+
+
+def _ids(ids: tuple[int, ...] | None) -> str:
+    if ids is None:
+        return "?"
+    return ",".join(map(str, ids)) or "-"
+
+
+def _quorum(q: Quorum | None, now: float) -> list[str]:
+    """The metadata quorum: leader, epoch, high watermark, then every voter and observer."""
+    if q is None:
+        return ["quorum: not read"]
+    age = f", read {max(0.0, now - q.read_at):.1f}s ago" if q.read_at is not None else ""
+    stale = f" STALE ({q.error})" if q.error else ""
+    if q.leader_id is None:
+        head = "quorum: NO LEADER"
+    else:
+        prev = f", previous {q.previous_leader}" if q.previous_leader is not None else ""
+        epoch = q.leader_epoch if q.leader_epoch is not None else "?"
+        head = f"quorum: leader controller {q.leader_id}, epoch {epoch}{prev}"
+    hwm = q.high_watermark if q.high_watermark is not None else "?"
+    out = [f"{head}, high watermark {hwm}{age}{stale}"]
+    lagging = q.lagging_voters()
+    rows = []
+    for r in (*q.voters, *q.observers):
+        if r.id == q.leader_id:
+            status = "leader"
+        elif r.voter:
+            status = "lagging" if r.id in lagging else "follower"
+        else:
+            status = "observer"
+        lag = r.lag(q.high_watermark)
+        caught = q.caught_up_age(r)
+        rows.append(
+            [
+                str(r.id),
+                status,
+                str(r.log_end_offset) if r.log_end_offset is not None else "?",
+                str(lag) if lag is not None else "?",
+                f"{caught:.1f}s" if caught is not None else "?",
+            ]
+        )
+    out += _table(["node", "status", "log end", "lag", "caught up ago"], rows)
+    return out

@@ -76,6 +76,11 @@ class Controller:
     previous: int | None = None
 
 
+# A voter not caught up with the quorum leader for longer than this is "lagging" (a healthy
+# follower fetches continuously; controller.quorum.fetch.timeout.ms is 2 s by default).
+VOTER_LAG_S = 5.0
+
+
 @dataclass(frozen=True)
 class QuorumReplica:
     """One member of the KRaft metadata quorum as DescribeQuorum reports it (from the
@@ -118,6 +123,42 @@ class Quorum:
 
     def replica(self, node_id: int) -> QuorumReplica | None:
         return next((r for r in (*self.voters, *self.observers) if r.id == node_id), None)
+
+    @property
+    def stale(self) -> bool:
+        """The latest read failed: these are the last figures read (see `read_at`)."""
+        return bool(self.error)
+
+    def caught_up_age(self, r: QuorumReplica) -> float | None:
+        """Seconds since `r` was last caught up with the leader, on the leader's clock (its own
+        entry's last caught-up time is its "now" when it answered); None: not reported."""
+        leader = self.replica(self.leader_id) if self.leader_id is not None else None
+        ref = leader.last_caught_up_at if leader is not None else None
+        ref = ref if ref is not None else self.read_at
+        if ref is None or r.last_caught_up_at is None:
+            return None
+        return max(0.0, ref - r.last_caught_up_at)
+
+    def lagging_voters(self, lag_s: float = VOTER_LAG_S) -> frozenset[int]:
+        """Voters other than the leader not caught up for more than `lag_s` seconds. One that
+        reports no time counts only once the leader has led for `lag_s` (right after an
+        election every follower reports none until its first fetch)."""
+        out = set()
+        for r in self.voters:
+            if r.id == self.leader_id or self.leader_id is None:
+                continue
+            age = self.caught_up_age(r)
+            if age is None:
+                led = (
+                    self.read_at - self.leader_since
+                    if self.read_at is not None and self.leader_since is not None
+                    else None
+                )
+                if led is not None and led > lag_s:
+                    out.add(r.id)
+            elif age > lag_s:
+                out.add(r.id)
+        return frozenset(out)
 
 
 @dataclass(frozen=True)

@@ -11,15 +11,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from kconsole.models import BrokerState, ClusterSnapshot, Partition
+from kconsole.models import BrokerState, ClusterMode, ClusterSnapshot, Partition
 
 
 class EventKind(StrEnum):
     BROKER_LEFT = "broker-left"
     BROKER_JOINED = "broker-joined"
     BROKER_STATE = "broker-state"  # e.g. up -> paused / unreachable
-    CONTROLLER_CHANGED = "controller-changed"
+    CONTROLLER_CHANGED = "controller-changed"  # in KRaft: the quorum leader (with its epoch)
     CONTROLLER_LOST = "controller-lost"
+    BROKER_FENCED = "broker-fenced"  # KRaft: no heartbeat within broker.session.timeout.ms
+    BROKER_UNFENCED = "broker-unfenced"
+    VOTER_LAGGING = "voter-lagging"  # KRaft: a controller not caught up with the leader
+    VOTER_CAUGHT_UP = "voter-caught-up"
     LEADER_CHANGED = "leader-changed"
     ISR_SHRANK = "isr-shrank"
     ISR_EXPANDED = "isr-expand"
@@ -52,6 +56,8 @@ class Event:
             EventKind.CONTROLLER_LOST,
             EventKind.ISR_SHRANK,
             EventKind.PARTITION_OFFLINE,
+            EventKind.BROKER_FENCED,
+            EventKind.VOTER_LAGGING,
         ):
             return "bad"
         if self.kind is EventKind.BROKER_STATE and self.new != BrokerState.UP.value:
@@ -63,6 +69,8 @@ class Event:
             EventKind.BROKER_STATE,
             EventKind.REASSIGN_IN_SYNC,
             EventKind.REASSIGN_COMPLETED,
+            EventKind.BROKER_UNFENCED,
+            EventKind.VOTER_CAUGHT_UP,
         ):
             return "good"
         return "info"
@@ -74,6 +82,8 @@ def diff(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[Event]:
         return []
     ts = new.taken_at
     events: list[Event] = []
+    kraft = new.mode is ClusterMode.KRAFT
+    joined, left = ("registered", "unregistered") if kraft else ("joined", "left the cluster")
 
     old_b = {b.id: b for b in old.brokers}
     new_b = {b.id: b for b in new.brokers}
@@ -84,13 +94,16 @@ def diff(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[Event]:
         # `new` is the state it is in now: a paused broker that drops out stays paused.
         state = now.state.value if now is not None else BrokerState.DOWN.value
         if was_in and not now_in:
-            events.append(
-                Event(ts, EventKind.BROKER_LEFT, f"broker {bid} left the cluster", bid, new=state)
-            )
+            events.append(Event(ts, EventKind.BROKER_LEFT, f"broker {bid} {left}", bid, new=state))
         elif now_in and not was_in:
             events.append(
-                Event(ts, EventKind.BROKER_JOINED, f"broker {bid} joined", bid, new=state)
+                Event(ts, EventKind.BROKER_JOINED, f"broker {bid} {joined}", bid, new=state)
             )
+        if kraft and was is not None and now is not None and now.registered:
+            if was.fenced is False and now.fenced is True:
+                events.append(Event(ts, EventKind.BROKER_FENCED, f"broker {bid} fenced", bid))
+            elif was.fenced is True and now.fenced is False:
+                events.append(Event(ts, EventKind.BROKER_UNFENCED, f"broker {bid} unfenced", bid))
         if (
             was is not None
             and now is not None
@@ -128,7 +141,9 @@ def diff(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[Event]:
             )
 
     oc, nc = old.controller, new.controller
-    if oc.id != nc.id or (oc.epoch != nc.epoch and nc.id is not None):
+    if kraft:
+        events.extend(_quorum_events(ts, old, new))
+    elif oc.id != nc.id or (oc.epoch != nc.epoch and nc.id is not None):
         if nc.id is None:
             events.append(
                 Event(
@@ -178,6 +193,53 @@ def diff(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[Event]:
     for before, p in pairs:
         events.extend(_partition_events(ts, before, p, old.is_offline(before), new.is_offline(p)))
     return events
+
+
+def _quorum_events(ts: float, old: ClusterSnapshot, new: ClusterSnapshot) -> list[Event]:
+    """KRaft: the quorum leader changed (kind CONTROLLER_CHANGED, which the drills measure) or
+    was lost, and voters falling behind or catching up. Stale figures (a failed read) say
+    nothing new."""
+    oq, nq = old.quorum, new.quorum
+    if nq is None or nq.stale:
+        return []
+    out: list[Event] = []
+    oc, nc = old.controller, new.controller
+    if oc.id != nc.id or (oc.epoch != nc.epoch and nc.id is not None):
+        if nc.id is None:
+            if oc.id is not None:
+                out.append(
+                    Event(
+                        ts,
+                        EventKind.CONTROLLER_LOST,
+                        f"no quorum leader (was controller {oc.id})",
+                        oc.id,
+                        old=oc.id,
+                    )
+                )
+        else:
+            was = f"controller {oc.id}" if oc.id is not None else "none"
+            epoch = f", epoch {nc.epoch}" if nc.epoch is not None else ""
+            out.append(
+                Event(
+                    ts,
+                    EventKind.CONTROLLER_CHANGED,
+                    f"quorum leader is controller {nc.id}{epoch} (was {was})",
+                    nc.id,
+                    old=oc.id,
+                    new=nc.id,
+                )
+            )
+    if oq is None or oq.stale:
+        return out
+    before, now = oq.lagging_voters(), nq.lagging_voters()
+    for vid in sorted(now - before):
+        age = nq.caught_up_age(r) if (r := nq.replica(vid)) else None
+        since = f", last caught up {age:.1f} s before" if age is not None else ""
+        out.append(Event(ts, EventKind.VOTER_LAGGING, f"voter {vid} is lagging{since}", vid))
+    for vid in sorted(before - now):
+        if vid in nq.voter_ids:
+            out.append(Event(ts, EventKind.VOTER_CAUGHT_UP, f"voter {vid} caught up", vid))
+    return out
 
 
 def _partition_events(

@@ -69,6 +69,13 @@ class _LibraryLog(logging.FileHandler):
     help="ZooKeeper to watch (default 127.0.0.1:22181; '' for none).",
 )
 @click.option(
+    "--bootstrap-controller",
+    default=None,
+    metavar="HOST:PORT,...",
+    help="KRaft: read the metadata quorum from these controllers directly (KIP-919), so it is "
+    "shown while every broker is down (KCONSOLE_BOOTSTRAP_CONTROLLER).",
+)
+@click.option(
     "-X",
     "client_props",
     multiple=True,
@@ -105,6 +112,7 @@ def main(
     cluster_name: str | None,
     bootstrap: str | None,
     zookeeper: str | None,
+    bootstrap_controller: str | None,
     client_props: tuple[str, ...],
     config_path: Path | None,
     backend: str | None,
@@ -126,6 +134,7 @@ def main(
             cluster=cluster_name,
             bootstrap=bootstrap,
             zookeeper=zookeeper,
+            bootstrap_controller=bootstrap_controller,
             client_props=client_props,
             backend=backend,
             read_only=read_only,

@@ -195,6 +195,26 @@ class AdminReader:
             except (KeyError, ValueError, TypeError):
                 continue
 
+    def read_elr(
+        self, topics: list[str]
+    ) -> dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]]:
+        """KRaft (KIP-966): (eligible leader replicas, last known ELR) of every partition of
+        `topics`, from DescribeTopicPartitions (paged); an empty list comes back as None."""
+        out: dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        cursor = None
+        for _page in range(1000):
+            answer = self._kp_call("describe_topic_partitions", topics, 2000, cursor)
+            for t in answer.get("topics") or ():
+                for p in t.get("partitions") or ():
+                    out[(str(t["name"]), int(p["partition_index"]))] = (
+                        tuple(int(r) for r in p.get("eligible_leader_replicas") or ()),
+                        tuple(int(r) for r in p.get("last_known_elr") or ()),
+                    )
+            cursor = answer.get("next_cursor")
+            if not cursor:
+                break
+        return out
+
     def read_broker_config(self, broker_id: int) -> dict[str, str]:
         """The effective configuration of one broker (DescribeConfigs, asked of that broker)."""
         from kafka.admin import ConfigResource, ConfigResourceType

@@ -52,6 +52,7 @@ class GroupReader:
         self.config = dict(config)
         self.timeout_s = timeout_s
         self._kp: Any = None
+        self._types: dict[str, str] = {}  # group id -> its type, as ListGroups last said
 
     # -- the kafka-python client ----------------------------------------------------------
     def client(self) -> Any:
@@ -114,6 +115,11 @@ class GroupReader:
                 )
                 for gid in order
             )
+            # ListGroups v5 (Kafka 3.8+) says each group's type: classic, consumer or share.
+            groups = tuple(
+                replace(g, group_type=t) if (t := self._types.get(g.group_id)) else g
+                for g in groups
+            )
             return GroupsRead(groups, listed_by_all, tuple(notes))
         finally:
             if failed:
@@ -135,6 +141,9 @@ class GroupReader:
                     gid = entry.get("group_id") if isinstance(entry, dict) else entry[0]
                     if gid:
                         ids.add(str(gid))
+                        kind = entry.get("group_type") if isinstance(entry, dict) else None
+                        if kind:
+                            self._types[str(gid)] = str(kind).lower()
             except Exception as exc:
                 notes.append(f"broker {bid} did not list its groups ({_text(exc)})")
         return ids, bool(asked) and not notes, notes

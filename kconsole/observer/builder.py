@@ -11,20 +11,25 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 from kconsole.cluster.admin import AdminState
 from kconsole.cluster.procs import ProcState
+from kconsole.cluster.quorum import BrokerRegistration
 from kconsole.cluster.zk import ZkState
 from kconsole.models import (
     Broker,
     BrokerConfig,
     BrokerState,
+    ClusterMode,
     ClusterSnapshot,
     Controller,
+    Features,
     Group,
     Partition,
     PartitionChanges,
+    Quorum,
     SourceHealth,
     SourceName,
     Topic,
@@ -75,8 +80,17 @@ class SnapshotBuilder:
         self._registered_before: set[int] | None = None  # None: no broker seen yet
         self.proc_states: dict[int, ProcState] = {}
         self.health = {n: _Health(n) for n in SourceName}
-        if not use_zookeeper:
-            del self.health[SourceName.ZOOKEEPER]
+        # ZooKeeper when one is given; else the quorum is asked (KRaft), until set_mode says.
+        del self.health[SourceName.ZOOKEEPER if not use_zookeeper else SourceName.QUORUM]
+        self.mode = ClusterMode.UNKNOWN
+        # KRaft: the last quorum read (kept, with its error, when a read fails), the features,
+        # the registered brokers with their fencing (None: not read), and ELR per partition.
+        self.quorum: Quorum | None = None
+        self.features: Features | None = None
+        self.registrations: dict[int, BrokerRegistration] | None = None
+        self.elr: dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        self._leader_seen: tuple[int | None, int | None, float | None] = (None, None, None)
+        self._previous_leader: int | None = None
         self._known: dict[int, Broker] = {}  # every broker ever seen, for "down" rows
         self._controller_seen: tuple[int | None, float | None] = (None, None)
         self._previous_controller: int | None = None
@@ -97,6 +111,35 @@ class SnapshotBuilder:
         self._names_gen = -1  # ... and _topics
         self._names: list[str] = []
 
+    def set_mode(self, mode: ClusterMode) -> None:
+        """What the cluster turned out to be: KRaft drops ZooKeeper (its health too), ZooKeeper
+        drops the quorum source."""
+        self.mode = mode
+        if mode is ClusterMode.KRAFT:
+            self.use_zookeeper, self.zk = False, None
+            self.health.pop(SourceName.ZOOKEEPER, None)
+            self.health.setdefault(SourceName.QUORUM, _Health(SourceName.QUORUM))
+        elif mode is ClusterMode.ZOOKEEPER:
+            self.health.pop(SourceName.QUORUM, None)
+
+    def quorum_read(self, quorum: Quorum, now: float) -> None:
+        """A fresh quorum read: tracks since when its leader leads, and the one before."""
+        leader, epoch, since = self._leader_seen
+        if (quorum.leader_id, quorum.leader_epoch) != (leader, epoch):
+            if leader is not None and quorum.leader_id != leader:
+                self._previous_leader = leader
+            since = now
+            self._leader_seen = (quorum.leader_id, quorum.leader_epoch, since)
+        self.quorum = replace(quorum, leader_since=since, previous_leader=self._previous_leader)
+        self.health[SourceName.QUORUM].success(now)
+
+    def quorum_failed(self, error: str) -> None:
+        """The quorum could not be read: the last figures stay, marked with the error."""
+        if self.quorum is not None:
+            self.quorum = replace(self.quorum, error=error)
+        if SourceName.QUORUM in self.health:
+            self.health[SourceName.QUORUM].failure(error)
+
     def build(self, now: float) -> ClusterSnapshot:
         zk_ok = self.use_zookeeper and self.zk is not None
         admin = self.admin
@@ -115,10 +158,18 @@ class SnapshotBuilder:
             groups=self.groups,
             sources=tuple(h.frozen() for h in self.health.values()),
             broker_config=self.broker_config,
+            mode=self._mode(zk_ok),
+            quorum=self.quorum if self.mode is ClusterMode.KRAFT else None,
+            features=self.features if self.mode is ClusterMode.KRAFT else None,
             seq=self.seq,
             partitions_gen=self._gen,
             partition_changes=self._changes,
         )
+
+    def _mode(self, zk_ok: bool) -> ClusterMode:
+        if self.mode is ClusterMode.UNKNOWN and zk_ok:
+            return ClusterMode.ZOOKEEPER  # ZooKeeper answered (the quorum poller says so too)
+        return self.mode
 
     def _partitions(self, zk_ok: bool) -> tuple[Partition, ...]:
         # ZooKeeper's partitions, also stale ones when the Admin API has not read any (its
@@ -133,7 +184,7 @@ class SnapshotBuilder:
             )
         )
         source: tuple[object, ...] = (
-            ("zk", self.zk) if from_zk else ("admin", self.admin and self.admin.topics)
+            ("zk", self.zk) if from_zk else ("admin", self.admin and self.admin.topics, self.elr)
         )
         if len(source) == len(self._parts_from) and all(
             a is b for a, b in zip(source, self._parts_from, strict=True)
@@ -233,11 +284,30 @@ class SnapshotBuilder:
 
     def _from_admin(self) -> list[Partition]:
         out: list[Partition] = []
+        kraft = self.mode is ClusterMode.KRAFT
         if self.admin is not None and self.admin.topics is not None:
             for topic, parts in self.admin.topics.items():
-                out.extend(
-                    Partition(topic, ap.partition, ap.leader, ap.replicas, ap.isr) for ap in parts
-                )
+                for ap in parts:
+                    elr: tuple[int, ...] | None = None
+                    known: tuple[int, ...] | None = None
+                    if kraft:
+                        read = self.elr.get((topic, ap.partition))
+                        if read is not None:
+                            elr, known = read
+                        elif len(ap.isr) >= len(ap.replicas) and ap.leader >= 0:
+                            # ELR holds replicas out of the ISR: none while the ISR is full.
+                            elr, known = (), ()
+                    out.append(
+                        Partition(
+                            topic,
+                            ap.partition,
+                            ap.leader,
+                            ap.replicas,
+                            ap.isr,
+                            elr=elr,
+                            last_known_elr=known,
+                        )
+                    )
         return sorted(out, key=lambda p: (p.topic, p.partition))
 
     def _since(self, gen: int) -> tuple[Partition, ...] | None:
@@ -261,6 +331,10 @@ class SnapshotBuilder:
                 present[bid] = Broker(
                     bid, host, port, reg.get("rack"), registered_at=float(ts) / 1000 if ts else None
                 )
+        elif self.mode is ClusterMode.KRAFT and self.registrations is not None:
+            # Every registered broker, fenced ones too (the metadata lists only unfenced ones).
+            for bid, r in self.registrations.items():
+                present[bid] = Broker(bid, r.host, r.port, r.rack)
         elif self.admin is not None:
             for bid, (host, port, rack) in self.admin.nodes.items():
                 present[bid] = Broker(bid, host, port, rack)
@@ -276,7 +350,9 @@ class SnapshotBuilder:
                 self._joined_at[bid] = now
         for bid in self._joined_at.keys() - present.keys():
             del self._joined_at[bid]
-        if (zk_ok and self.zk is not None) or self.admin is not None:  # a source answered
+        if (
+            (zk_ok and self.zk is not None) or self.admin is not None or self.registrations
+        ):  # a source answered
             self._registered_before = set(present)
         # A replica on a broker never seen is a broker that is down; most builds change no
         # partition, and a slice of a burst only a few.
@@ -304,7 +380,26 @@ class SnapshotBuilder:
                 state = BrokerState.UP
             if self.proc_states.get(bid) is ProcState.PAUSED and bid not in present:
                 state = BrokerState.PAUSED
-            out.append(Broker(b.id, b.host, b.port, b.rack, state, b.registered_at, bid in present))
+            fenced: bool | None = None
+            roles: tuple[str, ...] = ()
+            if self.mode is ClusterMode.KRAFT:
+                known = (self.registrations or {}).get(bid)
+                fenced = known.fenced if known is not None else None
+                voter = self.quorum is not None and bid in self.quorum.voter_ids
+                roles = ("broker", "controller") if voter else ("broker",)
+            out.append(
+                Broker(
+                    b.id,
+                    b.host,
+                    b.port,
+                    b.rack,
+                    state,
+                    b.registered_at,
+                    bid in present,
+                    fenced=fenced,
+                    roles=roles,
+                )
+            )
         return tuple(out)
 
     def _starting(self, bid: int, now: float) -> bool:
@@ -314,6 +409,12 @@ class SnapshotBuilder:
         return joined is not None and now - joined < STARTING_S
 
     def _controller(self, zk_ok: bool, now: float) -> Controller:
+        if self.mode is ClusterMode.KRAFT:
+            # The quorum leader: the metadata's controller id is a random broker in KRaft.
+            q = self.quorum
+            if q is None:
+                return Controller(None)
+            return Controller(q.leader_id, q.leader_epoch, q.leader_since, q.previous_leader)
         if zk_ok and self.zk is not None:
             cid, epoch, since = (
                 self.zk.controller,

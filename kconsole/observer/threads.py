@@ -6,7 +6,14 @@ Sources, each on its own thread, never overlapping themselves:
     reachability — and the partition table when there is no ZooKeeper;
   - consumer groups poll every `group_refresh_s`: groups, members, committed and end offsets
     (kconsole.cluster.groups; what one poll could not read is carried with its age);
-  - the control backend (if any): which broker processes are paused.
+  - the control backend (if any): which broker processes are paused;
+  - KRaft (kconsole.cluster.quorum): DescribeQuorum every QUORUM_POLL_S (through the brokers,
+    or the controllers given with --bootstrap-controller) and DescribeCluster with fenced
+    brokers; features every FEATURES_REFRESH_S. It also tells the mode: a quorum that answers
+    is KRaft (ZooKeeper is then dropped, even the default one); brokers without the KRaft APIs,
+    or a ZooKeeper that answers while no broker does, are ZooKeeper mode (this poller stops). KRaft has nothing
+    to watch: a change it sees (leader, registrations, fencing) wakes the metadata poll at once,
+    which otherwise runs every `refresh_s`.
 
 A source that fails keeps its last data and is marked stale with its error; it retries on its
 own. Every update builds a new immutable snapshot, diffs it with the previous one and hands
@@ -28,9 +35,10 @@ from collections.abc import Callable
 from kconsole.cluster.admin import AdminReader, AdminState, reachable
 from kconsole.cluster.groups import carry_forward
 from kconsole.cluster.procs import ProcState
+from kconsole.cluster.quorum import NotKRaft, QuorumReader
 from kconsole.cluster.zk import ZkState, ZkWatcher, read_once
 from kconsole.config import Settings
-from kconsole.models import BrokerConfig, BrokerState, ClusterSnapshot, SourceName
+from kconsole.models import BrokerConfig, BrokerState, ClusterMode, ClusterSnapshot, SourceName
 from kconsole.observer.builder import (
     SnapshotBuilder,
     _endpoint,
@@ -44,6 +52,11 @@ OnUpdate = Callable[[ClusterSnapshot, tuple[Event, ...]], None]
 StatesFn = Callable[[], dict[int, ProcState]]
 # The longest a consumer-group poll waits for a burst of ZooKeeper changes to be read.
 GROUPS_HOLD_S = 2.0
+# KRaft: DescribeQuorum (and DescribeCluster) this often; small answers whatever the partitions.
+QUORUM_POLL_S = 0.4
+FEATURES_REFRESH_S = 30.0
+# Until the mode is known the quorum is asked this often (each try may wait its timeout).
+MODE_PROBE_S = 1.0
 
 
 class ClusterObserver:
@@ -68,6 +81,8 @@ class ClusterObserver:
         self._stop = threading.Event()
         self._wake_admin = threading.Event()
         self._wake_groups = threading.Event()
+        self._wake_quorum = threading.Event()
+        self._features_at = -FEATURES_REFRESH_S
         self._threads: list[threading.Thread] = []
         self._zk: ZkWatcher | None = None
         self._publishing = threading.Lock()  # snapshots reach on_update in the order built
@@ -83,7 +98,11 @@ class ClusterObserver:
             self._zk = ZkWatcher(self.settings.zookeeper, self._zk_changed)
             self._zk.prefer(self._preferred)
             self._zk.start()
-        loops = [("admin", self._admin_loop), ("groups", self._groups_loop)]
+        loops = [
+            ("admin", self._admin_loop),
+            ("groups", self._groups_loop),
+            ("quorum", self._quorum_loop),
+        ]
         if self.proc_states_fn is not None:
             loops.append(("backend", self._backend_loop))
         for name, target in loops:
@@ -95,6 +114,7 @@ class ClusterObserver:
         self._stop.set()
         self._wake_admin.set()
         self._wake_groups.set()
+        self._wake_quorum.set()
         if self._zk is not None:
             self._zk.stop()
         for t in self._threads:
@@ -105,6 +125,7 @@ class ClusterObserver:
         """Poll every source now (after an action, or when the user asks)."""
         self._wake_admin.set()
         self._wake_groups.set()
+        self._wake_quorum.set()
         if self._zk is not None:
             self._zk.reload()
 
@@ -134,8 +155,15 @@ class ClusterObserver:
 
     # -- one-shot (kconsole describe) ---------------------------------------------------------
     def read_once(self) -> ClusterSnapshot:
-        """Read every source once, synchronously, and return the snapshot."""
-        if self.settings.zookeeper:
+        """Read every source once, synchronously, and return the snapshot. The quorum is
+        asked first: a KRaft cluster then needs no ZooKeeper timeout (the default ZooKeeper
+        is given even when the cluster is KRaft)."""
+        quorum = self._quorum_reader()
+        try:
+            self._poll_quorum(quorum, publish=False)
+        finally:
+            quorum.close()
+        if self.settings.zookeeper and self.builder.mode is not ClusterMode.KRAFT:
             try:
                 self._zk_changed(read_once(self.settings.zookeeper), "", publish=False)
             except Exception as exc:
@@ -152,6 +180,108 @@ class ClusterObserver:
     # -- sources ----------------------------------------------------------------------------
     def _reader(self) -> AdminReader:
         return AdminReader(self.settings.kafka_config())
+
+    def _quorum_reader(self) -> QuorumReader:
+        return QuorumReader(self.settings.kafka_config(), self.settings.bootstrap_controller)
+
+    def _poll_quorum(self, reader: QuorumReader, publish: bool = True) -> ClusterMode:
+        """One KRaft poll (and, until it is known, the mode); publishes when the leader, the
+        epoch, the lagging voters, the registrations or the fencing changed, or the mode was
+        found. The mode it knows after the poll."""
+        with self._lock:
+            mode = self.builder.mode
+        if mode is ClusterMode.ZOOKEEPER:
+            return mode
+        # The brokers decide first: a ZooKeeper that answers may be another cluster's (the
+        # default connect string is given to every cluster).
+        now = self.clock()
+        try:
+            quorum = reader.read_quorum(now)
+        except NotKRaft:
+            return self._zookeeper_mode(publish)
+        except Exception as exc:  # keep the last figures, marked with their age and error
+            with self._lock:
+                b = self.builder
+                if b.mode is ClusterMode.UNKNOWN and b.use_zookeeper and b.zk is not None:
+                    zk_answered = True  # no broker answers, ZooKeeper does: ZooKeeper mode
+                else:
+                    zk_answered = False
+                    before = b.quorum
+                    b.quorum_failed(_describe(exc))
+                    changed = before is not None and not before.stale
+            if zk_answered:
+                return self._zookeeper_mode(publish)
+            if publish and changed:
+                self._publish()
+            return mode
+        registrations = None
+        reg_error = ""
+        try:
+            registrations = reader.read_registrations()
+        except Exception as exc:  # the brokers are down: the quorum still is news
+            reg_error = f"brokers not described: {_describe(exc)}"
+        features = None
+        if now - self._features_at >= FEATURES_REFRESH_S or (
+            self.builder.quorum is not None and self.builder.quorum.leader_id != quorum.leader_id
+        ):
+            try:
+                features = reader.read_features(now)
+                self._features_at = now
+            except Exception as exc:
+                log.debug("features: %s", exc)
+        with self._lock:
+            b = self.builder
+            found = b.mode is not ClusterMode.KRAFT
+            if found:
+                b.set_mode(ClusterMode.KRAFT)
+            old_q, old_regs = b.quorum, b.registrations
+            b.quorum_read(quorum, now)
+            if reg_error:
+                b.health[SourceName.QUORUM].success(now, reg_error)
+            if registrations is not None:
+                b.registrations = registrations
+            if features is not None:
+                b.features = features
+            new_q = b.quorum
+            assert new_q is not None
+            changed = (
+                found
+                or old_q is None
+                or old_q.stale
+                or (old_q.leader_id, old_q.leader_epoch) != (new_q.leader_id, new_q.leader_epoch)
+                or old_q.voter_ids != new_q.voter_ids
+                or old_q.lagging_voters() != new_q.lagging_voters()
+                or (registrations is not None and registrations != old_regs)
+            )
+        if found:
+            zk, self._zk = self._zk, None
+            if zk is not None:
+                zk.stop()  # the default ZooKeeper of a KRaft cluster: nothing to watch
+        if changed:
+            self._wake_admin.set()  # KRaft has no watches: re-read the metadata now
+            if publish:
+                self._publish()
+        return ClusterMode.KRAFT
+
+    def _zookeeper_mode(self, publish: bool) -> ClusterMode:
+        with self._lock:
+            self.builder.set_mode(ClusterMode.ZOOKEEPER)
+        if publish:
+            self._publish()
+        return ClusterMode.ZOOKEEPER
+
+    def _quorum_loop(self) -> None:
+        reader = self._quorum_reader()
+        try:
+            while not self._stop.is_set():
+                mode = self._poll_quorum(reader)
+                if mode is ClusterMode.ZOOKEEPER:
+                    return  # ZooKeeper mode: its watches say everything
+                wait = QUORUM_POLL_S if mode is ClusterMode.KRAFT else MODE_PROBE_S
+                self._wake_quorum.wait(wait)
+                self._wake_quorum.clear()
+        finally:
+            reader.close()
 
     def _zk_changed(self, state: ZkState | None, error: str, publish: bool = True) -> None:
         with self._lock:
@@ -175,10 +305,18 @@ class ClusterObserver:
             if self.builder.zk is not None:
                 for bid, reg in self.builder.zk.brokers.items():
                     nodes.setdefault(bid, (*_endpoint(reg), None))
+            with self._lock:
+                regs = self.builder.registrations
+                kraft = self.builder.mode is ClusterMode.KRAFT
+            for bid, r in (regs or {}).items():  # fenced brokers are not in the metadata
+                nodes.setdefault(bid, (r.host, r.port, r.rack))
             reach = {bid: reachable(h, p) for bid, (h, p, _r) in nodes.items()}
             config = self._broker_config(reader, state, reach)
+            elr = _read_elr(reader, state) if kraft else {}
             with self._lock:
                 self.builder.broker_config = config
+                if kraft and elr != self.builder.elr:
+                    self.builder.elr = elr
                 self.builder.admin = state
                 self.builder.reachable = reach
                 self.builder.health[SourceName.ADMIN].success(self.clock())
@@ -321,6 +459,28 @@ def _hints(
         (p.topic, p.partition): -1 if snap.is_offline(p) else p.leader for p in snap.partitions
     }
     return (brokers or None), leaders, unasked
+
+
+def _read_elr(
+    reader: AdminReader, state: AdminState
+) -> dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]]:
+    """ELR and last known ELR (KIP-966) of the partitions whose ISR is not full (a full ISR
+    has none: the builder says so without asking); {} when nothing is short or unread."""
+    short = sorted(
+        {
+            t
+            for t, parts in (state.topics or {}).items()
+            for p in parts
+            if len(p.isr) < len(p.replicas) or p.leader < 0
+        }
+    )
+    if not short:
+        return {}
+    try:
+        return reader.read_elr(short)
+    except Exception as exc:
+        log.debug("ELR: %s", exc)
+        return {}
 
 
 def _describe(exc: BaseException) -> str:

@@ -100,3 +100,55 @@ def restore_kraft(cluster: KRaftCluster, timeout: float = 240.0) -> None:
     wait_until(quorum_whole, timeout, "a quorum leader and every controller a voter")
     want = {b: False for b in cluster.spec.broker_ids}
     wait_until(lambda: cluster.broker_fencing() == want, timeout, "every broker unfenced")
+
+
+def metadata_quorum_tool(cluster: KRaftCluster, *args: str, timeout: float = 120) -> str:
+    """Kafka's own `kafka-metadata-quorum --bootstrap-controller ... ARGS`, run from the jars
+    the cluster runs on (MetadataQuorumCommand in kafka-tools)."""
+    from kconsole.cluster import jars
+
+    lib = jars.ensure_kafka_jars(cluster.spec.kafka_version)
+    argv = [
+        jars.java_executable(),
+        "-Xmx128m",
+        "-cp",
+        f"{lib}{os.sep}*",
+        "org.apache.kafka.tools.MetadataQuorumCommand",
+        "--bootstrap-controller",
+        cluster.spec.quorum_bootstrap,
+        *args,
+    ]
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def quorum_whole(cluster: KRaftCluster) -> bool:
+    """A leader, every controller a voter, and every voter fetching (a voter the leader has
+    not heard from since it was elected reports log end -1)."""
+    q = cluster.quorum(timeout_s=1.0)
+    return (
+        q is not None
+        and q.voter_ids == sorted(cluster.spec.controller_ids)
+        and all(v.log_end_offset >= 0 for v in q.voters)
+    )
+
+
+def restart_node(cluster: KRaftCluster, name: str, timeout: float = 180) -> None:
+    """Start one stopped node of the cluster again (KRaftCluster's own start of a node list)
+    and wait until the quorum is whole and every broker unfenced."""
+    from kconsole.cluster import jars
+    from tests.waiting import wait_until
+
+    proc = cluster.process(name)
+    wait_until(lambda: proc.state() is ProcState.STOPPED, 30, f"{name} to be gone")
+    cluster._start([cluster.spec.node(name)], jars.ensure_kafka_jars(cluster.spec.kafka_version))
+    wait_until(lambda: quorum_whole(cluster), timeout, "the quorum whole again", interval=0.5)
+    wait_until(
+        lambda: not any(cluster.broker_fencing().values()),
+        timeout,
+        "every broker unfenced",
+        interval=0.5,
+    )

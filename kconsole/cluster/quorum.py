@@ -1,0 +1,262 @@
+"""KRaft reads for the observer: the metadata quorum (DescribeQuorum), the finalized features
+(ApiVersions) and the registered brokers with their fencing (DescribeCluster with fenced
+brokers, Kafka 4.0+). Asked of the brokers with kafka-python (they forward DescribeQuorum to
+the controllers), or with `bootstrap_controller` of the controllers directly (KIP-919), so the
+quorum can be read while every broker is down.
+
+The parsers are pure functions of the answers as dicts (what kafka-python's to_dict() gives):
+the unit tests feed them answers recorded from a real cluster (tests/fixtures/kraft/).
+Never imports Textual.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kconsole.cluster import kafka_python
+from kconsole.cluster.clients import kafka_python_config
+from kconsole.errors import ClusterError
+from kconsole.models import Features, Quorum, QuorumReplica
+
+METADATA_VERSION = "metadata.version"
+KRAFT_VERSION = "kraft.version"
+# metadata.version feature levels -> the name Kafka prints, as MetadataVersion.values() of the
+# 4.4.0 jars lists them (featureLevel(), version()).
+# Levels not listed are shown as "level N" (a newer Kafka than this table).
+_MV_NAMES = {
+    7: "3.3-IV3",
+    8: "3.4-IV0",
+    9: "3.5-IV0",
+    10: "3.5-IV1",
+    11: "3.5-IV2",
+    12: "3.6-IV0",
+    13: "3.6-IV1",
+    14: "3.6-IV2",
+    15: "3.7-IV0",
+    16: "3.7-IV1",
+    17: "3.7-IV2",
+    18: "3.7-IV3",
+    19: "3.7-IV4",
+    20: "3.8-IV0",
+    21: "3.9-IV0",
+    22: "4.0-IV0",
+    23: "4.0-IV1",
+    24: "4.0-IV2",
+    25: "4.0-IV3",
+    26: "4.1-IV0",
+    27: "4.1-IV1",
+    28: "4.2-IV0",
+    29: "4.2-IV1",
+    30: "4.3-IV0",
+    31: "4.4-IV0",
+    32: "4.4-IV1",
+    33: "4.4-IV2",
+    34: "4.5-IV0",
+}
+
+
+class NotKRaft(ClusterError):
+    """The brokers answered, but without the KRaft APIs: a ZooKeeper-mode cluster."""
+
+
+@dataclass(frozen=True)
+class BrokerRegistration:
+    """One registered broker as DescribeCluster (with fenced brokers) lists it."""
+
+    id: int
+    host: str
+    port: int
+    rack: str | None
+    fenced: bool
+
+
+def _seconds(ms: Any) -> float | None:
+    value = int(ms if ms is not None else -1)
+    return value / 1000.0 if value >= 0 else None
+
+
+def quorum_of(answer: Mapping[str, Any], read_at: float) -> Quorum:
+    """A Quorum from a DescribeQuorumResponse as a dict. ClusterError when the partition
+    reports an error (NOT_LEADER_OR_FOLLOWER from a controller that is not the leader)."""
+    if answer.get("error_code"):
+        raise ClusterError(f"DescribeQuorum: error code {answer['error_code']}")
+    try:
+        part = answer["topics"][0]["partitions"][0]
+    except (KeyError, IndexError, TypeError) as exc:
+        raise ClusterError("DescribeQuorum: no __cluster_metadata partition in the answer") from exc
+    if part.get("error"):  # kafka-python's admin client puts the error's text here
+        raise ClusterError(f"DescribeQuorum: {part['error']}")
+    if part.get("error_code"):
+        raise ClusterError(f"DescribeQuorum: {_error_name(int(part['error_code']))}")
+    endpoints: dict[int, tuple[str, int]] = {}
+    for node in answer.get("nodes") or ():
+        for listener in node.get("listeners") or ():
+            endpoints.setdefault(
+                int(node["node_id"]), (str(listener["host"]), int(listener["port"]))
+            )
+
+    def replicas(key: str, voter: bool) -> tuple[QuorumReplica, ...]:
+        out = []
+        for r in part.get(key) or ():
+            rid = int(r["replica_id"])
+            host, port = endpoints.get(rid, (None, None))
+            leo = int(r.get("log_end_offset", -1))
+            directory = _kafka_uuid(r.get("replica_directory_id"))
+            out.append(
+                QuorumReplica(
+                    rid,
+                    voter,
+                    leo if leo >= 0 else None,
+                    _seconds(r.get("last_fetch_timestamp")),
+                    _seconds(r.get("last_caught_up_timestamp")),
+                    str(directory) if directory else None,
+                    host,
+                    port,
+                )
+            )
+        return tuple(sorted(out, key=lambda q: q.id))
+
+    leader = int(part.get("leader_id", -1))
+    epoch = int(part.get("leader_epoch", -1))
+    hwm = int(part.get("high_watermark", -1))
+    return Quorum(
+        leader if leader >= 0 else None,
+        epoch if epoch >= 0 else None,
+        hwm if hwm >= 0 else None,
+        replicas("current_voters", True),
+        replicas("observers", False),
+        read_at=read_at,
+    )
+
+
+def _kafka_uuid(value: Any) -> str | None:
+    """A directory id as Kafka prints it (URL-safe base64 of the 16 bytes, no padding);
+    kafka-python gives a UUID. None for the zero UUID (not reported)."""
+    if not value:
+        return None
+    try:
+        raw = uuid.UUID(str(value)).bytes
+    except ValueError:
+        return str(value)
+    if raw == bytes(16):
+        return None
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def features_of(answer: Mapping[str, Any], read_at: float) -> Features:
+    """Features from kafka-python's describe_features() ({name: {'finalized': (min, max)}})."""
+
+    def level(name: str) -> int | None:
+        fin = (answer.get(name) or {}).get("finalized")
+        return int(fin[1]) if fin else None
+
+    mv = level(METADATA_VERSION)
+    name = None if mv is None else _MV_NAMES.get(mv, f"level {mv}")
+    return Features(name, mv, level(KRAFT_VERSION), read_at)
+
+
+def registrations_of(answer: Mapping[str, Any]) -> dict[int, BrokerRegistration]:
+    """Every registered broker from kafka-python's describe_cluster() (fenced ones too)."""
+    out = {}
+    for b in answer.get("brokers") or ():
+        bid = int(b["broker_id"])
+        out[bid] = BrokerRegistration(
+            bid,
+            str(b.get("host") or "?"),
+            int(b.get("port") or 0),
+            b.get("rack"),
+            bool(b.get("is_fenced", False)),
+        )
+    return out
+
+
+def _error_name(code: int) -> str:
+    from kafka import errors
+
+    return f"{errors.for_code(code).__name__} (error code {code})"
+
+
+def _not_kraft(exc: BaseException) -> bool:
+    name = type(exc).__name__
+    return "IncompatibleBrokerVersion" in name or "UnsupportedVersion" in name
+
+
+class QuorumReader:
+    """Blocking KRaft reads for the observer's quorum poller (one instance per thread)."""
+
+    def __init__(
+        self,
+        config: dict[str, Any],
+        bootstrap_controller: str = "",
+        timeout_s: float = 3.0,
+    ):
+        self.config = dict(config)
+        self.timeout_s = timeout_s
+        self.controllers = [
+            (h.strip("[]"), int(p))
+            for hp in bootstrap_controller.split(",")
+            if hp.strip()
+            for h, _, p in [hp.strip().rpartition(":")]
+        ]
+        self._leader_first: tuple[str, int] | None = None
+        self._kp: Any = None
+
+    def _admin(self) -> Any:
+        if self._kp is None:
+            conf = kafka_python_config(self.config, self.timeout_s, client_id="kconsole-quorum")
+            # kafka-python waits 30 s for a first broker by default: a poll must fail fast.
+            conf["bootstrap_timeout_ms"] = int(self.timeout_s * 1000)
+            self._kp = kafka_python.admin_client(conf)
+        return self._kp
+
+    def _call(self, fn: str, *args: Any) -> Any:
+        try:
+            return getattr(self._admin(), fn)(*args)
+        except Exception as exc:
+            if _not_kraft(exc):
+                raise NotKRaft(f"{fn}: the brokers have no KRaft API ({exc})") from exc
+            self.close()  # a client that met a dead broker bootstraps afresh next time
+            raise ClusterError(f"{fn}: {str(exc) or type(exc).__name__}") from exc
+
+    def read_quorum(self, now: float) -> Quorum:
+        """The quorum as its leader describes it: from the controllers when given, else
+        through the brokers."""
+        if self.controllers:
+            return self._quorum_from_controllers(now)
+        return quorum_of(self._call("describe_metadata_quorum"), now)
+
+    def _quorum_from_controllers(self, now: float) -> Quorum:
+        # The leader that answered last is asked first: one connection a poll while it lasts.
+        order = list(self.controllers)
+        if self._leader_first in order:
+            order.remove(self._leader_first)
+            order.insert(0, self._leader_first)
+        errors = []
+        for host, port in order:
+            try:
+                answer = kafka_python.describe_quorum_at(host, port, self.timeout_s)
+                quorum = quorum_of(answer, now)
+            except Exception as exc:
+                errors.append(f"{host}:{port}: {str(exc) or type(exc).__name__}")
+                continue
+            self._leader_first = (host, port)
+            return quorum
+        raise ClusterError("no controller answered as quorum leader (" + "; ".join(errors) + ")")
+
+    def read_registrations(self) -> dict[int, BrokerRegistration]:
+        """Registered brokers and their fencing (DescribeCluster through the brokers)."""
+        return registrations_of(self._call("describe_cluster"))
+
+    def read_features(self, now: float) -> Features:
+        return features_of(self._call("describe_features"), now)
+
+    def close(self) -> None:
+        kp, self._kp = self._kp, None
+        if kp is not None:
+            with contextlib.suppress(Exception):
+                kp.close()

@@ -1,0 +1,420 @@
+"""The observer on KRaft, fed with answers recorded from a real cluster (Kafka 4.4.0, 3
+controllers + 3 brokers; tests/fixtures/record_kraft.py): the parsers, the mode, the quorum,
+fencing and ELR in the snapshot, the events, and `describe`."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kconsole.cluster.admin import AdminPartition, AdminState
+from kconsole.cluster.quorum import (
+    NotKRaft,
+    QuorumReader,
+    features_of,
+    quorum_of,
+    registrations_of,
+)
+from kconsole.config import Settings
+from kconsole.describe import render_text
+from kconsole.errors import ClusterError
+from kconsole.models import ClusterMode, ClusterSnapshot, SourceName
+from kconsole.observer import ClusterObserver, SnapshotBuilder
+from kconsole.timeline import EventKind, diff
+from tests.unit.test_observer_builder import zk_state
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kraft"
+
+
+def load(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((FIXTURES / f"{name}.json").read_text())
+    return data
+
+
+HEALTHY = load("healthy")
+PAUSED = load("brokers_paused")
+VOTER = load("voter_paused")
+
+
+def _part(answer: dict[str, Any]) -> dict[str, Any]:
+    part: dict[str, Any] = answer["topics"][0]["partitions"][0]
+    return part
+
+
+def _now(answer: dict[str, Any]) -> float:
+    """When the leader answered (its own entry's last fetch time), in seconds."""
+    part = _part(answer)
+    leader = next(v for v in part["current_voters"] if v["replica_id"] == part["leader_id"])
+    return float(leader["last_fetch_timestamp"]) / 1000
+
+
+class FakeAdmin:
+    """kafka-python's KafkaAdminClient, answering what the real cluster answered."""
+
+    def __init__(self, **answers: Any):
+        self.answers = answers
+        self.closed = False
+
+    def __getattr__(self, name: str) -> Any:
+        answer = self.answers[name]
+
+        def call(*_a: Any, **_k: Any) -> Any:
+            if isinstance(answer, BaseException):
+                raise answer
+            return answer
+
+        return call
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def reader_with(admin: FakeAdmin) -> QuorumReader:
+    reader = QuorumReader({"bootstrap.servers": "127.0.0.1:1"})
+    reader._kp = admin
+    return reader
+
+
+def healthy_admin(**over: Any) -> FakeAdmin:
+    answers = {
+        "describe_metadata_quorum": HEALTHY["describe_metadata_quorum"],
+        "describe_cluster": HEALTHY["describe_cluster"],
+        "describe_features": HEALTHY["describe_features"],
+    }
+    answers.update(over)
+    return FakeAdmin(**answers)
+
+
+def admin_state(controller: int = 2, isr: tuple[int, ...] = (1, 2, 3)) -> AdminState:
+    """What the metadata (librdkafka) says: its controller is a random broker in KRaft."""
+    return AdminState(
+        read_at=0.0,
+        cluster_id=HEALTHY["describe_cluster"]["cluster_id"],
+        controller=controller,
+        nodes={b: ("127.0.0.1", 26091 + b, None) for b in (1, 2, 3)},
+        topics={"test-topic": tuple(AdminPartition(p, 1, (1, 2, 3), isr) for p in range(4))},
+        min_isr={"test-topic": 2},
+    )
+
+
+# -- parsers ---------------------------------------------------------------------------
+class TestParsers:
+    def test_quorum_through_a_broker(self) -> None:
+        """Leader, epoch, high watermark, voters with their endpoints, observers; ms -> s."""
+        answer = HEALTHY["describe_metadata_quorum"]
+        q = quorum_of(answer, 5.0)
+        part = _part(answer)
+        assert q.leader_id == part["leader_id"] and q.leader_id in HEALTHY["controller_ids"]
+        assert q.leader_epoch == part["leader_epoch"] >= 1
+        assert q.high_watermark == part["high_watermark"] > 0
+        assert q.voter_ids == tuple(HEALTHY["controller_ids"])
+        assert [r.id for r in q.observers] == HEALTHY["broker_ids"]
+        assert all(r.voter for r in q.voters) and not any(r.voter for r in q.observers)
+        v = q.voters[0]
+        raw = part["current_voters"][0]
+        assert v.last_fetch_at == raw["last_fetch_timestamp"] / 1000
+        assert v.log_end_offset == raw["log_end_offset"]
+        assert v.host == "127.0.0.1" and v.port is not None
+        assert q.read_at == 5.0 and q.error == ""
+
+    def test_quorum_from_the_leader_controller_agrees(self) -> None:
+        """Asked of the leader controller directly (KIP-919), the same leader and voters."""
+        direct = quorum_of(HEALTHY["describe_quorum_at_controller"], 0.0)
+        via = quorum_of(HEALTHY["describe_metadata_quorum"], 0.0)
+        assert (direct.leader_id, direct.leader_epoch) == (via.leader_id, via.leader_epoch)
+        assert direct.voter_ids == via.voter_ids
+
+    def test_a_follower_controller_says_not_leader(self) -> None:
+        with pytest.raises(ClusterError, match="NotLeaderForPartition"):
+            quorum_of(HEALTHY["describe_quorum_at_follower"], 0.0)
+
+    def test_features(self) -> None:
+        f = features_of(HEALTHY["describe_features"], 1.0)
+        assert (f.metadata_version, f.metadata_version_level, f.kraft_version) == (
+            "4.4-IV2",
+            33,
+            1,
+        )
+
+    def test_unknown_metadata_level_is_named_by_its_number(self) -> None:
+        f = features_of({"metadata.version": {"finalized": [99, 99]}}, 1.0)
+        assert f.metadata_version == "level 99" and f.kraft_version is None
+
+    def test_registrations_with_fenced_brokers(self) -> None:
+        assert {b: r.fenced for b, r in registrations_of(HEALTHY["describe_cluster"]).items()} == {
+            1: False,
+            2: False,
+            3: False,
+        }
+        regs = registrations_of(PAUSED["describe_cluster"])
+        assert {b for b, r in regs.items() if r.fenced} == {2, 3}
+
+    def test_a_paused_voter_lags(self) -> None:
+        """8 s without a fetch: lagging; in the healthy answer nobody is."""
+        q = quorum_of(VOTER["describe_metadata_quorum"], _now(VOTER["describe_metadata_quorum"]))
+        assert q.lagging_voters() == {VOTER["paused"]}
+        age = q.caught_up_age(q.replica(VOTER["paused"]))  # type: ignore[arg-type]
+        assert age is not None and age > 5
+        healthy = quorum_of(HEALTHY["describe_metadata_quorum"], 0.0)
+        assert healthy.lagging_voters() == frozenset()
+
+
+# -- mode ------------------------------------------------------------------------------
+class TestMode:
+    def test_quorum_answers_kraft_and_zookeeper_dropped(self) -> None:
+        """The default ZooKeeper is given, the brokers answer DescribeQuorum: KRaft, and the
+        snapshot carries no ZooKeeper health."""
+        obs = ClusterObserver(Settings())
+        assert obs._poll_quorum(reader_with(healthy_admin()), publish=False) is ClusterMode.KRAFT
+        snap = obs._publish(publish=False)
+        assert snap.mode is ClusterMode.KRAFT
+        assert snap.source(SourceName.ZOOKEEPER) is None
+        quorum = snap.source(SourceName.QUORUM)
+        assert quorum is not None and quorum.ok
+        assert snap.features is not None and snap.features.metadata_version == "4.4-IV2"
+
+    def test_brokers_without_kraft_apis_are_zookeeper_mode(self) -> None:
+        from kafka.errors import IncompatibleBrokerVersion
+
+        obs = ClusterObserver(Settings(zookeeper=""))
+        admin = FakeAdmin(describe_metadata_quorum=IncompatibleBrokerVersion("no DescribeQuorum"))
+        assert obs._poll_quorum(reader_with(admin), publish=False) is ClusterMode.ZOOKEEPER
+        snap = obs._publish(publish=False)
+        assert snap.mode is ClusterMode.ZOOKEEPER
+        assert snap.source(SourceName.QUORUM) is None
+
+    def test_brokers_decide_over_an_answering_zookeeper(self) -> None:
+        """A ZooKeeper answers (another cluster's, on the default port) while the brokers
+        answer DescribeQuorum: KRaft."""
+        obs = ClusterObserver(Settings())
+        obs.builder.zk = zk_state()
+        assert obs._poll_quorum(reader_with(healthy_admin()), publish=False) is ClusterMode.KRAFT
+        assert obs._publish(publish=False).mode is ClusterMode.KRAFT
+
+    def test_zookeeper_answers_and_no_broker_does(self) -> None:
+        obs = ClusterObserver(Settings())
+        obs.builder.zk = zk_state()
+        admin = FakeAdmin(describe_metadata_quorum=TimeoutError("no broker"))
+        assert obs._poll_quorum(reader_with(admin), publish=False) is ClusterMode.ZOOKEEPER
+
+    def test_nothing_answers_unknown(self) -> None:
+        obs = ClusterObserver(Settings(zookeeper=""))
+        admin = FakeAdmin(describe_metadata_quorum=TimeoutError("no broker"))
+        assert obs._poll_quorum(reader_with(admin), publish=False) is ClusterMode.UNKNOWN
+        snap = obs._publish(publish=False)
+        assert snap.mode is ClusterMode.UNKNOWN and snap.quorum is None
+        text = render_text(snap, now=snap.taken_at)
+        assert "mode unknown" in text
+
+    def test_not_kraft_error_is_raised_as_such(self) -> None:
+        from kafka.errors import IncompatibleBrokerVersion
+
+        admin = FakeAdmin(describe_metadata_quorum=IncompatibleBrokerVersion("x"))
+        with pytest.raises(NotKRaft):
+            reader_with(admin).read_quorum(0.0)
+
+
+# -- the snapshot ----------------------------------------------------------------------
+def kraft_builder(answer: dict[str, Any] = HEALTHY, now: float = 10.0) -> SnapshotBuilder:
+    b = SnapshotBuilder(use_zookeeper=False)
+    b.set_mode(ClusterMode.KRAFT)
+    b.admin = admin_state()
+    b.health[SourceName.ADMIN].success(now)
+    b.quorum_read(quorum_of(answer["describe_metadata_quorum"], now), now)
+    b.registrations = registrations_of(HEALTHY["describe_cluster"])
+    return b
+
+
+class TestSnapshot:
+    def test_controller_is_the_quorum_leader_not_the_metadata_answer(self) -> None:
+        b = kraft_builder()
+        snap = b.build(10.0)
+        leader = _part(HEALTHY["describe_metadata_quorum"])["leader_id"]
+        assert snap.controller.id == leader != 2
+        assert snap.controller.epoch == snap.quorum.leader_epoch  # type: ignore[union-attr]
+
+    def test_brokers_fenced_and_roles(self) -> None:
+        b = kraft_builder()
+        b.registrations = registrations_of(PAUSED["describe_cluster"])
+        snap = b.build(10.0)
+        assert {x.id: x.fenced for x in snap.brokers} == {1: False, 2: True, 3: True}
+        assert all(x.roles == ("broker",) for x in snap.brokers)
+        # controllers are not brokers: they are the quorum's voters
+        assert [x.id for x in snap.brokers] == [1, 2, 3]
+
+    def test_elr_from_describe_topic_partitions(self) -> None:
+        b = kraft_builder()
+        b.admin = admin_state(isr=(1,))
+        parts = PAUSED["describe_topic_partitions"]["topics"][0]["partitions"]
+        b.elr = {
+            ("test-topic", p["partition_index"]): (
+                tuple(p["eligible_leader_replicas"] or ()),
+                tuple(p["last_known_elr"] or ()),
+            )
+            for p in parts
+        }
+        snap = b.build(10.0)
+        assert [p.elr for p in snap.partitions] == [(2,)] * 4
+        assert [p.last_known_elr for p in snap.partitions] == [()] * 4
+
+    def test_elr_unread_is_unknown_full_isr_is_none(self) -> None:
+        b = kraft_builder()
+        assert {p.elr for p in b.build(10.0).partitions} == {()}
+        b.admin = admin_state(isr=(1, 2))
+        assert {p.elr for p in b.build(11.0).partitions} == {None}
+
+    def test_a_failed_quorum_read_keeps_the_figures_marked(self) -> None:
+        b = kraft_builder()
+        before = b.build(10.0).quorum
+        b.quorum_failed("DescribeQuorum: timed out")
+        snap = b.build(20.0)
+        assert snap.quorum is not None and before is not None
+        assert snap.quorum.leader_id == before.leader_id
+        assert snap.quorum.read_at == before.read_at == 10.0
+        assert snap.quorum.stale and "timed out" in snap.quorum.error
+        health = snap.source(SourceName.QUORUM)
+        assert health is not None and not health.ok and health.updated_at == 10.0
+        assert "STALE (DescribeQuorum: timed out)" in render_text(snap, now=20.0)
+
+    def test_json_round_trip(self) -> None:
+        snap = kraft_builder().build(10.0)
+        back = ClusterSnapshot.from_dict(json.loads(snap.to_json(default=str)))
+        assert back.mode is ClusterMode.KRAFT
+        assert back.quorum == snap.quorum and back.features == snap.features
+        assert back.brokers == snap.brokers
+
+
+# -- events ----------------------------------------------------------------------------
+class TestEvents:
+    def test_quorum_leader_changed_with_epoch(self) -> None:
+        b = kraft_builder()
+        old = b.build(10.0)
+        q = quorum_of(HEALTHY["describe_metadata_quorum"], 12.0)
+        new_leader = next(v for v in q.voter_ids if v != q.leader_id)
+        b.quorum_read(dataclasses.replace(q, leader_id=new_leader, leader_epoch=9), 12.0)
+        new = b.build(12.0)
+        assert new.controller.previous == old.controller.id
+        events = [e for e in diff(old, new) if e.kind is EventKind.CONTROLLER_CHANGED]
+        assert len(events) == 1
+        was = old.controller.id
+        assert (
+            events[0].text
+            == f"quorum leader is controller {new_leader}, epoch 9 (was controller {was})"
+        )
+
+    def test_no_leader_is_controller_lost(self) -> None:
+        b = kraft_builder()
+        old = b.build(10.0)
+        q = quorum_of(HEALTHY["describe_metadata_quorum"], 12.0)
+        b.quorum_read(dataclasses.replace(q, leader_id=None), 12.0)
+        kinds = [e.kind for e in diff(old, b.build(12.0))]
+        assert EventKind.CONTROLLER_LOST in kinds
+
+    def test_fenced_then_unfenced(self) -> None:
+        b = kraft_builder()
+        s1 = b.build(10.0)
+        b.registrations = registrations_of(PAUSED["describe_cluster"])
+        s2 = b.build(11.0)
+        b.registrations = registrations_of(HEALTHY["describe_cluster"])
+        s3 = b.build(12.0)
+        fenced = [(e.kind, e.broker) for e in diff(s1, s2)]
+        assert fenced == [(EventKind.BROKER_FENCED, 2), (EventKind.BROKER_FENCED, 3)]
+        unfenced = [(e.kind, e.broker) for e in diff(s2, s3)]
+        assert unfenced == [(EventKind.BROKER_UNFENCED, 2), (EventKind.BROKER_UNFENCED, 3)]
+
+    def test_registered_and_unregistered(self) -> None:
+        b = kraft_builder()
+        s1 = b.build(10.0)
+        regs = registrations_of(HEALTHY["describe_cluster"])
+        b.registrations = {k: v for k, v in regs.items() if k != 3}
+        s2 = b.build(11.0)
+        b.registrations = regs
+        s3 = b.build(12.0)
+        assert [e.text for e in diff(s1, s2) if e.broker == 3] == ["broker 3 unregistered"]
+        assert [e.text for e in diff(s2, s3) if e.broker == 3] == ["broker 3 registered"]
+
+    def test_voter_lagging_then_caught_up(self) -> None:
+        now = _now(VOTER["describe_metadata_quorum"])
+        b = kraft_builder(HEALTHY, now - 30)
+        s1 = b.build(now - 30)
+        b.quorum_read(quorum_of(VOTER["describe_metadata_quorum"], now), now)
+        s2 = b.build(now)
+        b.quorum_read(quorum_of(HEALTHY["describe_metadata_quorum"], now + 1), now + 1)
+        s3 = b.build(now + 1)
+        lag = [e for e in diff(s1, s2) if e.kind is EventKind.VOTER_LAGGING]
+        assert [e.broker for e in lag] == [VOTER["paused"]]
+        assert lag[0].severity == "bad"
+        back = [e for e in diff(s2, s3) if e.kind is EventKind.VOTER_CAUGHT_UP]
+        assert [e.broker for e in back] == [VOTER["paused"]]
+
+    def test_stale_quorum_says_nothing_new(self) -> None:
+        b = kraft_builder()
+        s1 = b.build(10.0)
+        b.quorum_failed("timed out")
+        assert diff(s1, b.build(11.0)) == []
+
+
+# -- describe --------------------------------------------------------------------------
+def test_describe_text_has_mode_features_and_quorum() -> None:
+    b = kraft_builder()
+    b.features = features_of(HEALTHY["describe_features"], 10.0)
+    snap = b.build(10.0)
+    text = render_text(snap, now=10.5)
+    leader = snap.controller.id
+    assert "mode kraft" in text
+    assert "features: metadata.version 4.4-IV2 (level 33), kraft.version 1" in text
+    assert f"quorum: leader controller {leader}, epoch " in text
+    lines = text.splitlines()
+    assert any(ln.split()[:2] == [str(leader), "leader"] for ln in lines)
+    assert sum(1 for ln in lines if ln.split()[1:2] == ["observer"]) == 3
+    assert "elr" in lines[lines.index(next(ln for ln in lines if ln.startswith("topic")))]
+
+
+# -- --bootstrap-controller ------------------------------------------------------------
+class TestBootstrapController:
+    def test_the_leader_answers_and_is_asked_first_next_time(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A follower controller answers NOT_LEADER (recorded): the next one is asked; the
+        leader found is asked first on the next poll."""
+        from kconsole.cluster import kafka_python
+
+        asked: list[int] = []
+
+        def at(host: str, port: int, timeout_s: float) -> dict[str, Any]:
+            asked.append(port)
+            key = "describe_quorum_at_controller" if port == 3 else "describe_quorum_at_follower"
+            answer: dict[str, Any] = HEALTHY[key]
+            return answer
+
+        monkeypatch.setattr(kafka_python, "describe_quorum_at", at)
+        reader = QuorumReader({}, "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3")
+        q = reader.read_quorum(1.0)
+        assert q.leader_id == _part(HEALTHY["describe_quorum_at_controller"])["leader_id"]
+        assert asked == [1, 2, 3]
+        reader.read_quorum(2.0)
+        assert asked[3:] == [3]
+
+    def test_no_controller_answering_says_each(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from kconsole.cluster import kafka_python
+
+        def at(host: str, port: int, timeout_s: float) -> dict[str, Any]:
+            raise ConnectionRefusedError(111, "Connection refused")
+
+        monkeypatch.setattr(kafka_python, "describe_quorum_at", at)
+        with pytest.raises(ClusterError, match=r"127.0.0.1:1: .*refused.*127.0.0.1:2"):
+            QuorumReader({}, "127.0.0.1:1,127.0.0.1:2").read_quorum(1.0)
+
+    def test_settings(self) -> None:
+        from kconsole.config import ConfigError, load_settings
+
+        s = load_settings(bootstrap_controller="c1:9093,c2:9093", env={})
+        assert s.bootstrap_controller == "c1:9093,c2:9093"
+        s = load_settings(env={"KCONSOLE_BOOTSTRAP_CONTROLLER": "c1:9093"})
+        assert s.bootstrap_controller == "c1:9093"
+        with pytest.raises(ConfigError, match="--bootstrap-controller: 'c1:x' is not HOST:PORT"):
+            load_settings(bootstrap_controller="c1:x", env={})
