@@ -11,9 +11,9 @@ Sources, each on its own thread, never overlapping themselves:
     or the controllers given with --bootstrap-controller) and DescribeCluster with fenced
     brokers; features every FEATURES_REFRESH_S. It also tells the mode: a quorum that answers
     is KRaft (ZooKeeper is then dropped, even the default one); brokers without the KRaft APIs,
-    or a ZooKeeper that answers while no broker does, are ZooKeeper mode (this poller stops). KRaft has nothing
-    to watch: a change it sees (leader, registrations, fencing) wakes the metadata poll at once,
-    which otherwise runs every `refresh_s`.
+    or a ZooKeeper that answers while no broker does, are ZooKeeper mode (this poller stops).
+    KRaft has nothing to watch: a change it sees (leader, registrations, fencing) wakes the
+    metadata poll at once, which otherwise runs every `refresh_s`.
 
 A source that fails keeps its last data and is marked stale with its error; it retries on its
 own. Every update builds a new immutable snapshot, diffs it with the previous one and hands

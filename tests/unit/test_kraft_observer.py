@@ -27,7 +27,7 @@ from kconsole.observer import ClusterObserver, SnapshotBuilder
 from kconsole.timeline import EventKind, diff
 from tests.unit.test_observer_builder import zk_state
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kraft"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kraft_observer"
 
 
 def load(name: str) -> dict[str, Any]:
