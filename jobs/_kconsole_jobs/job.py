@@ -38,6 +38,7 @@ class Job:
         self.query: Any = None
         self._stop = threading.Event()
         self._stop_reason = ""
+        self._building_session = False
         self._preflight = Preflight(args, self.warn)
         self._last_ts: str | None = None
         self._last_batch = -1
@@ -190,7 +191,11 @@ class Job:
             self.check_checkpoint()
             if self._stop.is_set():
                 return self._finish("stopped", 0)
+            self._building_session = True
+            if self._stop.is_set():  # asked before the flag was up
+                return self._finish("stopped", 0)
             self.session()
+            self._building_session = False
             if self._stop.is_set():
                 return self._finish("stopped", 0)
             os.makedirs(self.output_dir, exist_ok=True)
@@ -316,13 +321,25 @@ class Job:
     def _on_signal(self, signum: int, _frame: object) -> None:
         self._stop_reason = f"signal {signal.Signals(signum).name}"
         self._stop.set()
+        self._stop_if_starting()
 
     def _watch_parent(self) -> None:
         def parent_gone() -> None:
             self._stop_reason = "kconsole (the parent process) exited"
             self._stop.set()
+            self._stop_if_starting()
 
         watch_parent(self.args.stop_with_parent, self._stop, parent_gone)
+
+    def _stop_if_starting(self) -> None:
+        """A stop asked while Spark's session is still being built ends the job now: nothing
+        of the query exists yet, and waiting for the session (a JVM start, 10-30 s on a busy
+        machine) only to stop it made a stop that slow. The JVM exits by itself when our end of
+        its stdin pipe closes (pyspark's gateway reads it for that)."""
+        if not self._building_session:
+            return
+        self.state("stopped", exitCode=0, reason=f"{self._stop_reason}, before Spark started")
+        os._exit(0)
 
 
 def watch_parent(pid: int, done: threading.Event, on_gone: Callable[[], None]) -> None:

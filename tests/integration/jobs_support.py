@@ -20,6 +20,11 @@ from kconsole.config import Settings
 from kconsole.jobs import JobRun
 from kconsole.jobs.manager import JobManager
 
+# A test's JVM lives a minute: compiled by C1 only and with the serial collector, a job's
+# start-up and first batch cost about 40 % less CPU (measured: 15-17 s instead of 28 s for
+# keyed-counts, 20 s instead of 31 s for sequence-checker, on the 2-core test machine).
+QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
 # Small Spark: two local cores, two shuffle partitions, short triggers (the machine has 2 cores
 # and the brokers run on it too).
 SMALL_SPARK = {
@@ -27,7 +32,7 @@ SMALL_SPARK = {
     "shuffle-partitions": "2",
     "trigger": "0.5",
     "stop-grace": "5",
-    "conf": ["spark.driver.memory=512m"],
+    "conf": ["spark.driver.memory=512m", f"spark.driver.extraJavaOptions={QUICK_JVM}"],
 }
 
 

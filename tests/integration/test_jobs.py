@@ -317,15 +317,27 @@ def _log_ends(admin: AdminClient, tps: list[tuple[str, int]]) -> dict[tuple[str,
     return {(tp.topic, tp.partition): f.result(timeout=30).offset for tp, f in futs.items()}
 
 
-def test_behind_is_measured_against_the_log_end_under_live_traffic(
-    cluster: LocalCluster, manager: JobManager
-) -> None:
-    """With records arriving all the time and no cap per batch, Spark's own figure (its latest
-    offset when it planned the batch - the batch's end) is always 0; the job's "behind" is the
-    log end read after the batch - its end, which the group's lag (log end now - the committed
-    end) can only exceed by what arrived since."""
+@pytest.fixture(scope="module")
+def live(
+    cluster: LocalCluster, manager: JobManager, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    """keyed-counts from the earliest offset with records arriving all the time (about 100 a
+    second) and no cap per batch, stopped after at least five batches past the first. What the
+    test below checks is recorded as it happens: each new progress with the log ends read just
+    after it, and the group's lag with the log ends read just after the lag. The stopped run
+    is also the first run of the checkpoint test (its checkpoint is new, then resumed)."""
     topic = new_topic(cluster, "live")
     group = f"kconsole-job-test-{topic}"
+    checkpoint = tmp_path_factory.mktemp("live") / "ck"
+    options = {
+        **SMALL_SPARK,
+        "trigger": "1",
+        "topic": topic,
+        "starting-offsets": "earliest",
+        "output-topic": "",
+        "checkpoint": str(checkpoint),
+        "group-id": group,
+    }
     stop = threading.Event()
 
     def traffic() -> None:
@@ -344,45 +356,75 @@ def test_behind_is_measured_against_the_log_end_under_live_traffic(
     admin = AdminClient({"bootstrap.servers": cluster.spec.bootstrap})
     observer = ClusterObserver(settings_for(cluster))
     tps = [(topic, 0), (topic, 1)]
+    # (progress, log ends read just after it was seen)
+    checked: list[tuple[JobProgress, dict[tuple[str, int], int]]] = []
+    # (the newest progress, the group's lag, its committed offsets, log ends read after the lag)
+    compared: list[tuple[JobProgress, int, dict[tuple[str, int], int | None], int]] = []
     try:
-        run = manager.start(
-            "keyed-counts",
-            {**SMALL_SPARK, "trigger": "1", "topic": topic, "output-topic": "", "group-id": group},
-        )
-        checked: list[JobProgress] = []
-        compared: list[tuple[int, int]] = []
+        run = manager.start("keyed-counts", options)
         deadline = time.monotonic() + 300
         while len(checked) < 5 or not compared:
             assert time.monotonic() < deadline, describe(manager.get(run.run_id), manager)
             r = manager.get(run.run_id)
             assert r.active, describe(r, manager)
-            new = [p for p in r.history if p.batch_id >= 1 and p not in checked]
-            for p in new:
-                ends_now = _log_ends(admin, tps)  # read after the job read its own
-                assert p.offsets_behind is not None, p.behind_unknown
-                assert p.behind_at_plan == 0  # what "behind" used to show
-                assert set(p.log_end_offsets) == set(p.end_offsets) == set(tps)
-                for tp in tps:
-                    assert p.end_offsets[tp] <= p.log_end_offsets[tp] <= ends_now[tp], (p, ends_now)
-                assert p.offsets_behind == sum(
-                    p.log_end_offsets[tp] - p.end_offsets[tp] for tp in tps
-                )
-                checked.append(p)
+            seen = [p for p, _ends in checked]
+            for p in [p for p in r.history if p.batch_id >= 1 and p not in seen]:
+                checked.append((p, _log_ends(admin, tps)))  # read after the job read its own
             g = next((g for g in observer.read_once().groups if g.group_id == group), None)
             latest = manager.get(run.run_id).latest
             if g is not None and latest is not None and latest.offsets_behind is not None:
                 committed = {(p.topic, p.partition): p.committed for p in g.partitions}
                 if committed == latest.end_offsets and g.lag is not None:
                     ends_after = sum(_log_ends(admin, tps).values())
-                    # behind <= lag <= (log end after the lag was read) - the committed end
-                    assert latest.offsets_behind <= g.lag <= ends_after - sum(committed.values())
-                    compared.append((latest.offsets_behind, g.lag))
+                    compared.append((latest, g.lag, committed, ends_after))
             time.sleep(0.2)
-        assert any(p.offsets_behind for p in checked), [p.offsets_behind for p in checked]
     finally:
         stop.set()
         sender.join(30)
-    manager.stop(run.run_id, timeout_s=30)
+    # Stopped once it has read everything, so its checkpoint ends where its last batch did.
+    total = sum(_log_ends(admin, tps).values())
+    wait_until(
+        lambda: (
+            ((p := manager.get(run.run_id).latest) and sum(p.end_offsets.values()) == total)
+            or not manager.get(run.run_id).active
+        ),
+        120,
+        f"the live run to read all {total} records",
+    )
+    stopped = manager.stop(run.run_id, timeout_s=30)
+    return {
+        "topic": topic,
+        "tps": tps,
+        "options": options,
+        "checkpoint": checkpoint,
+        "checked": checked,
+        "compared": compared,
+        "stopped": stopped,
+    }
+
+
+def test_behind_is_measured_against_the_log_end_under_live_traffic(
+    manager: JobManager, live: dict[str, Any]
+) -> None:
+    """With records arriving all the time and no cap per batch, Spark's own figure (its latest
+    offset when it planned the batch - the batch's end) is always 0; the job's "behind" is the
+    log end read after the batch - its end, which the group's lag (log end now - the committed
+    end) can only exceed by what arrived since."""
+    tps = live["tps"]
+    checked: list[tuple[JobProgress, dict[tuple[str, int], int]]] = live["checked"]
+    assert len(checked) >= 5 and live["compared"]
+    for p, ends_now in checked:
+        assert p.offsets_behind is not None, p.behind_unknown
+        assert p.behind_at_plan == 0  # what "behind" used to show
+        assert set(p.log_end_offsets) == set(p.end_offsets) == set(tps)
+        for tp in tps:
+            assert p.end_offsets[tp] <= p.log_end_offsets[tp] <= ends_now[tp], (p, ends_now)
+        assert p.offsets_behind == sum(p.log_end_offsets[tp] - p.end_offsets[tp] for tp in tps)
+    for latest, lag, committed, ends_after in live["compared"]:
+        # behind <= lag <= (log end after the lag was read) - the committed end
+        assert latest.offsets_behind <= lag <= ends_after - sum(committed.values())
+    assert any(p.offsets_behind for p, _ends in checked), [p.offsets_behind for p, _ in checked]
+    assert live["stopped"].state is JobState.STOPPED, describe(live["stopped"], manager)
 
 
 def _recreate(cluster: LocalCluster, topic: str) -> None:
@@ -399,31 +441,14 @@ def _recreate(cluster: LocalCluster, topic: str) -> None:
 
 
 def test_checkpoint_of_a_recreated_topic_is_refused_then_started_fresh(
-    cluster: LocalCluster, manager: JobManager, tmp_path: Any
+    cluster: LocalCluster, manager: JobManager, live: dict[str, Any]
 ) -> None:
     """A run resumes its own checkpoint and says from which offsets; once the topic was deleted
     and created again the checkpoint is refused with the way out, and fresh-checkpoint moves it
-    aside (kept whole) and reads the new topic from its start."""
-    topic = new_topic(cluster, "ckpt")
-    produce(cluster, topic, [(f"k{i}", b"x", None) for i in range(30)])
-    options = {
-        **SMALL_SPARK,
-        "topic": topic,
-        "starting-offsets": "earliest",
-        "output-topic": "",
-        "checkpoint": str(tmp_path / "ck"),
-        "group-id": f"kconsole-job-test-{topic}",
-    }
-    run1 = manager.start("keyed-counts", options)
-    wait_until(
-        lambda: (
-            ((p := manager.get(run1.run_id).latest) and sum(p.end_offsets.values()) == 30)
-            or not manager.get(run1.run_id).active
-        ),
-        240,
-        "the first run to read all 30 records",
-    )
-    r1 = manager.stop(run1.run_id, timeout_s=30)
+    aside (kept whole) and reads the new topic from its start. The first run is the live run
+    above (a new checkpoint, stopped after its batches)."""
+    topic, options, ck = live["topic"], live["options"], live["checkpoint"]
+    r1 = manager.get(live["stopped"].run_id)
     assert r1.state is JobState.STOPPED and r1.latest is not None, describe(r1, manager)
     assert r1.checkpoint_note is not None and r1.checkpoint_note.status == "new"
 
@@ -442,9 +467,9 @@ def test_checkpoint_of_a_recreated_topic_is_refused_then_started_fresh(
     r3 = manager.get(run3.run_id)
     assert r3.state is JobState.FAILED and r3.exit_code == 1, describe(r3, manager)
     assert r3.error and "deleted and created again" in r3.error, r3.error
-    assert "--fresh-checkpoint" in r3.error and str(tmp_path / "ck") in r3.error
+    assert "--fresh-checkpoint" in r3.error and str(ck) in r3.error
     assert r3.checkpoint_note is not None and r3.checkpoint_note.status == "refused"
-    assert (tmp_path / "ck" / "offsets").is_dir()  # left as it was
+    assert (ck / "offsets").is_dir()  # left as it was
 
     run4 = manager.start("keyed-counts", {**options, "fresh-checkpoint": "true"})
     wait_until(

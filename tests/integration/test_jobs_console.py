@@ -60,6 +60,7 @@ async def test_start_watch_and_stop_keyed_counts_from_the_jobs_screen(
                 "starting-offsets": "earliest",
                 "output-topic": f"{topic}-counts",
                 **{k: v for k, v in SMALL_SPARK.items() if k != "conf"},
+                "conf": ",".join(SMALL_SPARK["conf"]),  # the box takes them comma-separated
             }
             for name, value in options.items():
                 if dialog.spec.option(name) is not None:

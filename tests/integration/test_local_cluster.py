@@ -285,7 +285,11 @@ class TestErrors:
                 local.up(timeout=30)
             assert f"port {taken}" in str(err.value)
             assert "zookeeper" in str(err.value)
-            assert all(p.state is ProcState.STOPPED for p in local.status().processes)
+            asked = time.monotonic()
+            status = local.status()  # asks the squatter, which never answers, for ZooKeeper
+            assert time.monotonic() - asked < 10  # its 3 s time-out, not kazoo's 15 s session
+            assert "unreachable" in status.zk_error
+            assert all(p.state is ProcState.STOPPED for p in status.processes)
 
     def test_cli_reports_taken_port(self, tmp_path: Path) -> None:
         """The CLI prints the error and exits 1."""

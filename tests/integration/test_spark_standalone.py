@@ -20,7 +20,14 @@ import pytest
 from kconsole.cluster import jars
 from kconsole.cluster.local import LocalCluster
 from kconsole.jobs import JobState, latest_counts
-from tests.integration.jobs_support import describe, job_manager, new_topic, produce, settings_for
+from tests.integration.jobs_support import (
+    QUICK_JVM,
+    describe,
+    job_manager,
+    new_topic,
+    produce,
+    settings_for,
+)
 from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -67,7 +74,12 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, A
     spark_class = str(jars.pyspark_install().spark_class())
     work = tmp_path_factory.mktemp("spark-standalone")
     m_port, m_ui, w_port, w_ui = _free_ports(4)
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", SPARK_WORKER_DIR=str(work / "work"))
+    env = dict(
+        os.environ,
+        SPARK_LOCAL_IP="127.0.0.1",
+        SPARK_WORKER_DIR=str(work / "work"),
+        SPARK_DAEMON_JAVA_OPTS=QUICK_JVM,  # the master's and the worker's JVMs
+    )
     procs: list[subprocess.Popen[bytes]] = []
 
     def spawn(name: str, *args: str) -> subprocess.Popen[bytes]:
@@ -142,6 +154,8 @@ def test_keyed_counts_on_a_standalone_master(
                     "spark.driver.bindAddress=127.0.0.1",
                     "spark.executor.memory=512m",
                     "spark.cores.max=2",
+                    f"spark.driver.extraJavaOptions={QUICK_JVM}",
+                    f"spark.executor.extraJavaOptions={QUICK_JVM}",
                 ],
             },
         )

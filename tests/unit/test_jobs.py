@@ -298,6 +298,62 @@ def test_job_help_runs_without_spark() -> None:
         assert "--bootstrap" in out.stdout and "--master" in out.stdout
 
 
+# The job's own loop with the session replaced: building it starts a stand-in for pyspark's
+# gateway JVM, which like the real one (PythonGatewayServer) exits when its stdin reaches EOF,
+# and then takes as long as a JVM start on a busy machine.
+_SLOW_SESSION = """
+import subprocess, sys, time
+sys.path.insert(0, {jobs!r})
+import _kconsole_jobs as common
+from _kconsole_jobs import spark
+
+def build_session(name, master, args):
+    gw = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                          stdin=subprocess.PIPE)
+    print("gateway", gw.pid, file=sys.stderr, flush=True)
+    time.sleep(120)
+    raise AssertionError("the stop did not end the start")
+
+spark.build_session = build_session
+p = common.parser("keyed_counts", "", topic="t", starting_offsets="latest")
+job = common.Job("keyed_counts", p.parse_args(["--checkpoint", "s3://bucket/ck"]))
+sys.exit(job.run(lambda job: None))
+"""
+
+
+def test_a_stop_while_spark_starts_ends_the_job_at_once(tmp_path: Path) -> None:
+    """SIGTERM while the session is being built: the job says stopped (exit 0) at once instead
+    of after the JVM start, and the gateway it started goes too."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SLOW_SESSION.format(jobs=str(ROOT / "jobs"))],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stderr is not None and proc.stdout is not None
+        line = ""
+        deadline = time.monotonic() + 60
+        while not line.startswith("gateway ") and time.monotonic() < deadline:
+            line = proc.stderr.readline()
+        assert line.startswith("gateway "), line
+        gateway = psutil.Process(int(line.split()[1]))
+        asked = time.monotonic()
+        proc.terminate()
+        assert proc.wait(30) == 0
+        assert time.monotonic() - asked < 10  # not the 120 s the session would have taken
+        states = [d for ln in proc.stdout.read().splitlines() if (d := parse_line(ln))]
+        last = [d for d in states if d["type"] == "state"][-1]
+        assert last["state"] == "stopped" and last["exitCode"] == 0
+        assert last["reason"] == "signal SIGTERM, before Spark started"
+        wait_until(lambda: _gone(gateway.pid), 30, "the gateway to exit on its stdin's EOF")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
 def test_java_kafka_options_translation() -> None:
     """librdkafka SASL/SSL properties become Spark's Java client properties."""
     out, left = java_kafka_options(
