@@ -110,6 +110,9 @@ def kafka_python_config(
             continue
         out[name] = value.upper() if name == "security_protocol" else value
     out.setdefault("client_id", client_id)
+    # kafka-python waits 30 s for a first broker by default, whatever the request timeout:
+    # with nothing answering, a read must fail in its own time, not half a minute later.
+    out.setdefault("bootstrap_timeout_ms", int(max(1.0, timeout_s) * 1000))
     return out
 
 

@@ -46,6 +46,17 @@ def pick_kraft_ports(brokers: int, controllers: int) -> tuple[int, int]:
     raise RuntimeError("no free block of ports for the KRaft test cluster")
 
 
+def start_kraft_reaper(state_dir: Path) -> subprocess.Popen[bytes]:
+    """A process that stops the KRaft cluster in `state_dir` (by the pids it recorded) if this
+    pytest process dies before its fixture's teardown; terminate it after a normal down."""
+    return subprocess.Popen(
+        [sys.executable, "-c", _REAPER, str(os.getpid()), str(state_dir)],
+        cwd=Path(__file__).resolve().parents[2],
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
 def running_kraft(
     tmp_path_factory: pytest.TempPathFactory, *, combined: bool
 ) -> Iterator[tuple[KRaftCluster, KRaftUpTimes]]:
@@ -53,12 +64,7 @@ def running_kraft(
     base, ctl = pick_kraft_ports(3, 3)
     spec = KRaftSpec(combined=combined, base_port=base, controller_base_port=ctl)
     cluster = KRaftCluster(tmp_path_factory.mktemp("kraft"), spec)
-    reaper = subprocess.Popen(
-        [sys.executable, "-c", _REAPER, str(os.getpid()), str(cluster.state_dir)],
-        cwd=Path(__file__).resolve().parents[2],
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    reaper = start_kraft_reaper(cluster.state_dir)
     pids: list[int] = []
     try:
         times = cluster.up(timeout=180)

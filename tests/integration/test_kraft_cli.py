@@ -20,7 +20,6 @@ from kconsole.cluster.procs import ProcState
 from kconsole.commands import Commands, yes
 from kconsole.commands.auditlog import default_path
 from kconsole.config import Settings
-from tests.integration.kraft_support import pick_kraft_ports
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
@@ -164,50 +163,6 @@ def test_the_consoles_broker_control_acts_on_kraft_brokers(kraft_healthy: KRaftC
     said = door.broker(BrokerAction.START, 3, None)
     assert "registered and unfenced" in said
     assert kraft_healthy.broker_fencing()[3] is False
-
-
-def test_cluster_up_combined_through_the_cli(tmp_path: Path) -> None:
-    """`kconsole cluster up --mode kraft --combined` from nothing: 3 combined nodes, a quorum
-    leader among them, status, then `down --purge` leaves no process and no state dir. Its
-    own cluster (the only test that starts one): the time it took is printed."""
-    base, ctl = pick_kraft_ports(3, 3)
-    d = tmp_path / "kraft-cli"
-    t0 = time.monotonic()
-    try:
-        code, out = kc(
-            d,
-            "up",
-            "--mode",
-            "kraft",
-            "--combined",
-            "--base-port",
-            str(base),
-            "--controller-port",
-            str(ctl),
-            "--timeout",
-            "300",
-        )
-        print(f"\ncluster up --mode kraft --combined took {time.monotonic() - t0:.1f} s")
-        assert code == 0, out
-        assert "KRaft mode, 3 combined broker+controller nodes" in out
-        code, out = kc(d, "status", "--json")
-        assert code == 0, out
-        data = json.loads(out)
-        assert data["combined"] is True
-        assert data["quorum"]["leader"] in (1, 2, 3)
-        assert [n["state"] for n in data["nodes"]] == ["running"] * 3
-        pids = [n["pid"] for n in data["nodes"]]
-        code, out = kc(d, "up")  # again, without --mode: the cluster's own mode, nothing to do
-        assert code == 0, out
-        assert "nothing to start" in out
-        code, out = kc(d, "down", "--purge", "--yes")
-        assert code == 0, out
-        assert "stopped node-1, node-2, node-3" in out
-        assert all(gone(p) for p in pids)
-        assert not d.exists()
-    finally:
-        if d.exists():
-            KRaftCluster(d).down(timeout=20)
 
 
 def test_a_broker_stop_without_a_quorum_is_refused_at_once(kraft_healthy: KRaftCluster) -> None:

@@ -169,7 +169,28 @@ def test_kafka_python_config_translates_security_settings() -> None:
         "sasl_plain_password": "secret",
         "ssl_cafile": "/etc/kafka/ca.pem",
         "client_id": "kconsole-groups",
+        "bootstrap_timeout_ms": 5000,
     }
+
+
+def test_a_kafka_python_client_with_nothing_answering_fails_in_its_own_time() -> None:
+    """kafka-python's bootstrap would wait 30 s for a broker, whatever the request timeout:
+    `describe` with nothing answering took 47 s. A port with nothing listening on it."""
+    import socket
+    import time
+
+    from kconsole.cluster import kafka_python
+    from kconsole.cluster.clients import kafka_python_config
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    t0 = time.monotonic()
+    with pytest.raises(Exception):  # noqa: B017 (kafka-python's NoBrokersAvailable)
+        kafka_python.admin_client(
+            kafka_python_config({"bootstrap.servers": f"127.0.0.1:{port}"}, 2.0)
+        )
+    assert time.monotonic() - t0 < 20  # 30 s and more before: its default bootstrap wait
 
 
 def test_snapshots_reach_on_update_in_the_order_they_were_built() -> None:
