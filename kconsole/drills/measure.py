@@ -152,6 +152,23 @@ def measure(
         return None
 
     out: list[Measurement] = []
+    if cfg.kraft:
+        session = f"broker.session.timeout.ms = {cfg.session_timeout_ms} ms"
+        fenced = first(
+            lambda e: (
+                e.kind in (EventKind.BROKER_FENCED, EventKind.BROKER_LEFT) and e.broker == target
+            )
+        )
+        out.append(
+            Measurement(
+                "fault -> broker fenced",
+                fenced,
+                "about a second: controlled shutdown, then the controller fences it"
+                if graceful
+                else f"~{cfg.session_timeout_ms / 1000:g} s: no heartbeat for {session} "
+                f"(heartbeats every {cfg.heartbeat_interval_ms} ms)",
+            )
+        )
     gone = first(lambda e: e.kind is EventKind.BROKER_LEFT and e.broker == target)
     out.append(
         Measurement(
