@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kconsole.drills.measure import Measurement
+from kconsole.drills.measure import Measurement, measure
 from kconsole.models import BrokerConfig, ClusterMode, ClusterSnapshot
 from kconsole.timeline import Event, EventKind
 
@@ -239,4 +239,28 @@ def measurements(
                     back.text,
                 )
             )
+    return out, notes
+
+
+def measure_drill(
+    before: ClusterSnapshot,
+    events: Sequence[Event],
+    *,
+    fault: Event,
+    targets: Sequence[int],
+    restore: Event | None,
+    cfg: BrokerConfig,
+) -> tuple[list[Measurement], list[str]]:
+    """The measurements of a drill on any nodes: the quorum's when a voter was hit, a broker's
+    when the (first) target is a broker; a combined node gets both."""
+    q = before.quorum if before.mode is ClusterMode.KRAFT else None
+    out: list[Measurement] = []
+    notes: list[str] = []
+    voter = q is not None and any(t in q.voter_ids for t in targets)
+    if voter:
+        out, notes = measurements(
+            before, events, fault=fault, targets=targets, restore=restore, cfg=cfg
+        )
+    if targets and (not voter or before.broker(targets[0]) is not None):
+        out += measure(before, events, fault=fault, target=targets[0], restore=restore, config=cfg)
     return out, notes

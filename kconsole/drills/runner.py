@@ -19,7 +19,6 @@ from kconsole.config import Settings
 from kconsole.drills import kraft
 from kconsole.drills.audit import PAGE_CACHE_NOTE, PAUSE_NOTE, check
 from kconsole.drills.export import ClusterIdentity
-from kconsole.drills.measure import measure
 from kconsole.drills.spec import (
     FAULTS,
     RESTORE,
@@ -169,6 +168,9 @@ class DrillRunner:
             self._check_up(snap, targets)
             is_kraft = snap.mode is ClusterMode.KRAFT
             on_brokers = all(snap.broker(t) is not None for t in targets)
+            # A combined node is both: a broker's blast radius and the quorum's.
+            voters = snap.quorum.voter_ids if is_kraft and snap.quorum is not None else ()
+            on_quorum = any(t in voters for t in targets)
             # The settings are read from a broker (on KRaft the quorum timers are the
             # controllers' too when, as here, one configuration serves every node); a broker
             # target is asked itself, a controller target a running broker.
@@ -193,12 +195,14 @@ class DrillRunner:
             expected = ",".join(str(t) for t in targets)
 
             def lines(at: ClusterSnapshot) -> list[str]:
+                out = kraft.prediction_lines(at, spec.fault, targets, config) if on_quorum else []
                 if not on_brokers:
-                    return kraft.prediction_lines(at, spec.fault, targets, config)
+                    return out
                 impact = blast_radius(at, FAULTS[spec.fault], target)
                 if not is_kraft:
                     return impact.lines(config.session_timeout_ms)
                 return [
+                    *out,
                     *impact.lines(None),
                     kraft.broker_fencing_line(spec.fault, target, config),
                 ]
@@ -290,15 +294,10 @@ class DrillRunner:
                 key=lambda e: e.ts,
             )
             notes = list(result.notes)
-            if on_brokers:
-                measurements = measure(
-                    before, events, fault=fault, target=target, restore=restore, config=config
-                )
-            else:
-                measurements, more = kraft.measurements(
-                    before, events, fault=fault, targets=targets, restore=restore, cfg=config
-                )
-                notes += more
+            measurements, more = kraft.measure_drill(
+                before, events, fault=fault, targets=targets, restore=restore, cfg=config
+            )
+            notes += more
             if not back.complete:
                 notes.append("read-back did not reach every high watermark before its deadline")
             notes.append(

@@ -67,10 +67,6 @@ def test_kill_the_active_controller(kraft_healthy: KRaftCluster) -> None:
     md = report.markdown()
     assert f"kill controller {old}" in md and "fault -> new quorum leader" in md
     assert "controller.quorum.fetch.timeout.ms = " in md  # the prediction, read from the cluster
-    import os
-
-    if os.environ.get("KD_SHOW"):
-        print(md)
     print(f"\nkill of quorum leader {old}: {said} after {took:.2f} s")
 
 
@@ -82,10 +78,6 @@ def test_quorum_majority_lost_then_restored(kraft_healthy: KRaftCluster) -> None
     restore a leader is elected and 0 acknowledged records were lost."""
     report = run(kraft_healthy, "pause", "quorum-majority", restore_after=8)
     md = report.markdown()
-    import os
-
-    if os.environ.get("KD_SHOW"):
-        print(md)
     assert len(report.targets) == 2 and report.targets[0] == report.target_broker
     assert set(report.targets) <= set(kraft_healthy.spec.controller_ids)
     assert report.ok, report.audit.markdown()

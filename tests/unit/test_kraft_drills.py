@@ -191,3 +191,26 @@ class TestMeasurements:
         )
         (m,) = out
         assert m.seconds is None and m.note == "a quorum leader answered all along"
+
+
+class TestBrokerOnKRaft:
+    def test_fenced_not_gone_from_zookeeper(self) -> None:
+        """A paused broker on KRaft: fenced after the session timeout (9.5 s measured on the
+        test cluster), unfenced after the resume; no ZooKeeper measurement."""
+        from kconsole.drills.measure import measure
+
+        before = K.healthy()
+        fault = ev(100.0, EventKind.ACTION, "pause broker 3", broker=3, new="pause")
+        restore = ev(112.0, EventKind.ACTION, "resume broker 3", broker=3, new="resume")
+        events = [
+            fault,
+            ev(109.5, EventKind.BROKER_FENCED, "broker 3 fenced", broker=3),
+            restore,
+            ev(112.1, EventKind.BROKER_UNFENCED, "broker 3 unfenced", broker=3),
+        ]
+        out = measure(before, events, fault=fault, target=3, restore=restore, config=CFG)
+        got = {m.name: m for m in out}
+        assert got["fault -> broker fenced"].seconds == pytest.approx(9.5)
+        assert "broker.session.timeout.ms = 9000 ms" in got["fault -> broker fenced"].predicted
+        assert got["restore -> broker unfenced"].seconds == pytest.approx(0.1)
+        assert not [n for n in got if "ZooKeeper" in n or "new controller" in n]
