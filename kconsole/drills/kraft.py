@@ -19,6 +19,12 @@ def _s(ms: int | None) -> str:
 
 def quorum_timers(cfg: BrokerConfig) -> str:
     """The quorum settings the predictions come from, as read from the cluster."""
+    if cfg.election_timeout_ms is None or cfg.fetch_timeout_ms is None:
+        return (
+            "quorum timers NOT read from the cluster: Kafka's defaults assumed, "
+            "controller.quorum.election.timeout.ms = 1000, controller.quorum.fetch.timeout.ms "
+            "= 2000"
+        )
     return (
         f"controller.quorum.election.timeout.ms = {cfg.election_timeout_ms}, "
         f"controller.quorum.fetch.timeout.ms = {cfg.fetch_timeout_ms}"

@@ -214,3 +214,9 @@ class TestBrokerOnKRaft:
         assert "broker.session.timeout.ms = 9000 ms" in got["fault -> broker fenced"].predicted
         assert got["restore -> broker unfenced"].seconds == pytest.approx(0.1)
         assert not [n for n in got if "ZooKeeper" in n or "new controller" in n]
+
+
+def test_unread_quorum_timers_are_said_assumed() -> None:
+    """No DescribeConfigs answer: the prediction says the defaults are assumed, not read."""
+    text = "\n".join(kraft.prediction_lines(K.healthy(), "kill", (1003,), BrokerConfig()))
+    assert "quorum timers NOT read from the cluster: Kafka's defaults assumed" in text
