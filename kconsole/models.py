@@ -326,6 +326,15 @@ class BrokerConfig:
     leader_imbalance_check_s: int = 30
     auto_leader_rebalance: bool = True
     read_from: int | None = None  # the broker whose configuration this is (None: assumed)
+    # KRaft only (None on ZooKeeper mode): fencing and the metadata quorum's timers.
+    heartbeat_interval_ms: int | None = None
+    election_timeout_ms: int | None = None
+    fetch_timeout_ms: int | None = None
+
+    @property
+    def kraft(self) -> bool:
+        """Read from a KRaft node (the quorum timers are known)."""
+        return self.election_timeout_ms is not None
 
     @classmethod
     def from_configs(cls, configs: dict[str, str], broker_id: int | None = None) -> BrokerConfig:
@@ -349,6 +358,9 @@ class BrokerConfig:
             num("leader.imbalance.check.interval.seconds", 300),
             str(configs.get("auto.leader.rebalance.enable", "true")).lower() == "true",
             broker_id,
+            num("broker.heartbeat.interval.ms", 2000) if kraft else None,
+            num("controller.quorum.election.timeout.ms", 1000) if kraft else None,
+            num("controller.quorum.fetch.timeout.ms", 2000) if kraft else None,
         )
 
 

@@ -24,6 +24,9 @@ class EventKind(StrEnum):
     BROKER_UNFENCED = "broker-unfenced"
     VOTER_LAGGING = "voter-lagging"  # KRaft: a controller not caught up with the leader
     VOTER_CAUGHT_UP = "voter-caught-up"
+    # KRaft drills: no quorum leader answered (metadata cannot change), and answered again.
+    METADATA_FROZEN = "metadata-frozen"
+    METADATA_UNFROZEN = "metadata-unfrozen"
     LEADER_CHANGED = "leader-changed"
     ISR_SHRANK = "isr-shrank"
     ISR_EXPANDED = "isr-expand"
@@ -58,6 +61,7 @@ class Event:
             EventKind.PARTITION_OFFLINE,
             EventKind.BROKER_FENCED,
             EventKind.VOTER_LAGGING,
+            EventKind.METADATA_FROZEN,
         ):
             return "bad"
         if self.kind is EventKind.BROKER_STATE and self.new != BrokerState.UP.value:
@@ -71,6 +75,7 @@ class Event:
             EventKind.REASSIGN_COMPLETED,
             EventKind.BROKER_UNFENCED,
             EventKind.VOTER_CAUGHT_UP,
+            EventKind.METADATA_UNFROZEN,
         ):
             return "good"
         return "info"

@@ -27,8 +27,10 @@ def drill() -> None:
 @click.option(
     "--target",
     required=True,
-    metavar="controller|broker:ID|leader:TOPIC/PARTITION",
-    help="Which broker: the active controller, a broker id, or a partition's leader.",
+    metavar="TARGET",
+    help="controller (or active-controller: on KRaft the quorum leader), controller:ID (a "
+    "KRaft voter), quorum-majority (KRaft: the quorum leader and enough voters for a "
+    "majority), broker:ID, or leader:TOPIC/PARTITION.",
 )
 @click.option("--acks", type=click.Choice(["all", "1", "0"]), default="all", show_default=True)
 @click.option(
@@ -89,7 +91,7 @@ def drill_run(
 ) -> None:
     """Run a whole drill without the UI. Exits 3 when acknowledged messages were lost.
 
-    It shows the blast radius and asks for the target broker's id before anything is written
+    It shows the blast radius and asks for the target node ids before anything is written
     (--yes skips that); read-only mode refuses it before anything starts.
     """
     from kconsole.drills.spec import DrillSpec

@@ -150,6 +150,15 @@ class Commands(ReassignCommands):
         control = self._control()
         return control.states if control is not None else None
 
+    def node_states(self) -> BrokerStates | None:
+        """How to read each node's process state, KRaft controllers included (None: no
+        control; a control without controllers: its brokers')."""
+        control = self._control()
+        if control is None:
+            return None
+        states = getattr(control, "node_states", None)
+        return states if callable(states) else control.states
+
     def jobs_view(self) -> JobsView | None:
         """The job runs, read-only (None: no job manager)."""
         return JobsView(self.jobs) if self.jobs is not None else None

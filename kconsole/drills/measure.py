@@ -152,19 +152,38 @@ def measure(
         return None
 
     out: list[Measurement] = []
-    gone = first(lambda e: e.kind is EventKind.BROKER_LEFT and e.broker == target)
-    out.append(
-        Measurement(
-            "fault -> broker gone from ZooKeeper",
-            gone,
-            "when it has shut down: its session closes last, after controlled shutdown and "
-            "the log flush (about a second; longer for the controller or on a busy machine)"
-            if graceful
-            else f"~{cfg.session_timeout_ms / 1000:.0f} s: when its session expires ({session}; "
-            "ZooKeeper expires sessions on its tick, so up to one tickTime later)",
+    if cfg.kraft:
+        session = f"broker.session.timeout.ms = {cfg.session_timeout_ms} ms"
+        fenced = first(
+            lambda e: (
+                e.kind in (EventKind.BROKER_FENCED, EventKind.BROKER_LEFT) and e.broker == target
+            )
         )
-    )
-    if before.controller.id == target:
+        out.append(
+            Measurement(
+                "fault -> broker fenced",
+                fenced,
+                "about a second: controlled shutdown, then the controller fences it"
+                if graceful
+                else f"~{cfg.session_timeout_ms / 1000:g} s: no heartbeat for {session} "
+                f"(heartbeats every {cfg.heartbeat_interval_ms} ms)",
+            )
+        )
+    gone = first(lambda e: e.kind is EventKind.BROKER_LEFT and e.broker == target)
+    if not cfg.kraft:  # a KRaft broker stays registered, fenced (measured above)
+        out.append(
+            Measurement(
+                "fault -> broker gone from ZooKeeper",
+                gone,
+                "when it has shut down: its session closes last, after controlled shutdown and "
+                "the log flush (about a second; longer for the controller or on a busy machine)"
+                if graceful
+                else f"~{cfg.session_timeout_ms / 1000:.0f} s: when its session expires "
+                f"({session}; ZooKeeper expires sessions on its tick, so up to one tickTime "
+                "later)",
+            )
+        )
+    if before.controller.id == target and not cfg.kraft:  # KRaft: drills/kraft.py measures it
         out.append(
             Measurement(
                 "fault -> new controller",
@@ -255,7 +274,27 @@ def measure(
             e.kind is EventKind.BROKER_LEFT and e.broker == target and e.ts < restore.ts
             for e in after
         )
-        if resumed and not left and joined is None:
+        if cfg.kraft:
+            unfenced = next(
+                (
+                    e.ts - restore.ts
+                    for e in back
+                    if e.kind in (EventKind.BROKER_UNFENCED, EventKind.BROKER_JOINED)
+                    and e.broker == target
+                ),
+                None,
+            )
+            out.append(
+                Measurement(
+                    "restore -> broker unfenced",
+                    unfenced,
+                    "its first heartbeat: at once after a resume"
+                    if resumed
+                    else "JVM start-up, log recovery, then it catches up with the metadata log",
+                    "" if unfenced is not None else "no unfencing seen (never fenced?)",
+                )
+            )
+        elif resumed and not left and joined is None:
             out.append(
                 Measurement(
                     "restore -> broker registered again",

@@ -14,10 +14,11 @@ from datetime import UTC, datetime
 
 from kconsole.cluster.admin import AdminReader
 from kconsole.cluster.control import BrokerAction, BrokerControl
+from kconsole.cluster.procs import ProcState
 from kconsole.config import Settings
+from kconsole.drills import kraft
 from kconsole.drills.audit import PAGE_CACHE_NOTE, PAUSE_NOTE, check
 from kconsole.drills.export import ClusterIdentity
-from kconsole.drills.measure import measure
 from kconsole.drills.spec import (
     FAULTS,
     RESTORE,
@@ -27,13 +28,13 @@ from kconsole.drills.spec import (
     DrillReport,
     DrillSpec,
     Progress,
-    resolve_target,
+    resolve_targets,
 )
 from kconsole.drills.verify import end_offsets, read_back
 from kconsole.drills.workload import Workload
 from kconsole.errors import NotConfirmed
 from kconsole.impact import blast_radius
-from kconsole.models import BrokerConfig, BrokerState, ClusterSnapshot
+from kconsole.models import BrokerConfig, BrokerState, ClusterMode, ClusterSnapshot
 from kconsole.observer import ClusterObserver
 from kconsole.timeline import Event, EventKind
 
@@ -61,11 +62,38 @@ class DrillRunner:
         self._latest: ClusterSnapshot | None = None
         self._changed = threading.Condition()
         self._acted_at: float | None = None  # the last action, on the workload's clock
+        # KRaft: when no quorum leader answered, and when one did again (not the observer's
+        # events: said by the drill, which knows it took the quorum's majority away)
+        self._frozen: list[Event] = []
 
     def _on_update(self, snap: ClusterSnapshot, _events: tuple[Event, ...]) -> None:
         with self._changed:
+            if (e := kraft.frozen_event(self._latest, snap)) is not None:
+                self._frozen.append(e)
             self._latest = snap
             self._changed.notify_all()
+
+    def _label(self, node: int) -> str:
+        label = getattr(self.control, "label", None)
+        try:
+            return str(label(node)) if label is not None else f"broker {node}"
+        except Exception:
+            return f"broker {node}"
+
+    def _check_up(self, snap: ClusterSnapshot, targets: tuple[int, ...]) -> None:
+        """Every target is running (a controller: its process; a broker: as observed)."""
+        nodes = getattr(self.control, "node_states", None)
+        procs = nodes() if nodes is not None else {}
+        for t in targets:
+            b = snap.broker(t)
+            if b is not None:
+                if b.state is not BrokerState.UP:
+                    raise DrillError(f"broker {t} is not up ({b.state.value})")
+            elif procs.get(t) is not ProcState.RUNNING:
+                raise DrillError(
+                    f"{self._label(t)} is not running here ({procs.get(t, 'not a node of it')}): "
+                    "the drill needs a node this console controls"
+                )
 
     def _wait(self, cond: Callable[[ClusterSnapshot], bool], timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -78,14 +106,39 @@ class DrillRunner:
                     return False
                 self._changed.wait(min(left, 0.5))
 
-    def _act(self, action: BrokerAction, broker: int, before: ClusterSnapshot) -> Event:
-        text = f"{action.value} broker {broker}"
+    def _act(self, action: BrokerAction, nodes: tuple[int, ...]) -> Event:
+        text = f"{action.value} " + ", ".join(self._label(n) for n in nodes)
         # Both clocks at once: the timeline's (wall) and the workload's (monotonic), so the
         # audit counts from the same moment as the measurements.
-        event = Event(time.time(), EventKind.ACTION, text, broker=broker, new=action.value)
+        event = Event(time.time(), EventKind.ACTION, text, broker=nodes[0], new=action.value)
         self._acted_at = time.monotonic()
         self.observer.record(event)
-        self.say(f"{text}: " + self.act(action, broker))
+        if len(nodes) == 1:
+            self.say(f"{text}: " + self.act(action, nodes[0]))
+            return event
+        # Several nodes (a quorum majority): at once, each through the door; a start waits
+        # for its node, and one controller alone cannot come back without the other.
+        said: dict[int, str] = {}
+
+        def one(n: int) -> None:
+            try:
+                said[n] = self.act(action, n)
+            except Exception as exc:
+                said[n] = f"FAILED: {exc}"
+
+        threads = [threading.Thread(target=one, args=(n,)) for n in nodes]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for n in nodes:
+            self.say(f"{action.value} {self._label(n)}: {said[n]}")
+        failed = [n for n in nodes if said[n].startswith("FAILED")]
+        if failed:
+            raise DrillError(
+                f"{action.value} of {', '.join(self._label(n) for n in failed)} failed: "
+                + "; ".join(said[n] for n in failed)
+            )
         return event
 
     def run(self) -> DrillReport:
@@ -110,29 +163,61 @@ class DrillRunner:
                 )
             snap = self._latest
             assert snap is not None
-            target = resolve_target(snap, spec.target)
-            state = snap.broker(target)
-            if state is None or state.state is not BrokerState.UP:
-                raise DrillError(
-                    f"broker {target} is not up ({state.state.value if state else '?'})"
-                )
-            try:
-                cfg_raw = AdminReader(self.settings.kafka_config()).read_broker_config(target)
-            except Exception:
-                cfg_raw = {}
-            config = BrokerConfig.from_configs(cfg_raw) if cfg_raw else BrokerConfig()
+            targets = resolve_targets(snap, spec.target)
+            target = targets[0]
+            self._check_up(snap, targets)
+            is_kraft = snap.mode is ClusterMode.KRAFT
+            on_brokers = all(snap.broker(t) is not None for t in targets)
+            # A combined node is both: a broker's blast radius and the quorum's.
+            voters = snap.quorum.voter_ids if is_kraft and snap.quorum is not None else ()
+            on_quorum = any(t in voters for t in targets)
+            # The settings are read from a broker (on KRaft the quorum timers are the
+            # controllers' too when, as here, one configuration serves every node); a broker
+            # target is asked itself, a controller target a running broker.
+            asked = (
+                [target]
+                if on_brokers
+                else [b.id for b in snap.brokers if b.state is BrokerState.UP]
+            )
+            cfg_raw: dict[str, str] = {}
+            for bid in asked:
+                try:
+                    cfg_raw = AdminReader(self.settings.kafka_config()).read_broker_config(bid)
+                    break
+                except Exception:
+                    continue
+            config = (
+                BrokerConfig.from_configs(cfg_raw, asked[0] if asked else None)
+                if cfg_raw
+                else BrokerConfig()
+            )
+            what = ", ".join(self._label(t) for t in targets)
+            expected = ",".join(str(t) for t in targets)
+
+            def lines(at: ClusterSnapshot) -> list[str]:
+                out = kraft.prediction_lines(at, spec.fault, targets, config) if on_quorum else []
+                if not on_brokers:
+                    return out
+                impact = blast_radius(at, FAULTS[spec.fault], target)
+                if not is_kraft:
+                    return impact.lines(config.session_timeout_ms)
+                return [
+                    *out,
+                    *impact.lines(None),
+                    kraft.broker_fencing_line(spec.fault, target, config),
+                ]
+
             # Asked before the workload writes its first record: nothing happens unconfirmed.
-            preview = blast_radius(snap, FAULTS[spec.fault], target)
             prompt = "\n".join(
                 [
-                    f"drill: {spec.fault} broker {target} ({spec.target}) under a "
+                    f"drill: {spec.fault} {what} ({spec.target}) under a "
                     f"{spec.rate:g} msg/s acks={spec.acks} workload on {spec.topic}",
-                    *(f"  {line}" for line in preview.lines(config.session_timeout_ms)),
-                    "Type the broker id to confirm",
+                    *(f"  {line}" for line in lines(snap)),
+                    f"Type {expected} to confirm",
                 ]
             )
-            if not self.confirm(prompt, str(target)):
-                raise NotConfirmed(f"drill on broker {target}: not confirmed")
+            if not self.confirm(prompt, expected):
+                raise NotConfirmed(f"drill on {what}: not confirmed")
             starts = end_offsets(self.settings, spec.topic)
             self.say(f"workload: {spec.rate:g} msg/s, acks={spec.acks}, on {spec.topic}")
             workload = Workload(
@@ -144,24 +229,33 @@ class DrillRunner:
             t_work = time.monotonic()
             time.sleep(spec.warmup_s)  # steady traffic before the fault (drill timing, not a wait)
             before = self._latest or snap
-            impact = blast_radius(before, FAULTS[spec.fault], target)
-            for line in impact.lines(config.session_timeout_ms):
+            impact_lines = lines(before)
+            for line in impact_lines:
                 self.say(f"  {line}")
-            fault = self._act(FAULTS[spec.fault], target, before)
+            fault = self._act(FAULTS[spec.fault], targets)
             fault_clock = self._acted_at
             time.sleep(spec.restore_after_s)  # the fault lasts this long, by design
-            restore = self._act(RESTORE[spec.fault], target, before)
+            restore = self._act(RESTORE[spec.fault], targets)
             self.say(
-                "settling: broker registered, every ISR full"
+                ("settling: a quorum leader, every voter caught up, " if is_kraft else "settling: ")
+                + ("broker registered, " if on_brokers else "")
+                + "every ISR full"
                 + (", preferred leaders back" if spec.wait_preferred else "")
             )
 
             def settled(s: ClusterSnapshot) -> bool:
-                b = s.broker(target)
                 parts = [p for p in s.partitions]
                 full = all(set(p.isr) >= set(p.replicas) for p in parts)
                 pref = all(p.on_preferred_leader for p in parts) if spec.wait_preferred else True
-                return b is not None and b.state is BrokerState.UP and full and pref
+                if is_kraft:
+                    q = s.quorum
+                    if q is None or q.stale or q.leader_id is None or q.lagging_voters():
+                        return False
+                for t in targets if on_brokers else ():
+                    b = s.broker(t)
+                    if b is None or b.state is not BrokerState.UP or b.fenced:
+                        return False
+                return full and pref
 
             ok_settled = self._wait(settled, spec.settle_timeout_s)
             left = spec.duration_s - (time.monotonic() - t_work)
@@ -193,16 +287,24 @@ class DrillRunner:
                 origin_name="the fault",
                 caveats=[PAUSE_NOTE if spec.fault == "pause" else PAGE_CACHE_NOTE],
             )
-            events = self.observer.events_since(fault.ts - spec.warmup_s)
-            measurements = measure(
-                before, events, fault=fault, target=target, restore=restore, config=config
+            with self._changed:
+                frozen = [e for e in self._frozen if e.ts >= fault.ts - spec.warmup_s]
+            events = sorted(
+                [*self.observer.events_since(fault.ts - spec.warmup_s), *frozen],
+                key=lambda e: e.ts,
             )
             notes = list(result.notes)
+            measurements, more = kraft.measure_drill(
+                before, events, fault=fault, targets=targets, restore=restore, cfg=config
+            )
+            notes += more
             if not back.complete:
                 notes.append("read-back did not reach every high watermark before its deadline")
             notes.append(
-                "Durations are as kconsole observed them (ZooKeeper watches, Admin polls "
-                f"every {self.settings.refresh_s:.1f} s): the cluster's reaction plus tens of ms."
+                "Durations are as kconsole observed them ("
+                + ("metadata quorum polls" if is_kraft else "ZooKeeper watches")
+                + f", Admin polls every {self.settings.refresh_s:.1f} s): the cluster's "
+                "reaction plus kconsole's polling delay."
             )
             return DrillReport(
                 spec,
@@ -210,7 +312,7 @@ class DrillRunner:
                 before.controller.id == target,
                 started,
                 fault.ts,
-                impact.lines(config.session_timeout_ms),
+                impact_lines,
                 measurements,
                 audit,
                 events,
@@ -220,6 +322,8 @@ class DrillRunner:
                 ClusterIdentity(
                     self.settings.bootstrap, before.cluster_id, self.settings.zookeeper
                 ),
+                list(targets),
+                what,
             )
         finally:
             if workload is not None:

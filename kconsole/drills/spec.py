@@ -19,7 +19,7 @@ from kconsole.cluster.produce_request import check_topic_name
 from kconsole.drills.audit import Acks, AuditResult
 from kconsole.drills.export import ClusterIdentity, iso, timeline_document, timeline_markdown
 from kconsole.drills.measure import Measurement
-from kconsole.models import ClusterSnapshot
+from kconsole.models import ClusterMode, ClusterSnapshot, Quorum
 from kconsole.timeline import Event, EventKind
 
 Progress = Callable[[str], None]
@@ -39,7 +39,7 @@ class DrillError(ClusterError):
 @dataclass(frozen=True)
 class DrillSpec:
     fault: str  # stop | kill | pause
-    target: str  # controller | broker:ID | leader:TOPIC/PARTITION
+    target: str  # see TARGETS
     acks: Acks = "all"
     duration_s: float = 30.0  # the workload runs at least this long, and until settled
     restore_after_s: float = 10.0
@@ -80,13 +80,60 @@ class DrillSpec:
 _ID = re.compile(r"[0-9]{1,10}")  # a broker id or a partition: ASCII digits, 32 bits at most
 
 
+TARGETS = (
+    "controller | active-controller | controller:ID | quorum-majority | broker:ID | "
+    "leader:TOPIC/PARTITION"
+)
+
+
 def resolve_target(snap: ClusterSnapshot, target: str) -> int:
-    """The broker id that `controller`, `broker:ID` or `leader:TOPIC/PARTITION` names now."""
+    """The node id that a single-node target names now (see resolve_targets)."""
+    return resolve_targets(snap, target)[0]
+
+
+def _quorum(snap: ClusterSnapshot, target: str) -> Quorum:
+    q = snap.quorum
+    if snap.mode is not ClusterMode.KRAFT or q is None:
+        raise DrillError(f"--target {target} needs a KRaft cluster (this one is not, or unread)")
+    if q.stale:
+        raise DrillError(f"--target {target}: the metadata quorum cannot be read ({q.error})")
+    if q.leader_id is None:
+        raise DrillError(f"--target {target}: the metadata quorum has no leader right now")
+    return q
+
+
+def resolve_targets(snap: ClusterSnapshot, target: str) -> tuple[int, ...]:
+    """The node ids a target names now: one, or on `quorum-majority` the quorum leader and
+    enough other voters to make a majority (the leader first, then by id).
+
+    `controller` and `active-controller` are the active controller (on KRaft the quorum leader,
+    a controller id); `controller:ID` a voter of the metadata quorum (KRaft only)."""
     kind, _, rest = target.partition(":")
-    if kind == "controller" and not rest:
+    if target in ("controller", "active-controller"):
+        if snap.mode is ClusterMode.KRAFT:
+            leader = _quorum(snap, target).leader_id
+            assert leader is not None  # _quorum refused a quorum without one
+            return (leader,)
         if snap.controller.id is None:
             raise DrillError("there is no active controller to target")
-        return snap.controller.id
+        return (snap.controller.id,)
+    if kind == "controller":
+        if not _ID.fullmatch(rest.strip()):
+            raise DrillError(f"controller:ID needs a number, not {rest!r}")
+        q = _quorum(snap, target)
+        if int(rest) not in q.voter_ids:
+            raise DrillError(
+                f"controller {int(rest)} is not a voter of the metadata quorum "
+                f"({', '.join(str(v) for v in q.voter_ids)})"
+            )
+        return (int(rest),)
+    if target == "quorum-majority":
+        q = _quorum(snap, target)
+        need = len(q.voter_ids) // 2 + 1
+        leader = q.leader_id
+        assert leader is not None  # _quorum refused a quorum without one
+        others = sorted(v for v in q.voter_ids if v != leader)
+        return (leader, *others)[:need]
     if kind == "broker":
         if not _ID.fullmatch(rest.strip()):
             raise DrillError(f"broker:ID needs a number, not {rest!r}")
@@ -95,7 +142,7 @@ def resolve_target(snap: ClusterSnapshot, target: str) -> int:
             raise DrillError(
                 f"broker {bid} is not in the cluster ({', '.join(str(b.id) for b in snap.brokers)})"
             )
-        return bid
+        return (bid,)
     if kind == "leader":
         topic, _, part = rest.rpartition("/")
         if not topic or not _ID.fullmatch(part):
@@ -105,10 +152,8 @@ def resolve_target(snap: ClusterSnapshot, target: str) -> int:
             raise DrillError(f"partition {topic}/{part} does not exist")
         if snap.is_offline(p):
             raise DrillError(f"partition {topic}/{part} has no leader right now")
-        return p.leader
-    raise DrillError(
-        f"--target must be controller, broker:ID or leader:TOPIC/PARTITION, not {target!r}"
-    )
+        return (p.leader,)
+    raise DrillError(f"--target must be one of {TARGETS}, not {target!r}")
 
 
 @dataclass
@@ -126,6 +171,13 @@ class DrillReport:
     notes: list[str] = field(default_factory=list)
     broker_config: dict[str, Any] = field(default_factory=dict)
     cluster: ClusterIdentity | None = None
+    targets: list[int] = field(default_factory=list)  # every node the fault hit
+    target_label: str = ""  # 'controller 1001, controller 1002'; '' : broker N
+
+    @property
+    def what(self) -> str:
+        """The nodes the fault hit, in words."""
+        return self.target_label or f"broker {self.target_broker}"
 
     @property
     def ok(self) -> bool:
@@ -138,6 +190,8 @@ class DrillReport:
             "kconsole": __version__,
             "drill": asdict(self.spec),
             "target_broker": self.target_broker,
+            "targets": self.targets or [self.target_broker],
+            "target_label": self.what,
             "was_controller": self.was_controller,
             "started": self.started,
             "settled": self.settled,
@@ -157,8 +211,12 @@ class DrillReport:
         s = self.spec
         verdict = "no acknowledged message was lost" if self.ok else "ACKNOWLEDGED MESSAGES LOST"
         lines = [
-            f"# Drill: {s.fault} broker {self.target_broker} ({s.target}"
-            + (", the controller" if self.was_controller and s.target != "controller" else "")
+            f"# Drill: {s.fault} {self.what} ({s.target}"
+            + (
+                ", the controller"
+                if self.was_controller and s.target not in ("controller", "active-controller")
+                else ""
+            )
             + f") with acks={s.acks}",
             "",
             f"Started {self.started}; workload {s.rate:g} msg/s on {s.topic}; restore after "

@@ -12,15 +12,17 @@ from textual import work
 from textual.app import App
 
 from kconsole.cluster.control import BrokerAction
+from kconsole.cluster.procs import ProcState
 from kconsole.commands import Commands
+from kconsole.drills import kraft
 from kconsole.errors import ClusterError
 from kconsole.impact import blast_radius
-from kconsole.models import BrokerConfig, BrokerState, ClusterSnapshot
+from kconsole.models import BrokerConfig, BrokerState, ClusterMode, ClusterSnapshot
 from kconsole.source import EventRecorder, Observer
 from kconsole.timeline import Event, EventKind
 from kconsole.ui.drill import ActionRun
 from kconsole.ui.messages import BrokerActionDone, EventsLogged
-from kconsole.ui.screens.actions import BrokerChooser, ConfirmBrokerAction
+from kconsole.ui.screens.actions import BrokerChooser, ConfirmBrokerAction, target_name
 
 ACTIONS_GROUP = "broker-actions"
 
@@ -80,14 +82,51 @@ class BrokerActions(App[None]):
             )
 
     def pause_or_resume(self, broker_id: int) -> BrokerAction:
-        """Resume a broker the snapshot shows paused, pause any other."""
+        """Resume a broker the snapshot shows paused (a KRaft controller: its process is
+        paused), pause any other."""
         broker = self.snapshot.broker(broker_id) if self.snapshot else None
+        if broker is None and self._controller_only(broker_id) and self.commands is not None:
+            states = self.commands.node_states()
+            try:
+                paused = states is not None and states().get(broker_id) is ProcState.PAUSED
+            except Exception:  # no state to read: pause, which says itself if it cannot
+                paused = False
+            return BrokerAction.RESUME if paused else BrokerAction.PAUSE
         paused = broker is not None and broker.state is BrokerState.PAUSED
         return BrokerAction.RESUME if paused else BrokerAction.PAUSE
 
+    def _controller_only(self, node_id: int) -> bool:
+        """A KRaft controller that is no broker (a row of the brokers pane below the brokers)."""
+        snap = self.snapshot
+        return (
+            snap is not None
+            and snap.mode is ClusterMode.KRAFT
+            and snap.broker(node_id) is None
+            and snap.quorum is not None
+            and node_id in (*snap.quorum.voter_ids, snap.controller.id)
+        )
+
     def _role(self, broker_id: int) -> str:
         snap = self.snapshot
+        if snap is not None and self._controller_only(broker_id):
+            return "quorum leader" if snap.controller.id == broker_id else "voter"
         return "controller" if snap is not None and snap.controller.id == broker_id else ""
+
+    def _impact_lines(self, action: BrokerAction, broker_id: int) -> list[str]:
+        """The blast radius in words: on KRaft a controller's from the quorum's timers, a
+        broker's with fencing instead of a ZooKeeper session."""
+        snap = self.snapshot
+        assert snap is not None
+        cfg = self.predictions_config
+        if snap.mode is ClusterMode.KRAFT and self._controller_only(broker_id):
+            return kraft.prediction_lines(snap, action.value, (broker_id,), cfg)
+        impact = blast_radius(snap, action, broker_id)
+        if snap.mode is ClusterMode.KRAFT:
+            lines = impact.lines(None)
+            if action is not BrokerAction.STOP:
+                lines.append(kraft.broker_fencing_line(action.value, broker_id, cfg))
+            return lines
+        return impact.lines(cfg.session_timeout_ms)
 
     def choose_broker_action(self, broker_id: int, role: str) -> None:
         """Ask what to do to `broker_id` (picked by `role`), then do it."""
@@ -116,8 +155,7 @@ class BrokerActions(App[None]):
         if self.snapshot is None:
             self.notify("no snapshot of the cluster yet: nothing to confirm against")
             return
-        impact = blast_radius(self.snapshot, action, broker_id)
-        lines = impact.lines(self.predictions_config.session_timeout_ms)
+        lines = self._impact_lines(action, broker_id)
 
         def confirmed(ok: bool | None) -> None:
             if ok:
@@ -126,7 +164,8 @@ class BrokerActions(App[None]):
         self.push_screen(ConfirmBrokerAction(action, broker_id, lines, role), confirmed)
 
     def _start(self, action: BrokerAction, broker_id: int, *, confirmed: bool) -> None:
-        text = f"{action.value} broker {broker_id}"
+        name = target_name(broker_id, self._role(broker_id)).split(" (")[0]
+        text = f"{action.value} {name}"
         event = Event(self.clock(), EventKind.ACTION, text, broker=broker_id, new=action.value)
         # The snapshot just before the fault is what the drill's measurements replay over.
         run = ActionRun(action, broker_id, event, self.snapshot)

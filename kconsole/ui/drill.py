@@ -15,7 +15,8 @@ from rich.table import Table
 from rich.text import Text
 
 from kconsole.cluster.control import BrokerAction
-from kconsole.drills.measure import Frame, Measurement, Replay, measure
+from kconsole.drills.kraft import measure_drill
+from kconsole.drills.measure import Frame, Measurement, Replay
 from kconsole.models import BrokerConfig, ClusterSnapshot
 from kconsole.timeline import Event, EventKind
 from kconsole.ui import format as fmt
@@ -48,15 +49,15 @@ class Drill:
     def measurements(
         self, events: Sequence[Event], config: BrokerConfig | None = None
     ) -> list[Measurement]:
-        """measure() over this drill."""
-        return measure(
+        """The drill's measurements (on KRaft a controller's are the quorum's)."""
+        return measure_drill(
             self.before,
             events,
             fault=self.fault,
-            target=self.target,
+            targets=(self.target,),
             restore=self.restore,
-            config=config,
-        )
+            cfg=config or BrokerConfig(),
+        )[0]
 
 
 def latest_drill(runs: Sequence[ActionRun]) -> Drill | None:

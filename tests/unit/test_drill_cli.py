@@ -129,3 +129,12 @@ def test_the_report_counts_from_the_fault_and_says_what_a_pause_is() -> None:
     doc = report.to_dict()
     assert doc["cluster"]["cluster_id"] == "Ft2Qc7m1"
     assert doc["audit"]["origin"] == {"name": "the fault", "at": 2.0}
+
+
+def test_help_names_the_kraft_targets() -> None:
+    """--help lists the KRaft targets next to the broker ones."""
+    result = CliRunner().invoke(cli, ["drill", "run", "--help"], terminal_width=200)
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())
+    for target in ("active-controller", "controller:ID", "quorum-majority", "broker:ID"):
+        assert target in text

@@ -29,9 +29,14 @@ WHAT = {
 }
 
 
+# The roles of a KRaft node that is a controller only (no broker): named as a controller.
+CONTROLLER_ROLES = ("quorum leader", "voter")
+
+
 def target_name(broker_id: int, role: str = "") -> str:
-    """'broker 2' or 'broker 2 (controller)'."""
-    return f"broker {broker_id}" + (f" ({role})" if role else "")
+    """'broker 2', 'broker 2 (controller)', or on KRaft 'controller 1001 (quorum leader)'."""
+    what = "controller" if role in CONTROLLER_ROLES else "broker"
+    return f"{what} {broker_id}" + (f" ({role})" if role else "")
 
 
 def impact_style(line: str) -> Style:
@@ -117,7 +122,7 @@ class ConfirmBrokerAction(ModalScreen[bool]):
             yield Static(
                 Text.assemble(
                     (f"{self.action.value} ", "bold"),
-                    (f"broker {self.broker_id}", "bold"),
+                    (target_name(self.broker_id, self.role).split(" (")[0], "bold"),
                     (f": {WHAT[self.action]}", fmt.DIM),
                 ),
                 id="confirm-what",

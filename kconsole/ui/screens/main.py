@@ -245,7 +245,19 @@ class MainScreen(Screen[None]):
         if snap is None or snap.controller.id is None:
             self.notify("there is no active controller", severity="warning")
             return
-        actions(self).choose_broker_action(snap.controller.id, "controller")
+        q = snap.quorum if snap.mode is ClusterMode.KRAFT else None
+        if q is not None and (q.stale or q.leader_id is None):
+            # The last leader read is no longer known to lead: acting on it could hit a node
+            # that is not the controller any more.
+            self.notify(
+                f"the quorum leader is not known now ({q.error or 'no leader'}): "
+                "choose a controller in the brokers pane",
+                severity="warning",
+                markup=False,
+            )
+            return
+        role = "quorum leader" if q is not None and snap.broker(snap.controller.id) is None else ""
+        actions(self).choose_broker_action(snap.controller.id, role or "controller")
 
     def _selected_topic(self) -> tuple[str, int | None]:
         """The topic (and partition) under the partitions table's cursor."""

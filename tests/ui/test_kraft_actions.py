@@ -1,0 +1,109 @@
+"""Broker keys on KRaft (snapshots built from a real cluster's answers, tests/ui/kraft_fakes.py):
+a controller row of the brokers pane acts on that controller through the command layer, with
+the quorum's prediction; C is the quorum leader, and refuses while the leader is not known."""
+
+from __future__ import annotations
+
+from kconsole.cluster.control import BrokerAction
+from kconsole.cluster.procs import ProcState
+from kconsole.commands import Commands
+from kconsole.ui.app import KConsoleApp
+from kconsole.ui.screens.actions import BrokerChooser, ConfirmBrokerAction
+from kconsole.ui.screens.main import MainScreen
+from tests.ui import kraft_fakes as K
+from tests.ui.conftest import FakeControl, feed, new_app, select_broker, wait_for_actions
+from tests.ui.test_drills import notices, rendered
+
+SIZE = (120, 40)
+
+
+class FakeNodeControl(FakeControl):
+    """FakeControl with KRaftNodeControl's node states (controllers included)."""
+
+    def __init__(self, nodes: dict[int, ProcState] | None = None) -> None:
+        super().__init__()
+        self.nodes = nodes or {}
+
+    def node_states(self) -> dict[int, ProcState]:
+        return dict(self.nodes)
+
+    def label(self, node_id: int) -> str:
+        return f"controller {node_id}" if node_id > 1000 else f"broker {node_id}"
+
+
+def kraft_app(control: FakeNodeControl | None = None) -> tuple[KConsoleApp, FakeNodeControl]:
+    control = control or FakeNodeControl()
+    return new_app(commands=Commands(control)), control
+
+
+class TestControllerRows:
+    async def test_stop_a_voter_row_acts_on_that_controller(self) -> None:
+        """s on controller 1001's row: its name and the quorum's prediction, then 1001 only."""
+        app, control = kraft_app()
+        async with app.run_test(size=SIZE) as pilot:
+            feed(app, K.healthy())
+            await select_broker(pilot, 1001)
+            await pilot.press("s")
+            assert isinstance(app.screen, ConfirmBrokerAction)
+            what = rendered(app.screen.query_one("#confirm-what"))
+            assert "controller 1001" in what and "broker" not in what
+            shown = rendered(app.screen.query_one("#confirm-impact"), width=400)
+            assert "not the quorum leader (controller 1003): no election" in shown
+            assert "ZooKeeper" not in shown
+            await pilot.press(*"1001", "enter")
+            await wait_for_actions(pilot)
+            assert control.calls == [(BrokerAction.STOP, 1001)]
+            assert any("stop controller 1001" in n for n in notices(app))
+
+    async def test_p_resumes_a_paused_controller(self) -> None:
+        """A paused controller is known by its process: p resumes it, no confirmation."""
+        app, control = kraft_app(FakeNodeControl({1001: ProcState.PAUSED}))
+        async with app.run_test(size=SIZE) as pilot:
+            feed(app, K.lagging_voter())
+            await select_broker(pilot, 1001)
+            await pilot.press("p")
+            await wait_for_actions(pilot)
+            assert isinstance(app.screen, MainScreen)
+            assert control.calls == [(BrokerAction.RESUME, 1001)]
+
+    async def test_a_broker_on_kraft_is_fenced_not_expired(self) -> None:
+        app, control = kraft_app()
+        async with app.run_test(size=SIZE) as pilot:
+            feed(app, K.healthy())
+            await select_broker(pilot, 2)
+            await pilot.press("k")
+            assert isinstance(app.screen, ConfirmBrokerAction)
+            shown = rendered(app.screen.query_one("#confirm-impact"), width=400)
+            assert "fences broker 2 after broker.session.timeout.ms" in shown
+            assert "ZooKeeper" not in shown
+            await pilot.press("escape")
+            await wait_for_actions(pilot)
+            assert control.calls == []
+
+
+class TestControllerKey:
+    async def test_c_is_the_quorum_leader(self) -> None:
+        app, control = kraft_app()
+        async with app.run_test(size=SIZE) as pilot:
+            feed(app, K.healthy())
+            await pilot.press("C")
+            assert isinstance(app.screen, BrokerChooser)
+            assert (app.screen.broker_id, app.screen.role) == (1003, "quorum leader")
+            await pilot.press("k")
+            assert isinstance(app.screen, ConfirmBrokerAction)
+            shown = rendered(app.screen.query_one("#confirm-impact"), width=400)
+            assert "controller 1003 is the QUORUM LEADER" in shown
+            await pilot.press(*"1003", "enter")
+            await wait_for_actions(pilot)
+            assert control.calls == [(BrokerAction.KILL, 1003)]
+
+    async def test_c_refuses_while_no_leader_is_known(self) -> None:
+        """The majority lost (recorded): no action on the last leader read, and why."""
+        app, control = kraft_app()
+        async with app.run_test(size=SIZE) as pilot:
+            feed(app, K.stale_quorum())
+            await pilot.press("C")
+            assert isinstance(app.screen, MainScreen)
+            await wait_for_actions(pilot)
+            assert control.calls == []
+            assert any("the quorum leader is not known now" in n for n in notices(app))
