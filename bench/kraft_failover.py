@@ -281,6 +281,56 @@ async def restore(app: KConsoleApp, cluster: KRaftCluster) -> None:
     await wait_for(lambda: whole(app, cluster), 180, "the screen to show a whole cluster")
 
 
+class TimedObserver(ClusterObserver):
+    """The live observer, recording (monotonic) each admin poll's start and end, the part of it
+    spent in the metadata read (read_cluster) and in the ELR read, and each publish."""
+
+    def __init__(self, *a: Any, **kw: Any) -> None:
+        super().__init__(*a, **kw)
+        self.polls: list[tuple[float, float, float, float]] = []  # start, end, metadata, elr
+        self.wakes: list[float] = []  # the quorum thread asked for a metadata read now
+        self._part: dict[str, float] = {}
+
+    def _poll_admin(self, reader: Any, publish: bool = True) -> None:
+        if not getattr(reader, "_timed", False):
+            read = reader.read_cluster
+
+            def timed_read(*a: Any, **kw: Any) -> Any:
+                t = time.monotonic()
+                try:
+                    return read(*a, **kw)
+                finally:
+                    self._part["metadata"] = time.monotonic() - t
+
+            reader.read_cluster = timed_read
+            reader._timed = True
+        self._part = {}
+        t = time.monotonic()
+        super()._poll_admin(reader, publish)
+        end = time.monotonic()
+        self.polls.append((t, end, self._part.get("metadata", 0.0), 0.0))
+        del self.polls[:-2000]
+
+    def _poll_quorum(self, reader: Any, publish: bool = True) -> Any:
+        was = self._wake_admin.is_set()
+        mode = super()._poll_quorum(reader, publish)
+        if not was and self._wake_admin.is_set():
+            self.wakes.append(time.monotonic())
+            del self.wakes[:-2000]
+        return mode
+
+    def window(self, t0: float, end: float) -> dict[str, Any]:
+        """What the admin thread did between t0 and end (ms after t0)."""
+        polls = [p for p in self.polls if p[1] >= t0 and p[0] <= end]
+        return {
+            "wakes_ms": [round((w - t0) * 1000) for w in self.wakes if t0 <= w <= end],
+            "polls_ms": [
+                [round((a - t0) * 1000), round((b - t0) * 1000), round(m * 1000)]
+                for a, b, m, _e in polls
+            ],
+        }
+
+
 # -- runs -------------------------------------------------------------------------------------
 @dataclass
 class Change:
@@ -301,6 +351,7 @@ class Run:
     victim: str
     changes: list[Change] = field(default_factory=list)
     probe_errors: int = 0
+    admin: dict[str, Any] = field(default_factory=dict)  # TimedObserver.window of the run
 
 
 async def watch(
@@ -353,10 +404,9 @@ async def kill_run(app: KConsoleApp, cluster: KRaftCluster, n: int, timeout: flo
         q = kraft_probes.quorum_from_controllers(spec.host, ports, 0.5)
         return {"quorum leader": q is not None and q.leader_id not in (None, old)}
 
-    poller = Poller(kafka)
+    poller = Poller(kafka).start()  # armed first: kill_node returns once the JVM is reaped
     t0 = time.monotonic()
     await asyncio.to_thread(cluster.kill_node, name)
-    poller.start()
     try:
         seen = await watch(
             app,
@@ -373,6 +423,9 @@ async def kill_run(app: KConsoleApp, cluster: KRaftCluster, n: int, timeout: flo
     finally:
         poller.stop()
     run = Run("kill active controller", n, name, probe_errors=poller.errors)
+    obs = app_observer(app)
+    if obs is not None:
+        run.admin = obs.window(t0, t0 + max(v[2] for v in seen.values()) / 1000)
     run.changes = [Change(k, v[0], v[2], v[1]) for k, v in seen.items()]
     return run
 
@@ -440,8 +493,16 @@ async def pause_run(app: KConsoleApp, cluster: KRaftCluster, n: int, timeout: fl
     finally:
         poller.stop()
     run = Run("pause broker", n, f"broker-{victim}", probe_errors=poller.errors)
+    obs = app_observer(app)
+    if obs is not None:
+        run.admin = obs.window(t0, t0 + max(v[2] for v in seen.values()) / 1000)
     run.changes = [Change(k, v[0], v[2], v[1]) for k, v in seen.items()]
     return run
+
+
+def app_observer(app: KConsoleApp) -> TimedObserver | None:
+    obs = getattr(app, "observer", None)
+    return obs if isinstance(obs, TimedObserver) else None
 
 
 async def idle(app: KConsoleApp, seconds: float) -> tuple[float, float]:
@@ -462,7 +523,7 @@ async def drive(cluster: KRaftCluster, args: argparse.Namespace) -> dict[str, An
         bootstrap_controller=spec.quorum_bootstrap,
         cluster_dir=cluster.state_dir,
     )
-    observer = ClusterObserver(settings, proc_states=KRaftNodeControl(cluster).states)
+    observer = TimedObserver(settings, proc_states=KRaftNodeControl(cluster).states)
     app = make_app(
         observer,
         refresh_s=settings.refresh_s,
@@ -539,6 +600,18 @@ def report(data: dict[str, Any], revision: str) -> None:
                 f"| {c['screen_ms'] - c['kafka_ms']:.0f} |"
             )
     print()
+    diag = [r for r in data["runs"] if r.get("admin")]
+    if diag:
+        print(
+            "The observer's metadata thread in each run (ms after the kill / pause): when the "
+            "quorum thread woke it (a leader, voter or fencing change), and each admin poll as "
+            "start-end (its metadata read's ms):\n"
+        )
+        for r in diag:
+            polls = ", ".join(f"{a}-{b} ({m})" for a, b, m in r["admin"]["polls_ms"])
+            wakes = ", ".join(str(w) for w in r["admin"]["wakes_ms"]) or "none"
+            print(f"- {r['action']} {r['n']}: woken at {wakes}; polls {polls}")
+        print()
     idle_vals = data["idle_cpu_pct"]
     if idle_vals:
         print(
