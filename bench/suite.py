@@ -12,6 +12,10 @@ Sections (each is also a script of its own in bench/):
   terminal-scale-nice  the same again with the brokers' JVMs at nice 10: how much of change ->
              screen is the brokers taking the console's CPU on this small machine (no targets)
   failover   graceful stop of a partition leader: ZooKeeper's time and the screen's
+  kraft-failover  a KRaft cluster of its own (3 controllers + 3 brokers): idle CPU, RSS, and
+             change -> screen minus Kafka's own time for a killed active controller and a
+             paused broker (fenced, leaders moved, ISR shrunk)
+  kraft-scale  the same with 2,000 more partitions
   produce    bulk produce, the console's path vs a plain confluent-kafka loop
   produce-latency  one record: the dialog's later sends and the CLI vs a plain warm producer
   describe   `kconsole describe --json` vs kafka-topics / kafka-consumer-groups (and kcat)
@@ -386,6 +390,60 @@ def section_failover(smoke: bool, charts: Path) -> Section:
     return s
 
 
+KRAFT_CHANGES = (  # kraft_failover.py's change names, the figure's name
+    ("quorum leader", "quorum leader change (kill the active controller) -> brokers pane"),
+    ("broker fenced", "broker fenced (pause a broker) -> brokers pane"),
+    ("leader change", "leader change (paused leader fenced) -> partitions row"),
+    ("ISR shrink", "ISR shrink (paused broker fenced) -> partitions row"),
+)
+
+
+def kraft_section(title: str, label: str, args: list[str], p50: float, p99: float | None,
+                  idle_target: float) -> Section:  # fmt: skip
+    """A kraft_failover.py run: per change, the console's share (screen - what a client asking
+    every 20 ms saw), its median against `p50` and its max against `p99`; idle CPU and RSS."""
+    out, path = script("kraft_failover.py", *args)
+    data = json.loads(path.read_text())
+    s = Section(title)
+    s.figures += [
+        Figure(f"{label}: idle, console process (all threads)", "% of a core",
+               data["idle_cpu_pct"], idle_target),
+        Figure(f"{label}: RSS", "MiB", data["rss_mib"], 250.0, stat="max"),
+    ]  # fmt: skip
+    for what, name in KRAFT_CHANGES:
+        changes = [c for r in data["runs"] for c in r["changes"] if c["what"] == what]
+        if not changes:
+            continue
+        kafka = [c["kafka_ms"] for c in changes]
+        own = [c["screen_ms"] - c["kafka_ms"] for c in changes]
+        s.figures += [
+            Figure(f"{label}: {what}: Kafka's own time (20 ms poller)", "ms", kafka),
+            Figure(f"{label}: {name}, screen - Kafka", "ms", own, p50),
+            Figure(f"{label}: {name}, screen - Kafka, p99 (max of runs)", "ms", own, p99,
+                   stat="max"),
+        ]  # fmt: skip
+    s.text = out
+    return s
+
+
+def section_kraft_failover(smoke: bool, charts: Path) -> Section:
+    return kraft_section(
+        "KRaft: change -> screen on a 3-controller + 3-broker cluster (headless console)",
+        "KRaft", ["--kills", "5", "--pauses", "5", "--idle", "30", "--idle-runs", "3"],
+        250.0, 1000.0, 3.0,
+    )  # fmt: skip
+
+
+def section_kraft_scale(smoke: bool, charts: Path) -> Section:
+    return kraft_section(
+        "KRaft: change -> screen with 2,000 more partitions (20 x 100, RF 3)",
+        "KRaft 2k partitions",
+        ["--kills", "3", "--pauses", "3", "--idle", "30", "--idle-runs", "2", "--topics", "20",
+         "--partitions", "100"],
+        1000.0, None, 5.0,
+    )  # fmt: skip
+
+
 def section_produce(smoke: bool, charts: Path) -> Section:
     count = 200_000
     out, path = script("produce_throughput.py", "--count", str(count), "--runs", "3")
@@ -529,6 +587,8 @@ SECTIONS: dict[str, Callable[[bool, Path], Section]] = {
     "terminal-scale": section_terminal_scale,
     "terminal-scale-nice": section_terminal_scale_nice,
     "failover": section_failover,
+    "kraft-failover": section_kraft_failover,
+    "kraft-scale": section_kraft_scale,
     "produce": section_produce,
     "produce-latency": section_produce_latency,
     "tail": section_tail,

@@ -2,8 +2,8 @@
 # Sets up everything kconsole needs on a fresh clone, and is safe to run again:
 #   - Java and Maven (installed with apt-get when missing and we may; otherwise a clear error),
 #   - a virtualenv in .venv with kconsole and its test tools,
-#   - the Kafka jars and Spark's Kafka connector (for jobs/), resolved once by Maven into the
-#     per-user cache.
+#   - the Kafka jars (the ZooKeeper mode's 3.9.x and the KRaft mode's 4.x) and Spark's Kafka
+#     connector (for jobs/), resolved once by Maven into the per-user cache.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,4 +51,7 @@ if [[ ! -f $stamp || pyproject.toml -nt $stamp ]]; then
 fi
 
 .venv/bin/kconsole cluster fetch
+kraft_version=$(.venv/bin/python -c \
+  'from kconsole.cluster.settings import KRAFT_KAFKA_VERSION; print(KRAFT_KAFKA_VERSION)')
+.venv/bin/kconsole cluster fetch --kafka-version "$kraft_version"
 .venv/bin/kconsole jobs fetch

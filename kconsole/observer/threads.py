@@ -295,6 +295,7 @@ class ClusterObserver:
             self._publish()
 
     def _poll_admin(self, reader: AdminReader, publish: bool = True) -> None:
+        read: AdminState | None = None  # KRaft: whose short partitions' ELR to read after
         try:
             with self._lock:
                 tree = self.builder.zk
@@ -312,14 +313,15 @@ class ClusterObserver:
                 nodes.setdefault(bid, (r.host, r.port, r.rack))
             reach = {bid: reachable(h, p) for bid, (h, p, _r) in nodes.items()}
             config = self._broker_config(reader, state, reach)
-            elr = _read_elr(reader, state) if kraft else {}
             with self._lock:
                 self.builder.broker_config = config
-                if kraft and elr != self.builder.elr:
-                    self.builder.elr = elr
+                if kraft:  # the last ELR read stands only where the ISR is still short
+                    short = _short(state)
+                    self.builder.elr = {k: v for k, v in self.builder.elr.items() if k in short}
                 self.builder.admin = state
                 self.builder.reachable = reach
                 self.builder.health[SourceName.ADMIN].success(self.clock())
+            read = state if kraft else None
         except Exception as exc:  # a dead cluster must never stop the poller
             with self._lock:
                 self.builder.health[SourceName.ADMIN].failure(_describe(exc))
@@ -330,6 +332,17 @@ class ClusterObserver:
                     zk.success(self.clock())  # watches armed on a live session: data is current
         if publish:
             self._publish()
+        if read is not None:
+            # After the publish: the ELR read goes through kafka-python to any broker, and a
+            # paused one holds it for its timeout; leaders and ISR must not wait for that. A
+            # partition that just went short shows its ELR unknown until this read answers.
+            elr = _read_elr(reader, read)
+            with self._lock:
+                changed = elr != self.builder.elr
+                if changed:
+                    self.builder.elr = elr
+            if changed and publish:
+                self._publish()
 
     def _poll_groups(self, reader: AdminReader, publish: bool = True) -> None:
         with self._lock:
@@ -459,6 +472,16 @@ def _hints(
         (p.topic, p.partition): -1 if snap.is_offline(p) else p.leader for p in snap.partitions
     }
     return (brokers or None), leaders, unasked
+
+
+def _short(state: AdminState) -> set[tuple[str, int]]:
+    """The partitions with an ISR short of their replicas, or no leader."""
+    return {
+        (t, p.partition)
+        for t, parts in (state.topics or {}).items()
+        for p in parts
+        if len(p.isr) < len(p.replicas) or p.leader < 0
+    }
 
 
 def _read_elr(

@@ -7,6 +7,7 @@ import re
 import subprocess
 
 from kconsole.cluster import jars
+from kconsole.cluster.kraft import KRaftCluster
 from kconsole.cluster.local import LocalCluster
 
 _PART = re.compile(
@@ -15,7 +16,9 @@ _PART = re.compile(
 )
 
 
-def run_tool(cluster: LocalCluster, main_class: str, *args: str, timeout: float = 120) -> str:
+def run_tool(
+    cluster: LocalCluster | KRaftCluster, main_class: str, *args: str, timeout: float = 120
+) -> str:
     lib = jars.ensure_kafka_jars(cluster.spec.kafka_version)
     proc = subprocess.run(
         [jars.java_executable(), "-Xmx256m", "-cp", f"{lib}/*", main_class, *args],
@@ -28,7 +31,9 @@ def run_tool(cluster: LocalCluster, main_class: str, *args: str, timeout: float 
     return proc.stdout
 
 
-def topic_describe(cluster: LocalCluster, topic: str) -> dict[int, tuple[int, tuple, tuple]]:
+def topic_describe(
+    cluster: LocalCluster | KRaftCluster, topic: str
+) -> dict[int, tuple[int, tuple, tuple]]:
     """kafka-topics --describe: partition -> (leader, replicas, isr)."""
     out = run_tool(
         cluster,

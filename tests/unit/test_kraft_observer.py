@@ -267,6 +267,49 @@ class TestSnapshot:
         b.admin = admin_state(isr=(1, 2))
         assert {p.elr for p in b.build(11.0).partitions} == {None}
 
+    def test_leaders_and_isr_are_published_before_the_elr_read(self) -> None:
+        """An ISR that just shrank is published at once, its ELR unknown; the ELR read (which
+        a paused broker can hold for its timeout) follows in a second snapshot. A partition
+        whose ISR is full again drops its last ELR read without asking."""
+        parts = PAUSED["describe_topic_partitions"]["topics"][0]["partitions"]
+        recorded = {
+            ("test-topic", p["partition_index"]): (
+                tuple(p["eligible_leader_replicas"] or ()),
+                tuple(p["last_known_elr"] or ()),
+            )
+            for p in parts
+        }
+        published: list[ClusterSnapshot] = []
+        at_elr_read: list[list[ClusterSnapshot]] = []
+
+        class Reader:
+            state = admin_state(isr=(1,))
+
+            def read_cluster(self, **_kw: Any) -> AdminState:
+                return self.state
+
+            def read_broker_settings(self, _ids: list[int]) -> Any:
+                raise ClusterError("no broker answers")
+
+            def read_elr(self, _topics: list[str]) -> Any:
+                at_elr_read.append(list(published))
+                return recorded
+
+        obs = ClusterObserver(Settings(bootstrap="127.0.0.1:1", zookeeper=""))
+        obs.builder.set_mode(ClusterMode.KRAFT)
+        obs._on_update = lambda snap, _events: published.append(snap)
+        reader = Reader()
+        obs._poll_admin(reader)  # type: ignore[arg-type]
+        assert len(at_elr_read) == 1 and len(at_elr_read[0]) == 1
+        first = at_elr_read[0][0]
+        assert {p.isr for p in first.partitions} == {(1,)}
+        assert {p.elr for p in first.partitions} == {None}  # not read yet: unknown, not none
+        assert len(published) == 2 and {p.elr for p in published[1].partitions} == {(2,)}
+        reader.state = admin_state(isr=(1, 2, 3))
+        obs._poll_admin(reader)  # type: ignore[arg-type]
+        assert len(at_elr_read) == 1  # nothing short: no ELR read
+        assert {p.elr for p in published[-1].partitions} == {()}
+
     def test_a_failed_quorum_read_keeps_the_figures_marked(self) -> None:
         b = kraft_builder()
         before = b.build(10.0).quorum
