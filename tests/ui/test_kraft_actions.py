@@ -107,3 +107,15 @@ class TestControllerKey:
             await wait_for_actions(pilot)
             assert control.calls == []
             assert any("the quorum leader is not known now" in n for n in notices(app))
+
+
+def test_a_controllers_stop_is_not_described_as_a_brokers() -> None:
+    """A KRaft controller has no partitions to move: its stop is a plain SIGTERM, and the
+    dialogs must not promise a broker's controlled shutdown."""
+    from kconsole.cluster.control import BrokerAction
+    from kconsole.ui.screens.actions import what
+
+    assert "leadership moves away" in what(BrokerAction.STOP, "controller")
+    for role in ("quorum leader", "voter"):
+        assert "leadership" not in what(BrokerAction.STOP, role)
+        assert "controller" in what(BrokerAction.START, role)

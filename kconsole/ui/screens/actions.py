@@ -33,6 +33,17 @@ WHAT = {
 CONTROLLER_ROLES = ("quorum leader", "voter")
 
 
+def what(action: BrokerAction, role: str = "") -> str:
+    """What the action does to the node. A KRaft controller has no partitions to move away:
+    its stop is a plain SIGTERM (a leader's followers elect another)."""
+    if role in CONTROLLER_ROLES:
+        if action is BrokerAction.STOP:
+            return "SIGTERM: the controller shuts down (no partitions to move)"
+        if action is BrokerAction.START:
+            return "start the stopped controller again"
+    return WHAT[action]
+
+
 def target_name(broker_id: int, role: str = "") -> str:
     """'broker 2', 'broker 2 (controller)', or on KRaft 'controller 1001 (quorum leader)'."""
     what = "controller" if role in CONTROLLER_ROLES else "broker"
@@ -84,7 +95,7 @@ class BrokerChooser(ModalScreen[BrokerAction | None]):
             ("p", pause),
             ("t", BrokerAction.START),
         ):
-            table.add_row(key, action.value, WHAT[action])
+            table.add_row(key, action.value, what(action, self.role))
         return table
 
     def action_choose(self, action: str) -> None:
@@ -123,7 +134,7 @@ class ConfirmBrokerAction(ModalScreen[bool]):
                 Text.assemble(
                     (f"{self.action.value} ", "bold"),
                     (target_name(self.broker_id, self.role).split(" (")[0], "bold"),
-                    (f": {WHAT[self.action]}", fmt.DIM),
+                    (f": {what(self.action, self.role)}", fmt.DIM),
                 ),
                 id="confirm-what",
             )
