@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from kconsole.cluster import kafka_python
@@ -25,6 +26,9 @@ from kconsole.models import BrokerConfig
 
 log = logging.getLogger(__name__)
 KP_BACKOFF_S = 10.0
+# The metadata read's attempts (s); the last one gets whatever is left of the timeout.
+METADATA_ATTEMPTS_S = (1.0, 1.5, 2.5)
+_TIMED_OUT = frozenset({KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT})
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,7 @@ class AdminReader:
                 return self._read_brokers(config_refresh_s, topic_names)
             except ClusterError as exc:
                 log.debug("DescribeCluster: %s; reading the whole metadata", exc)
-        md = self.admin.list_topics(timeout=self.timeout_s)
+        md = self._metadata()
         self._known_servers = [f"{b.host}:{b.port}" for b in md.brokers.values() if b.host]
         stale = time.monotonic() - self._configs_at > config_refresh_s
         if stale or set(md.brokers) - set(self._racks):
@@ -104,6 +108,28 @@ class AdminReader:
             )
         min_isr = self._min_isr_of(sorted(topics), stale)
         return AdminState(time.time(), md.cluster_id, controller, nodes, topics, min_isr)
+
+    def _metadata(self) -> Any:
+        """librdkafka's Metadata, asked of a broker of its own choosing, in attempts of growing
+        length (METADATA_ATTEMPTS_S, within `timeout_s` in all). A paused broker keeps its
+        connection open and never answers: an attempt that went to it times out and the next
+        one is asked again -- librdkafka picks a usable broker at random for each -- so such a
+        broker costs the poll about a second, not the whole timeout (measured in the KRaft
+        bench: one read held 5 s, and the leaders it carried with it)."""
+        deadline = time.monotonic() + self.timeout_s
+        last = len(METADATA_ATTEMPTS_S) - 1
+        for i, share in enumerate(METADATA_ATTEMPTS_S):
+            left = deadline - time.monotonic()
+            wait = left if i == last else min(share, left)
+            try:
+                return self.admin.list_topics(timeout=max(wait, 0.05))
+            except KafkaException as exc:
+                err = exc.args[0] if exc.args else None
+                timed_out = isinstance(err, KafkaError) and err.code() in _TIMED_OUT
+                if not timed_out or deadline - time.monotonic() <= 0.05:
+                    raise
+                log.debug("metadata attempt of %.1f s timed out; asking again", wait)
+        raise AssertionError("unreachable")  # the last attempt returns or raises
 
     def _read_brokers(self, config_refresh_s: float, topic_names: Sequence[str]) -> AdminState:
         desc = self._kp_call("describe_cluster")

@@ -143,3 +143,60 @@ def test_when_describe_cluster_fails_the_whole_metadata_is_read(reader: AdminRea
     assert reader.admin.calls == ["list_topics"]
     assert state.topics is not None and [p.leader for p in state.topics["t"]] == [1]
     assert (state.cluster_id, state.controller) == ("cid", 2)
+
+
+class PausedFirst(MetadataOnly):
+    """A metadata read whose first `stuck` attempts went to a paused broker (open connection,
+    no answer: librdkafka times out); then it picked another."""
+
+    def __init__(self, conf: dict[str, Any], stuck: int = 1, error: Any = None) -> None:
+        super().__init__(conf)
+        self.stuck = stuck
+        self.error = error
+        self.timeouts: list[float] = []
+        self.clock: list[float] | None = None
+
+    def list_topics(self, timeout: float) -> Any:
+        from confluent_kafka import KafkaError, KafkaException
+
+        self.timeouts.append(timeout)
+        if len(self.timeouts) <= self.stuck:
+            if self.clock is not None:
+                self.clock[0] += timeout  # what a timed-out attempt costs
+            raise KafkaException(KafkaError(self.error or KafkaError._TIMED_OUT))
+        return super().list_topics(timeout)
+
+
+def test_a_metadata_read_stuck_on_a_paused_broker_is_asked_again(
+    reader: AdminReader,
+) -> None:
+    """The first attempt gets a second, not the whole 5 s timeout; the second one answers."""
+    reader.admin = PausedFirst({})
+    state = reader.read_cluster()
+    assert reader.admin.timeouts[0] == pytest.approx(admin_mod.METADATA_ATTEMPTS_S[0], abs=0.01)
+    assert len(reader.admin.timeouts) == 2 and state.topics is not None and "t" in state.topics
+
+
+def test_the_attempts_stay_within_the_timeout_then_it_fails(
+    reader: AdminReader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from confluent_kafka import KafkaException
+
+    clock = [100.0]
+    monkeypatch.setattr(admin_mod, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    reader.admin = PausedFirst({}, stuck=99)
+    reader.admin.clock = clock
+    with pytest.raises(KafkaException):
+        reader.read_cluster()
+    timeouts = reader.admin.timeouts
+    assert timeouts == pytest.approx([1.0, 1.5, reader.timeout_s - 2.5])
+    assert clock[0] - 100.0 == pytest.approx(reader.timeout_s)  # no longer than before
+
+
+def test_an_error_that_is_not_a_timeout_is_not_asked_again(reader: AdminReader) -> None:
+    from confluent_kafka import KafkaError, KafkaException
+
+    reader.admin = PausedFirst({}, error=KafkaError._TRANSPORT)
+    with pytest.raises(KafkaException):
+        reader.read_cluster()
+    assert len(reader.admin.timeouts) == 1
