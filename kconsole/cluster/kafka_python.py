@@ -121,18 +121,11 @@ def describe_quorum_at(host: str, port: int, timeout_s: float) -> dict[str, Any]
     """DescribeQuorum (v2) of `__cluster_metadata` sent over a plain socket to one node, as a
     dict (DescribeQuorumResponse.to_dict()). Works on a controller, where KafkaAdminClient
     cannot bootstrap (controllers do not answer MetadataRequest); only the quorum leader answers
-    with data, the others with NOT_LEADER_OR_FOLLOWER in the partition's error_code.
-
-    Relies on `kafka.protocol.parser.KafkaProtocol` (send_request / send_bytes / receive_bytes)
-    and the versioned message classes (`DescribeQuorumRequest[2]`)."""
-    import socket
-
+    with data, the others with NOT_LEADER_OR_FOLLOWER in the partition's error_code."""
     from kafka.protocol.admin import DescribeQuorumRequest
-    from kafka.protocol.parser import KafkaProtocol
 
-    request_cls = DescribeQuorumRequest[2]
     topic_cls = DescribeQuorumRequest.TopicData
-    request = request_cls(
+    request = DescribeQuorumRequest[2](
         topics=[
             topic_cls(
                 topic_name="__cluster_metadata",
@@ -140,6 +133,30 @@ def describe_quorum_at(host: str, port: int, timeout_s: float) -> dict[str, Any]
             )
         ]
     )
+    return _ask_at(host, port, request, timeout_s)
+
+
+def describe_controllers_at(host: str, port: int, timeout_s: float) -> dict[str, Any]:
+    """DescribeCluster (v1, endpoint type 2: controllers, KIP-919) sent to one controller: every
+    controller's id, host and port as "brokers", and the active controller (the quorum leader)
+    as "controller_id" -- how Kafka's own tools find the leader from one bootstrap controller."""
+    from kafka.protocol.admin import DescribeClusterRequest
+
+    request = DescribeClusterRequest[1](
+        include_cluster_authorized_operations=False, endpoint_type=2
+    )
+    return _ask_at(host, port, request, timeout_s)
+
+
+def _ask_at(host: str, port: int, request: Any, timeout_s: float) -> dict[str, Any]:
+    """One request over a plain socket of its own, its answer as a dict (`to_dict()`).
+
+    Relies on `kafka.protocol.parser.KafkaProtocol` (send_request / send_bytes / receive_bytes)
+    and the versioned message classes."""
+    import socket
+
+    from kafka.protocol.parser import KafkaProtocol
+
     proto = KafkaProtocol(client_id="kconsole")
     proto.send_request(request)
     with socket.create_connection((host, port), timeout=timeout_s) as sock:

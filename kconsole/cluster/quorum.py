@@ -204,6 +204,7 @@ class QuorumReader:
             for h, _, p in [hp.strip().rpartition(":")]
         ]
         self._leader_first: tuple[str, int] | None = None
+        self._learned: list[tuple[str, int]] = []  # controllers a controller named
         self._kp: Any = None
 
     def _admin(self) -> Any:
@@ -231,22 +232,58 @@ class QuorumReader:
         return quorum_of(self._call("describe_metadata_quorum"), now)
 
     def _quorum_from_controllers(self, now: float) -> Quorum:
-        # The leader that answered last is asked first: one connection a poll while it lasts.
-        order = list(self.controllers)
+        """Asked of the controllers given, and of those they named (DescribeCluster to a
+        controller, KIP-919): one bootstrap controller that is not the leader is enough, as
+        with Kafka's own `--bootstrap-controller`. The leader that answered last is asked
+        first: one connection a poll while it lasts."""
+        errors: list[str] = []
+        asked: set[tuple[str, int]] = set()
+        for round_ in range(2):
+            order = [hp for hp in self._controller_order() if hp not in asked]
+            for host, port in order:
+                asked.add((host, port))
+                try:
+                    answer = kafka_python.describe_quorum_at(host, port, self.timeout_s)
+                    quorum = quorum_of(answer, now)
+                except Exception as exc:
+                    errors.append(f"{host}:{port}: {str(exc) or type(exc).__name__}")
+                    continue
+                self._leader_first = (host, port)
+                return quorum
+            if round_ == 0 and not self._learn_controllers(errors):
+                break
+        raise ClusterError("no controller answered as quorum leader (" + "; ".join(errors) + ")")
+
+    def _controller_order(self) -> list[tuple[str, int]]:
+        order = list(dict.fromkeys([*self.controllers, *self._learned]))
         if self._leader_first in order:
             order.remove(self._leader_first)
             order.insert(0, self._leader_first)
-        errors = []
-        for host, port in order:
+        return order
+
+    def _learn_controllers(self, errors: list[str]) -> bool:
+        """Every controller and the active one, from the first controller that describes them;
+        the active one is asked first from now on. False when none did."""
+        for host, port in self._controller_order():
             try:
-                answer = kafka_python.describe_quorum_at(host, port, self.timeout_s)
-                quorum = quorum_of(answer, now)
+                answer = kafka_python.describe_controllers_at(host, port, self.timeout_s)
             except Exception as exc:
-                errors.append(f"{host}:{port}: {str(exc) or type(exc).__name__}")
+                errors.append(f"{host}:{port}: DescribeCluster: {str(exc) or type(exc).__name__}")
                 continue
-            self._leader_first = (host, port)
-            return quorum
-        raise ClusterError("no controller answered as quorum leader (" + "; ".join(errors) + ")")
+            if answer.get("error_code"):
+                why = _error_name(answer["error_code"])
+                errors.append(f"{host}:{port}: DescribeCluster: {why}")
+                continue
+            nodes = {
+                int(b["broker_id"]): (str(b["host"]), int(b["port"]))
+                for b in answer.get("brokers") or ()
+            }
+            self._learned = list(nodes.values())
+            leader = nodes.get(int(answer.get("controller_id", -1)))
+            if leader is not None:
+                self._leader_first = leader
+            return bool(nodes)
+        return False
 
     def read_registrations(self) -> dict[int, BrokerRegistration]:
         """Registered brokers and their fencing (DescribeCluster through the brokers)."""

@@ -131,14 +131,18 @@ def test_describe_json_agrees_with_kafka_metadata_quorum(kraft: Kraft) -> None:
 
 def test_bootstrap_controller_reads_the_quorum_with_no_broker_answering(kraft: Kraft) -> None:
     """--bootstrap-controller: the quorum comes from the controllers, the brokers named do not
-    answer; the Admin API is marked stale, the quorum is fresh, the exit code 0."""
+    answer; the Admin API is marked stale, the quorum is fresh, the exit code 0. One controller
+    that is not the leader is given, as a user would: it names the others and the leader."""
     cluster, _ = kraft
     dead = f"127.0.0.1:{_dead_port()}"
     leader = cluster.quorum()
     assert leader is not None
-    code, snap = describe_json(
-        "-b", dead, "-z", "", "--bootstrap-controller", cluster.spec.quorum_bootstrap
+    follower = next(
+        f"{cluster.spec.host}:{port}"
+        for i, port in cluster.spec.controller_ports().items()
+        if i != leader.leader_id
     )
+    code, snap = describe_json("-b", dead, "-z", "", "--bootstrap-controller", follower)
     assert code == 0
     assert snap["mode"] == "kraft"
     assert snap["quorum"]["leader_id"] == leader.leader_id

@@ -442,6 +442,57 @@ class TestBootstrapController:
         reader.read_quorum(2.0)
         assert asked[3:] == [3]
 
+    def test_one_controller_that_is_not_the_leader_is_enough(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """As with Kafka's own --bootstrap-controller: the follower given answers NOT_LEADER,
+        then names every controller and the active one (DescribeCluster, endpoint type
+        controllers; recorded), which is asked -- and asked first from then on."""
+        from kconsole.cluster import kafka_python
+
+        named = HEALTHY["describe_controllers_at"]
+        ports = {b["broker_id"]: b["port"] for b in named["brokers"]}
+        leader_port = ports[named["controller_id"]]
+        follower_port = next(p for p in ports.values() if p != leader_port)
+        asked: list[int] = []
+
+        def at(host: str, port: int, timeout_s: float) -> dict[str, Any]:
+            asked.append(port)
+            key = (
+                "describe_quorum_at_controller"
+                if port == leader_port
+                else "describe_quorum_at_follower"
+            )
+            answer: dict[str, Any] = HEALTHY[key]
+            return answer
+
+        def controllers_at(host: str, port: int, timeout_s: float) -> dict[str, Any]:
+            asked.append(-port)
+            answer: dict[str, Any] = named
+            return answer
+
+        monkeypatch.setattr(kafka_python, "describe_quorum_at", at)
+        monkeypatch.setattr(kafka_python, "describe_controllers_at", controllers_at)
+        reader = QuorumReader({}, f"127.0.0.1:{follower_port}")
+        q = reader.read_quorum(1.0)
+        assert q.leader_id == _part(HEALTHY["describe_quorum_at_controller"])["leader_id"]
+        assert asked == [follower_port, -follower_port, leader_port]
+        reader.read_quorum(2.0)
+        assert asked[3:] == [leader_port]
+
+    def test_a_controller_that_cannot_name_the_others_says_so(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from kconsole.cluster import kafka_python
+
+        follower = HEALTHY["describe_quorum_at_follower"]
+        monkeypatch.setattr(kafka_python, "describe_quorum_at", lambda h, p, t: follower)
+        monkeypatch.setattr(
+            kafka_python, "describe_controllers_at", lambda h, p, t: {"error_code": 35}
+        )
+        with pytest.raises(ClusterError, match=r"127.0.0.1:1: .*DescribeCluster: "):
+            QuorumReader({}, "127.0.0.1:1").read_quorum(1.0)
+
     def test_no_controller_answering_says_each(self, monkeypatch: pytest.MonkeyPatch) -> None:
         from kconsole.cluster import kafka_python
 
