@@ -33,7 +33,7 @@ from kconsole.cluster.kraft_spec import (
     log_config_flag,
     node_properties,
 )
-from kconsole.cluster.local_dir import _JVM_FLAGS
+from kconsole.cluster.local_dir import _JVM_FLAGS, StateDir
 from kconsole.cluster.local_probes import check_port_free
 from kconsole.cluster.local_spec import render_properties
 from kconsole.cluster.procs import ManagedProcess, PidRecord, ProcState, tail_lines, wait_reaped
@@ -187,40 +187,17 @@ class KRaftStatus:
     quorum_error: str | None = None  # why `quorum` is None
 
 
-class KRaftCluster:
+class KRaftCluster(StateDir[KRaftSpec]):
     """The files and processes of a local KRaft cluster in `state_dir`."""
 
     def __init__(self, state_dir: Path, spec: KRaftSpec | None = None):
-        self.state_dir = Path(state_dir)
+        super().__init__(state_dir, KRaftSpec.from_json)
         self._asked = spec
         saved = self._load_spec()
         self.spec = saved if saved is not None and spec is None else spec or KRaftSpec()
         if saved is not None and spec is not None and saved.cluster_id:
             # A formatted cluster keeps its identity; a new spec only changes what it may.
             self.spec = KRaftSpec.from_json(saved.to_json())
-        self._procs: dict[str, ManagedProcess] = {}
-
-    # -- layout ---------------------------------------------------------------------------
-    @property
-    def spec_file(self) -> Path:
-        return self.state_dir / "cluster.json"
-
-    def _load_spec(self) -> KRaftSpec | None:
-        try:
-            return KRaftSpec.from_json(self.spec_file.read_text())
-        except FileNotFoundError:
-            return None
-        except (ValueError, TypeError) as exc:
-            raise ClusterError(f"{self.spec_file} is not a valid cluster spec: {exc}") from exc
-
-    def proc_dir(self, name: str) -> Path:
-        return self.state_dir / name
-
-    def process(self, name: str) -> ManagedProcess:
-        if name not in self._procs:
-            d = self.proc_dir(name)
-            self._procs[name] = ManagedProcess(name, d / "node.pid", d / "stdout.log")
-        return self._procs[name]
 
     def log_tail(self, name: str, lines: int = 30) -> list[str]:
         out = tail_lines(self.proc_dir(name) / "server.log", lines)

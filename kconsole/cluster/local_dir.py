@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable
 from contextlib import AbstractContextManager, suppress
 from pathlib import Path
-from typing import TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from kconsole.cluster import jars, local_probes
 from kconsole.cluster.errors import ClusterError
@@ -42,13 +42,22 @@ _JVM_FLAGS = [
 ]
 
 
-class LocalClusterDir:
-    """The files and processes of a local ZooKeeper + Kafka cluster in `state_dir`."""
+class _Spec(Protocol):
+    def to_json(self) -> str: ...
 
-    def __init__(self, state_dir: Path, spec: LocalClusterSpec | None = None):
+
+S = TypeVar("S", bound=_Spec)
+
+
+class StateDir(Generic[S]):
+    """A local cluster's state directory, whichever its mode: the spec saved as cluster.json
+    and one folder per process, holding its pid file and its logs."""
+
+    PID_FILE = "node.pid"
+
+    def __init__(self, state_dir: Path, load: Callable[[str], S]):
         self.state_dir = Path(state_dir)
-        saved = self._load_spec()
-        self.spec = spec or saved or LocalClusterSpec()
+        self._load = load
         self._procs: dict[str, ManagedProcess] = {}
 
     # -- layout ---------------------------------------------------------------------------
@@ -56,9 +65,9 @@ class LocalClusterDir:
     def spec_file(self) -> Path:
         return self.state_dir / "cluster.json"
 
-    def _load_spec(self) -> LocalClusterSpec | None:
+    def _load_spec(self) -> S | None:
         try:
-            return LocalClusterSpec.from_json(self.spec_file.read_text())
+            return self._load(self.spec_file.read_text())
         except FileNotFoundError:
             return None
         except (ValueError, TypeError) as exc:
@@ -67,13 +76,27 @@ class LocalClusterDir:
     def proc_dir(self, name: str) -> Path:
         return self.state_dir / name
 
+    def pid_file_name(self, name: str) -> str:
+        return self.PID_FILE
+
     def process(self, name: str) -> ManagedProcess:
-        """The ManagedProcess for "zookeeper" or "broker-N" (one object per name)."""
+        """The ManagedProcess of the node `name` (one object per name)."""
         if name not in self._procs:
             d = self.proc_dir(name)
-            pid_name = "zookeeper.pid" if name == "zookeeper" else "broker.pid"
-            self._procs[name] = ManagedProcess(name, d / pid_name, d / "stdout.log")
+            self._procs[name] = ManagedProcess(name, d / self.pid_file_name(name), d / "stdout.log")
         return self._procs[name]
+
+
+class LocalClusterDir(StateDir[LocalClusterSpec]):
+    """The files and processes of a local ZooKeeper + Kafka cluster in `state_dir`."""
+
+    def __init__(self, state_dir: Path, spec: LocalClusterSpec | None = None):
+        super().__init__(state_dir, LocalClusterSpec.from_json)
+        saved = self._load_spec()
+        self.spec = spec or saved or LocalClusterSpec()
+
+    def pid_file_name(self, name: str) -> str:
+        return "zookeeper.pid" if name == "zookeeper" else "broker.pid"
 
     @property
     def zookeeper(self) -> ManagedProcess:
