@@ -145,33 +145,10 @@ def diff(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[Event]:
                 )
             )
 
-    oc, nc = old.controller, new.controller
     if kraft:
         events.extend(_quorum_events(ts, old, new))
-    elif oc.id != nc.id or (oc.epoch != nc.epoch and nc.id is not None):
-        if nc.id is None:
-            events.append(
-                Event(
-                    ts,
-                    EventKind.CONTROLLER_LOST,
-                    f"no active controller (was broker {oc.id})",
-                    oc.id,
-                    old=oc.id,
-                )
-            )
-        else:
-            was_text = f"broker {oc.id}" if oc.id is not None else "none"
-            epoch = f", epoch {nc.epoch}" if nc.epoch is not None else ""
-            events.append(
-                Event(
-                    ts,
-                    EventKind.CONTROLLER_CHANGED,
-                    f"controller is broker {nc.id}{epoch} (was {was_text})",
-                    nc.id,
-                    old=oc.id,
-                    new=nc.id,
-                )
-            )
+    else:
+        events.extend(_controller_events(ts, old, new, "controller", "broker", "active controller"))
 
     # Most snapshots hand on the very partitions of the one before, or say which they built
     # again: then only those are compared.
@@ -200,6 +177,26 @@ def diff(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[Event]:
     return events
 
 
+def _controller_events(
+    ts: float, old: ClusterSnapshot, new: ClusterSnapshot, role: str, node: str, lost: str
+) -> list[Event]:
+    """The active controller changed (kind CONTROLLER_CHANGED, which the drills measure) or
+    was lost: "{role} is {node} N, epoch E (was {node} M)", "no {lost} (was {node} M)". A loss
+    with no controller before it says nothing."""
+    oc, nc = old.controller, new.controller
+    if oc.id == nc.id and (oc.epoch == nc.epoch or nc.id is None):
+        return []
+    if nc.id is None:
+        if oc.id is None:
+            return []
+        text = f"no {lost} (was {node} {oc.id})"
+        return [Event(ts, EventKind.CONTROLLER_LOST, text, oc.id, old=oc.id)]
+    was = f"{node} {oc.id}" if oc.id is not None else "none"
+    epoch = f", epoch {nc.epoch}" if nc.epoch is not None else ""
+    text = f"{role} is {node} {nc.id}{epoch} (was {was})"
+    return [Event(ts, EventKind.CONTROLLER_CHANGED, text, nc.id, old=oc.id, new=nc.id)]
+
+
 def _quorum_events(ts: float, old: ClusterSnapshot, new: ClusterSnapshot) -> list[Event]:
     """KRaft: the quorum leader changed (kind CONTROLLER_CHANGED, which the drills measure) or
     was lost, and voters falling behind or catching up. Stale figures (a failed read) say
@@ -207,33 +204,7 @@ def _quorum_events(ts: float, old: ClusterSnapshot, new: ClusterSnapshot) -> lis
     oq, nq = old.quorum, new.quorum
     if nq is None or nq.stale:
         return []
-    out: list[Event] = []
-    oc, nc = old.controller, new.controller
-    if oc.id != nc.id or (oc.epoch != nc.epoch and nc.id is not None):
-        if nc.id is None:
-            if oc.id is not None:
-                out.append(
-                    Event(
-                        ts,
-                        EventKind.CONTROLLER_LOST,
-                        f"no quorum leader (was controller {oc.id})",
-                        oc.id,
-                        old=oc.id,
-                    )
-                )
-        else:
-            was = f"controller {oc.id}" if oc.id is not None else "none"
-            epoch = f", epoch {nc.epoch}" if nc.epoch is not None else ""
-            out.append(
-                Event(
-                    ts,
-                    EventKind.CONTROLLER_CHANGED,
-                    f"quorum leader is controller {nc.id}{epoch} (was {was})",
-                    nc.id,
-                    old=oc.id,
-                    new=nc.id,
-                )
-            )
+    out = _controller_events(ts, old, new, "quorum leader", "controller", "quorum leader")
     if oq is None or oq.stale:
         return out
     before, now = oq.lagging_voters(), nq.lagging_voters()
