@@ -51,10 +51,10 @@ class Broker:
     # while its session expires and it drops out of the cluster.
     registered: bool = True
     # KRaft only (None: ZooKeeper mode, or not known): fenced by the controller (registered,
-    # but no heartbeat within broker.session.timeout.ms, or not caught up yet); and the
-    # registration says it is shutting down (a controlled shutdown in progress).
+    # but no heartbeat within broker.session.timeout.ms, or not caught up yet), as
+    # DescribeCluster v2 says (KIP-1073). A controlled shutdown in progress is in the
+    # controller's registration but in no answer of the Admin API, so it is not shown.
     fenced: bool | None = None
-    shutting_down: bool | None = None
     # KRaft process.roles of the node with this id: ("broker",), ("controller",) or both
     # (a combined node). Empty: ZooKeeper mode or not known.
     roles: tuple[str, ...] = ()

@@ -161,9 +161,7 @@ def kraft_broker_rows(snap: ClusterSnapshot) -> Rows:
 
 
 def fencing_cell(b: Broker) -> Text:
-    """fenced (red) / shutting down (amber) / unfenced (green); a dash when not reported."""
-    if b.shutting_down:
-        return fmt.cell("shutting down", fmt.WARN)
+    """fenced (red) / unfenced (green); a dash when not reported."""
     if b.fenced is None:
         return fmt.cell(fmt.NONE, fmt.DIM)
     return fmt.cell("fenced", fmt.BAD) if b.fenced else fmt.cell("unfenced", fmt.GOOD)

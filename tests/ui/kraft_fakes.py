@@ -114,7 +114,6 @@ def brokers_from(
             b.get("rack"),
             state=states.get(b["broker_id"], BrokerState.UP),
             fenced=bool(b.get("is_fenced")),
-            shutting_down=False,
         )
         for b in sorted(answer["brokers"], key=lambda b: b["broker_id"])
     )

@@ -187,9 +187,9 @@ class TestBrokerRows:
         assert [shown[str(i)][2] for i in (1001, 1002, 1003)] == ["voter?", "voter?", "leader?"]
         assert shown["1"][2] == "up"  # brokers come from the Admin API, which answers
 
-    def test_shutting_down_and_unknown_fencing(self) -> None:
-        b = Broker(1, "h", 1, fenced=False, shutting_down=True)
-        assert rows.fencing_cell(b).plain == "shutting down"
+    def test_fencing_and_unknown_fencing(self) -> None:
+        assert rows.fencing_cell(Broker(1, "h", 1, fenced=True)).plain == "fenced"
+        assert rows.fencing_cell(Broker(1, "h", 1, fenced=False)).plain == "unfenced"
         assert rows.fencing_cell(Broker(1, "h", 1)).plain == fmt.NONE
 
     def test_a_combined_node_is_one_broker_row(self) -> None:

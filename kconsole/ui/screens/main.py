@@ -364,9 +364,6 @@ def _brokers_title(snap: ClusterSnapshot | None) -> str:
         fenced = sum(1 for b in snap.brokers if b.fenced)
         if fenced:
             parts.append(f"[$error]{fenced} fenced[/]")
-        leaving = sum(1 for b in snap.brokers if b.shutting_down)
-        if leaving:
-            parts.append(f"[$warning]{leaving} shutting down[/]")
         controllers = len(rows.controller_ids(snap))
         if controllers:
             parts.append(f"[dim]{controllers} controllers[/]")
