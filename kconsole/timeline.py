@@ -202,8 +202,15 @@ def _quorum_events(ts: float, old: ClusterSnapshot, new: ClusterSnapshot) -> lis
     was lost, and voters falling behind or catching up. Stale figures (a failed read) say
     nothing new."""
     oq, nq = old.quorum, new.quorum
-    if nq is None or nq.stale:
+    if nq is None:
         return []
+    if nq.stale:  # a failed read says nothing new, but for the controllers saying none leads
+        lost = nq.leader_id is None and old.controller.id is not None
+        return (
+            _controller_events(ts, old, new, "quorum leader", "controller", "quorum leader")
+            if lost
+            else []
+        )
     out = _controller_events(ts, old, new, "quorum leader", "controller", "quorum leader")
     if oq is None or oq.stale:
         return out

@@ -64,6 +64,23 @@ class NotKRaft(ClusterError):
     """The brokers answered, but without the KRaft APIs: a ZooKeeper-mode cluster."""
 
 
+class NoQuorumLeader(ClusterError):
+    """Every controller known was asked directly and none leads (see
+    QuorumReader._quorum_from_controllers): the metadata is frozen."""
+
+
+NOT_LEADER_OR_FOLLOWER = 6
+
+
+def _partition_error(answer: Mapping[str, Any]) -> int:
+    """The error code of the __cluster_metadata partition in a DescribeQuorum answer (0: none
+    or no partition)."""
+    try:
+        return int(answer["topics"][0]["partitions"][0].get("error_code") or 0)
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return 0
+
+
 @dataclass(frozen=True)
 class BrokerRegistration:
     """One registered broker as DescribeCluster (with fenced brokers) lists it."""
@@ -205,6 +222,7 @@ class QuorumReader:
         ]
         self._leader_first: tuple[str, int] | None = None
         self._learned: list[tuple[str, int]] = []  # controllers a controller named
+        self._voters: list[tuple[str, int]] = []  # the voters the last answer named
         self._kp: Any = None
 
     def _admin(self) -> Any:
@@ -226,36 +244,76 @@ class QuorumReader:
 
     def read_quorum(self, now: float) -> Quorum:
         """The quorum as its leader describes it: from the controllers when given, else
-        through the brokers."""
+        through the brokers -- and when the brokers cannot say, from the voters the last answer
+        named, asked directly. NoQuorumLeader when every voter was asked and none leads."""
         if self.controllers:
-            return self._quorum_from_controllers(now)
-        return quorum_of(self._call("describe_metadata_quorum"), now)
+            quorum = self._quorum_from_controllers(now)
+        else:
+            try:
+                quorum = quorum_of(self._call("describe_metadata_quorum"), now)
+            except NotKRaft:
+                raise
+            except ClusterError as exc:
+                if not self._voters:
+                    raise
+                quorum = self._quorum_from_controllers(now, why=str(exc))
+        self._voters = [(r.host, r.port) for r in quorum.voters if r.host and r.port]
+        return quorum
 
-    def _quorum_from_controllers(self, now: float) -> Quorum:
-        """Asked of the controllers given, and of those they named (DescribeCluster to a
-        controller, KIP-919): one bootstrap controller that is not the leader is enough, as
-        with Kafka's own `--bootstrap-controller`. The leader that answered last is asked
-        first: one connection a poll while it lasts."""
-        errors: list[str] = []
+    def _quorum_from_controllers(self, now: float, why: str = "") -> Quorum:
+        """Asked of the controllers given (or the voters the last answer named), and of those
+        they name (DescribeCluster to a controller, KIP-919): one bootstrap controller that is
+        not the leader is enough, as with Kafka's own `--bootstrap-controller`. The leader that
+        answered last is asked first: one connection a poll while it lasts.
+
+        No leader is concluded only from answers: every controller (as the last quorum or a
+        controller named them) answered NOT_LEADER_OR_FOLLOWER or refused the connection (no
+        process listens: it cannot lead), and at least one answered. One that does not answer
+        in time (paused, or out of reach) may still lead: then the quorum is unknown, not
+        leaderless."""
+        errors: list[str] = [why] if why else []
+        not_leader: list[str] = []
+        refused: list[str] = []
         asked: set[tuple[str, int]] = set()
         for round_ in range(2):
             order = [hp for hp in self._controller_order() if hp not in asked]
             for host, port in order:
                 asked.add((host, port))
+                where = f"{host}:{port}"
                 try:
                     answer = kafka_python.describe_quorum_at(host, port, self.timeout_s)
-                    quorum = quorum_of(answer, now)
+                except ConnectionRefusedError:
+                    refused.append(where)
+                    errors.append(f"{where}: connection refused")
+                    continue
                 except Exception as exc:
-                    errors.append(f"{host}:{port}: {str(exc) or type(exc).__name__}")
+                    errors.append(f"{where}: {str(exc) or type(exc).__name__}")
+                    continue
+                if _partition_error(answer) == NOT_LEADER_OR_FOLLOWER:
+                    not_leader.append(where)
+                    errors.append(f"{where}: not the leader")
+                    continue
+                try:
+                    quorum = quorum_of(answer, now)
+                except ClusterError as exc:
+                    errors.append(f"{where}: {exc}")
                     continue
                 self._leader_first = (host, port)
                 return quorum
             if round_ == 0 and not self._learn_controllers(errors):
                 break
+        # Every controller: those the last answer or a controller named, not only those given.
+        known = set(self._voters) | set(self._learned)
+        if known and known <= asked and not_leader and len(not_leader) + len(refused) == len(asked):
+            raise NoQuorumLeader(
+                f"no controller leads ({', '.join(not_leader)} not the leader"
+                + (f"; {', '.join(refused)} not running" if refused else "")
+                + ")"
+            )
         raise ClusterError("no controller answered as quorum leader (" + "; ".join(errors) + ")")
 
     def _controller_order(self) -> list[tuple[str, int]]:
-        order = list(dict.fromkeys([*self.controllers, *self._learned]))
+        order = list(dict.fromkeys([*self.controllers, *self._learned, *self._voters]))
         if self._leader_first in order:
             order.remove(self._leader_first)
             order.insert(0, self._leader_first)

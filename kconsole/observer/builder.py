@@ -133,6 +133,26 @@ class SnapshotBuilder:
         self.quorum = replace(quorum, leader_since=since, previous_leader=self._previous_leader)
         self.health[SourceName.QUORUM].success(now)
 
+    def quorum_leaderless(self, error: str, now: float) -> None:
+        """Every controller answered that it does not lead (or is not running): no leader,
+        since `now` if one led before. The other figures are the last ones read, with their
+        age; `error` says what the controllers answered."""
+        leader, _epoch, since = self._leader_seen
+        if leader is not None:
+            self._previous_leader = leader
+            since = now
+        self._leader_seen = (None, None, since)
+        last = self.quorum if self.quorum is not None else Quorum(None)
+        self.quorum = replace(  # the epoch stays: the last one known, of the leader that was
+            last,
+            leader_id=None,
+            error=error,
+            leader_since=since,
+            previous_leader=self._previous_leader,
+        )
+        if SourceName.QUORUM in self.health:
+            self.health[SourceName.QUORUM].failure(error)
+
     def quorum_failed(self, error: str) -> None:
         """The quorum could not be read: the last figures stay, marked with the error."""
         if self.quorum is not None:

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from kconsole.cluster.admin import AdminReader, AdminState, reachable
 from kconsole.cluster.groups import carry_forward
 from kconsole.cluster.procs import ProcState
-from kconsole.cluster.quorum import NotKRaft, QuorumReader
+from kconsole.cluster.quorum import NoQuorumLeader, NotKRaft, QuorumReader
 from kconsole.cluster.zk import ZkState, ZkWatcher, read_once
 from kconsole.config import Settings
 from kconsole.models import BrokerConfig, BrokerState, ClusterMode, ClusterSnapshot, SourceName
@@ -199,6 +199,17 @@ class ClusterObserver:
             quorum = reader.read_quorum(now)
         except NotKRaft:
             return self._zookeeper_mode(publish)
+        except NoQuorumLeader as exc:  # the controllers said so: metadata is frozen
+            with self._lock:
+                b = self.builder
+                before = b.quorum
+                if b.mode is not ClusterMode.KRAFT:
+                    b.set_mode(ClusterMode.KRAFT)
+                b.quorum_leaderless(str(exc), now)
+                changed = before is None or before.leader_id is not None
+            if publish and changed:
+                self._publish()
+            return ClusterMode.KRAFT
         except Exception as exc:  # keep the last figures, marked with their age and error
             with self._lock:
                 b = self.builder

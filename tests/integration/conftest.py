@@ -46,10 +46,19 @@ def squat_low_port() -> socket.socket:
     raise RuntimeError("no free low port")
 
 
+def port_offsets() -> list[int]:
+    """The offsets (0, 100, ... 1900) of the port blocks to try, starting from one chosen by
+    this process's pid: two test runs started at once do not both take the first free block
+    before either has bound it."""
+    blocks = [i * 100 for i in range(20)]
+    start = os.getpid() % len(blocks)
+    return blocks[start:] + blocks[:start]
+
+
 def pick_ports(brokers: int) -> tuple[int, int]:
     """A ZooKeeper port and a broker base port, all currently free."""
     # Below the ephemeral port range (see LocalClusterSpec), away from the defaults.
-    for offset in range(0, 2000, 100):
+    for offset in port_offsets():
         zk, base = 24181 + offset, 29092 + offset
         if _free(zk) and all(_free(base + i) for i in range(brokers)):
             return zk, base

@@ -16,7 +16,7 @@ import pytest
 from kconsole.cluster.kraft import KRaftCluster, KRaftUpTimes
 from kconsole.cluster.kraft_spec import KRaftSpec
 from kconsole.cluster.procs import ProcState
-from tests.integration.conftest import _free
+from tests.integration.conftest import _free, port_offsets
 from tests.waiting import wait_until
 
 # Stops the cluster if this process dies without the fixture's teardown.
@@ -38,7 +38,7 @@ KRaftCluster(Path(sys.argv[2])).down(timeout=20)
 def pick_kraft_ports(brokers: int, controllers: int) -> tuple[int, int]:
     """A broker base port and a controller base port, all currently free, below the ephemeral
     range and away from the ZooKeeper-mode test cluster's (24181+, 29092+)."""
-    for offset in range(0, 2000, 100):
+    for offset in port_offsets():
         base, ctl = 25092 + offset, 25192 + offset
         ports = [base + i for i in range(brokers)] + [ctl + i for i in range(controllers)]
         if all(_free(p) for p in ports):

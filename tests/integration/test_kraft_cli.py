@@ -181,3 +181,17 @@ def test_a_broker_stop_without_a_quorum_is_refused_at_once(kraft_healthy: KRaftC
     assert time.monotonic() - t0 < 30
     assert kraft_healthy.process("broker-2").state() is ProcState.RUNNING
     assert last_audit("broker.stop", "broker 2")["outcome"] == "failed"
+    # The console says there is no leader (not the last one, stale): the controller left
+    # answers NOT_LEADER_OR_FOLLOWER, the two stopped ones refuse the connection.
+    from kconsole.observer import ClusterObserver
+
+    spec = kraft_healthy.spec
+    given = f"{spec.host}:{spec.controller_ports()[1001]}"  # the one still running
+    settings = Settings(bootstrap=spec.bootstrap, zookeeper="", bootstrap_controller=given)
+    snap = ClusterObserver(settings).read_once()
+    assert snap.quorum is not None and snap.quorum.leader_id is None, snap.quorum
+    assert snap.controller.id is None
+    stopped = ", ".join(f"{spec.host}:{spec.controller_ports()[c]}" for c in (1002, 1003))
+    assert (
+        snap.quorum.error == f"no controller leads ({given} not the leader; {stopped} not running)"
+    )

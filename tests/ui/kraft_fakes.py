@@ -219,27 +219,29 @@ def fenced_broker() -> ClusterSnapshot:
 
 
 NO_LEADER_ERROR = (
-    "no controller answers as leader: 1002 NOT_LEADER_OR_FOLLOWER, 1001 and 1003 time out"
+    "no controller leads (127.0.0.1:19193 not the leader; 127.0.0.1:19192, 127.0.0.1:19194 "
+    "not running)"
 )
 
 
 def no_leader(lost_for: float = 6.0) -> ClusterSnapshot:
-    """Controllers 1001 and 1003 (the leader) paused: the majority is lost. 1002 answers
-    NOT_LEADER_OR_FOLLOWER (recorded); the others do not answer at all. The quorum keeps the
-    last figures read, `lost_for` seconds ago, and says why nothing newer."""
+    """Controllers 1001 and 1003 (the leader) stopped: the majority is lost. 1002 answers
+    NOT_LEADER_OR_FOLLOWER (recorded), the others refuse the connection, so the observer says
+    there is no leader (SnapshotBuilder.quorum_leaderless, as in the live path) and keeps the
+    last figures read with their age."""
+    from kconsole.observer.builder import SnapshotBuilder
+
     data = recorded("no_leader")
     answered = data["describe_quorum_left"]["topics"][0]["partitions"][0]
     assert answered["error_code"] == 6  # NOT_LEADER_OR_FOLLOWER: what the recording says
     now = FIXED_NOW
     last = quorum_from(data["last_quorum"], now - lost_for)
-    quorum = dataclasses.replace(
-        last,
-        leader_id=None,
-        error=NO_LEADER_ERROR,
-        leader_since=now - lost_for,
-        previous_leader=last.leader_id,
-    )
-    return snapshot("no_leader", quorum=quorum, quorum_error=NO_LEADER_ERROR, quorum_age=lost_for)
+    b = SnapshotBuilder(use_zookeeper=False)
+    b.quorum_read(last, now - 120.0)
+    b.quorum = dataclasses.replace(b.quorum, read_at=now - lost_for)  # type: ignore[arg-type]
+    b.quorum_leaderless(NO_LEADER_ERROR, now - lost_for)
+    assert b.quorum is not None
+    return snapshot("no_leader", quorum=b.quorum, quorum_error=NO_LEADER_ERROR, quorum_age=lost_for)
 
 
 STALE_ERROR = "DescribeQuorum: timed out after 2.0 s (controllers 1001-1003)"

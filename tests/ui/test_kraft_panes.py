@@ -76,7 +76,7 @@ class TestQuorumPane:
         shown = view.text.plain.split("\n")
         assert shown[0] == "NO QUORUM LEADER"
         assert shown[1] == "for 6s · was 1003 · epoch 1"
-        assert shown[3].startswith("read 6s ago: no controller answers as leader")
+        assert shown[3].startswith("read 6s ago: no controller leads (127.0.0.1:19193 not the")
         assert row_of(shown, 3)[3:5] == ["158", "1"]  # the last figures read
 
     def test_a_stale_read_says_its_age_and_why_and_never_looks_fresh(self) -> None:

@@ -512,3 +512,96 @@ class TestBootstrapController:
         assert s.bootstrap_controller == "c1:9093"
         with pytest.raises(ConfigError, match="--bootstrap-controller: 'c1:x' is not HOST:PORT"):
             load_settings(bootstrap_controller="c1:x", env={})
+
+
+# -- no quorum leader, from what the controllers answer ---------------------------------
+class TestNoLeader:
+    """The brokers cannot say (they forward DescribeQuorum to a leader there is not); the
+    voters the last answer named are asked directly (ports 26192-26194 in the recording)."""
+
+    LEADER = _part(HEALTHY["describe_quorum_at_controller"])["leader_id"]
+
+    def answers(self, monkeypatch: pytest.MonkeyPatch, by_port: dict[int, Any]) -> list[int]:
+        from kconsole.cluster import kafka_python
+
+        asked: list[int] = []
+
+        def at(host: str, port: int, timeout_s: float) -> dict[str, Any]:
+            asked.append(port)
+            answer = by_port[port]
+            if isinstance(answer, BaseException):
+                raise answer
+            result: dict[str, Any] = answer
+            return result
+
+        def controllers_at(host: str, port: int, timeout_s: float) -> dict[str, Any]:
+            raise ConnectionRefusedError(111, "Connection refused")
+
+        monkeypatch.setattr(kafka_python, "describe_quorum_at", at)
+        monkeypatch.setattr(kafka_python, "describe_controllers_at", controllers_at)
+        return asked
+
+    def polled_once(self) -> tuple[ClusterObserver, QuorumReader]:
+        """An observer that read the healthy quorum through the brokers, whose brokers now
+        time out."""
+        obs = ClusterObserver(Settings(zookeeper=""))
+        reader = reader_with(healthy_admin())
+        assert obs._poll_quorum(reader, publish=False) is ClusterMode.KRAFT
+        reader._kp = FakeAdmin(describe_metadata_quorum=TimeoutError("request timed out"))
+        return obs, reader
+
+    def test_one_not_leader_and_two_not_running_is_no_leader(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        follower = HEALTHY["describe_quorum_at_follower"]  # recorded NOT_LEADER_OR_FOLLOWER
+        refused = ConnectionRefusedError(111, "Connection refused")
+        asked = self.answers(monkeypatch, {26192: refused, 26193: follower, 26194: refused})
+        obs, reader = self.polled_once()
+        before = obs._publish(publish=False)
+        assert before.controller.id == self.LEADER
+        assert obs._poll_quorum(reader, publish=False) is ClusterMode.KRAFT
+        snap = obs._publish(publish=False)
+        assert sorted(set(asked)) == [26192, 26193, 26194]
+        q = snap.quorum
+        assert q is not None and q.leader_id is None and q.stale
+        assert "no controller leads (127.0.0.1:26193 not the leader; " in q.error
+        assert "not running" in q.error
+        assert q.previous_leader == self.LEADER and snap.controller.id is None
+        assert q.voters == before.quorum.voters  # type: ignore[union-attr]  # last figures
+        events = diff(before, snap)
+        lost = [e for e in events if e.kind is EventKind.CONTROLLER_LOST]
+        assert [e.text for e in lost] == [f"no quorum leader (was controller {self.LEADER})"]
+        health = snap.source(SourceName.QUORUM)
+        assert health is not None and not health.ok
+
+    def test_a_voter_that_does_not_answer_may_lead_so_the_quorum_is_unknown(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        follower = HEALTHY["describe_quorum_at_follower"]
+        self.answers(
+            monkeypatch,
+            {
+                26192: TimeoutError("timed out"),  # paused, or out of reach
+                26193: follower,
+                26194: ConnectionRefusedError(111, "Connection refused"),
+            },
+        )
+        obs, reader = self.polled_once()
+        obs._poll_quorum(reader, publish=False)
+        q = obs._publish(publish=False).quorum
+        assert q is not None and q.stale and q.leader_id == self.LEADER  # last figures
+        assert "no controller answered as quorum leader" in q.error
+
+    def test_the_leader_asked_directly_while_the_brokers_are_down(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        leader_port = 26191 + (self.LEADER - 1000)
+        by_port: dict[int, Any] = {
+            p: HEALTHY["describe_quorum_at_follower"] for p in (26192, 26193, 26194)
+        }
+        by_port[leader_port] = HEALTHY["describe_quorum_at_controller"]
+        self.answers(monkeypatch, by_port)
+        obs, reader = self.polled_once()
+        obs._poll_quorum(reader, publish=False)
+        q = obs._publish(publish=False).quorum
+        assert q is not None and not q.stale and q.leader_id == self.LEADER
