@@ -27,6 +27,7 @@ What they rely on, beyond kafka-python's public API:
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -148,24 +149,63 @@ def describe_controllers_at(host: str, port: int, timeout_s: float) -> dict[str,
     return _ask_at(host, port, request, timeout_s)
 
 
-def _ask_at(host: str, port: int, request: Any, timeout_s: float) -> dict[str, Any]:
-    """One request over a plain socket of its own, its answer as a dict (`to_dict()`).
+_conns = threading.local()  # (host, port) -> an open socket, per thread (each poller's own)
 
-    Relies on `kafka.protocol.parser.KafkaProtocol` (send_request / send_bytes / receive_bytes)
-    and the versioned message classes."""
+
+def _ask_at(host: str, port: int, request: Any, timeout_s: float) -> dict[str, Any]:
+    """One request to `host:port`, its answer as a dict (`to_dict()`).
+
+    The connection stays open for this thread's next request to the same node (the quorum
+    poller asks the leader every 0.4 s: a new TCP connection each time was most of its cost).
+    A kept connection the node closed (it restarted) is dropped and the request sent once more
+    on a new one; any other failure (a timeout: the node may be paused) raises at once.
+    Relies on `kafka.protocol.parser.KafkaProtocol` (send_request / send_bytes /
+    receive_bytes) and the versioned message classes."""
     import socket
 
+    key = (host, port)
+    kept: dict[tuple[str, int], socket.socket] = _conns.__dict__.setdefault("socks", {})
+    sock = kept.pop(key, None)
+    if sock is not None:
+        try:
+            result = _exchange(sock, host, port, request, timeout_s)
+        except ConnectionError:  # closed or reset by the other side: ask on a new one
+            sock.close()
+        except BaseException:
+            sock.close()
+            raise
+        else:
+            kept[key] = sock
+            return result
+    sock = socket.create_connection((host, port), timeout=timeout_s)
+    try:
+        result = _exchange(sock, host, port, request, timeout_s)
+    except BaseException:
+        sock.close()
+        raise
+    kept[key] = sock
+    return result
+
+
+def close_connections() -> None:
+    """Close the connections this thread kept open (its poller is stopping)."""
+    kept = _conns.__dict__.pop("socks", {})
+    for sock in kept.values():
+        sock.close()
+
+
+def _exchange(sock: Any, host: str, port: int, request: Any, timeout_s: float) -> dict[str, Any]:
     from kafka.protocol.parser import KafkaProtocol
 
+    sock.settimeout(timeout_s)
     proto = KafkaProtocol(client_id="kconsole")
     proto.send_request(request)
-    with socket.create_connection((host, port), timeout=timeout_s) as sock:
-        sock.sendall(proto.send_bytes())
-        while True:
-            data = sock.recv(65536)
-            if not data:
-                raise ConnectionError(f"{host}:{port} closed the connection")
-            responses = proto.receive_bytes(data)
-            if responses:
-                result: dict[str, Any] = responses[0][1].to_dict()
-                return result
+    sock.sendall(proto.send_bytes())
+    while True:
+        data = sock.recv(65536)
+        if not data:
+            raise ConnectionError(f"{host}:{port} closed the connection")
+        responses = proto.receive_bytes(data)
+        if responses:
+            result: dict[str, Any] = responses[0][1].to_dict()
+            return result

@@ -239,7 +239,7 @@ class QuorumReader:
         except Exception as exc:
             if _not_kraft(exc):
                 raise NotKRaft(f"{fn}: the brokers have no KRaft API ({exc})") from exc
-            self.close()  # a client that met a dead broker bootstraps afresh next time
+            self._close_admin()  # a client that met a dead broker bootstraps afresh next time
             raise ClusterError(f"{fn}: {str(exc) or type(exc).__name__}") from exc
 
     def read_quorum(self, now: float) -> Quorum:
@@ -351,6 +351,11 @@ class QuorumReader:
         return features_of(self._call("describe_features"), now)
 
     def close(self) -> None:
+        """Everything this reader holds open (call it from the poller's own thread)."""
+        kafka_python.close_connections()
+        self._close_admin()
+
+    def _close_admin(self) -> None:
         kp, self._kp = self._kp, None
         if kp is not None:
             with contextlib.suppress(Exception):
