@@ -558,7 +558,7 @@ SHARE_API = _Api(
     "ShareGroupDescribe v1 not supported by the coordinator (share groups: Kafka 4.1+)",
 )
 GROUP_ID_NOT_FOUND = 69
-SHARE_LAG = "share group: no committed offsets, lag not read (KIP-932)"
+SHARE_LAG = "no committed offsets (share group, KIP-932): lag not read"
 """Why a share group shows no lag: its consumers acknowledge records, they commit no offsets."""
 
 

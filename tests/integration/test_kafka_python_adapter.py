@@ -137,6 +137,37 @@ class TestGroupCoordinators:
             assert kafka_python.group_coordinators(admin, groups) == expected
 
 
+class TestDescribeAt:
+    def test_zookeeper_mode_offers_no_consumer_group_describe(
+        self, healthy: LocalCluster, admin: Any
+    ) -> None:
+        """Kafka 3.9 in ZooKeeper mode has no KIP-848 group coordinator: describe_at's
+        ConsumerGroupDescribe fails as unsupported (kafka-python's check against the broker's
+        ApiVersions), is_unsupported says so, and the groups reader still describes the
+        cluster's (classic) groups with DescribeGroups, nothing in their notes."""
+        from kconsole.cluster.group_messages import ConsumerGroupDescribeRequest
+        from kconsole.cluster.groups import GroupReader
+
+        group = f"adapter-group-{secrets.token_hex(3)}"
+        with topic(healthy) as name:
+            _group_with_offsets(healthy, name, group)
+            coordinator = kafka_python.group_coordinator(admin, group)
+            request = ConsumerGroupDescribeRequest(
+                group_ids=[group], include_authorized_operations=False
+            )
+            with pytest.raises(KafkaError) as failed:
+                kafka_python.describe_at(admin, request, coordinator, 5000)
+            assert kafka_python.is_unsupported(failed.value), repr(failed.value)
+            reader = GroupReader({"bootstrap.servers": healthy.spec.bootstrap}, 10.0)
+            try:
+                read = reader.read()
+            finally:
+                reader.close()
+            g = next(g for g in read.groups if g.group_id == group)
+            assert (g.error, g.state, g.coordinator) == ("", "EMPTY", coordinator), g
+            assert [(p.partition, p.committed) for p in g.partitions] == [(0, 1)], g
+
+
 class TestLogEnds:
     def test_log_ends_are_what_was_produced(self, healthy: LocalCluster, admin: Any) -> None:
         """log_ends_by_leader answers each leader's log-end offsets, error code 0."""
