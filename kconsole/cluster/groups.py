@@ -587,11 +587,14 @@ def _parse_answers(
 
 
 def _owners(desc: _Desc | None) -> dict[TP, str]:
-    out: dict[TP, str] = {}
+    """Each assigned partition's owner. A share group may give one partition to several
+    members (KIP-932): then all of them, each once."""
+    owners: dict[TP, list[str]] = {}
     for owner, tps in desc.members if desc is not None else ():
         for tp in tps:
-            out[tp] = owner
-    return out
+            if owner not in owners.setdefault(tp, []):
+                owners[tp].append(owner)
+    return {tp: ", ".join(names) for tp, names in owners.items()}
 
 
 def _state_name(state: str) -> str:

@@ -253,3 +253,24 @@ def test_module_constants_match_the_shipped_schemas() -> None:
     assert gm.ShareGroupDescribeRequest.valid_versions == (SHARE_API.min_version, 1)
     assert gm.ConsumerGroupDescribeResponse.__license__.startswith("// Licensed to the Apache")
     assert kafka.errors.GroupIdNotFoundError.errno == groups_mod.GROUP_ID_NOT_FOUND
+
+
+def test_a_partition_shared_by_share_group_members_names_each_owner() -> None:
+    """The recorded share group with its second member on another host and also given one of
+    the first member's partitions (the simple assignor shares partitions once members
+    outnumber them)."""
+    from kconsole.cluster.groups import _owners
+
+    answer = json.loads(json.dumps(REC["share_group_describe"]))
+    first, second = answer[0]["members"]
+    second["client_host"] = "/10.0.0.2"
+    first_parts = first["assignment"]["topic_partitions"][0]["partitions"]
+    second_parts = second["assignment"]["topic_partitions"][0]["partitions"]
+    shared = first_parts[0]
+    second_parts.append(shared)
+    desc = _parse_answers(SHARE_API, [SHARE], answer, 1)[SHARE]
+    assert desc is not None and not isinstance(desc, BaseException)
+    owners = _owners(desc)
+    assert owners[(TOPIC, shared)] == f"{OWNER}, rdkafka@10.0.0.2"
+    assert {owners[(TOPIC, p)] for p in first_parts if p != shared} == {OWNER}
+    assert {owners[(TOPIC, p)] for p in second_parts if p != shared} == {"rdkafka@10.0.0.2"}
