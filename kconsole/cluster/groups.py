@@ -221,6 +221,15 @@ class GroupReader:
             for gid, result in _parse_answers(api, gids, answers, coordinator).items():
                 if result is None:  # not a consumer-protocol group: a classic one, or gone
                     classic.append(gid)
+                elif isinstance(result, BaseException) and kafka_python.is_unsupported(result):
+                    # Kafka 3.9 in ZooKeeper mode offers API 69 but answers each group so.
+                    if api is SHARE_API:
+                        unread(
+                            [gid], f"not described (coordinator {coordinator}): {api.unsupported}"
+                        )
+                    else:
+                        why_classic[gid] = api.unsupported
+                        classic.append(gid)
                 elif isinstance(result, BaseException):
                     unread([gid], _coordinator_text(result, coordinator, "not described"))
                 else:

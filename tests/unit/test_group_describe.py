@@ -274,3 +274,29 @@ def test_a_partition_shared_by_share_group_members_names_each_owner() -> None:
     assert owners[(TOPIC, shared)] == f"{OWNER}, rdkafka@10.0.0.2"
     assert {owners[(TOPIC, p)] for p in first_parts if p != shared} == {OWNER}
     assert {owners[(TOPIC, p)] for p in second_parts if p != shared} == {"rdkafka@10.0.0.2"}
+
+
+ZK39 = json.loads(
+    (
+        Path(__file__).resolve().parents[1] / "fixtures" / "zk_consumer_group_describe.json"
+    ).read_text()
+)["answer"][0]
+
+
+def test_a_coordinator_answering_unsupported_version(
+    kp: FakeKp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kafka 3.9 (ZooKeeper mode) offers ConsumerGroupDescribe but answers each group
+    UNSUPPORTED_VERSION (the recorded answer): a consumer-protocol or untyped group is asked
+    with DescribeGroups instead, a share group says the coordinator cannot describe it."""
+
+    def answers_35(kp_: FakeKp, request: Any, node: int, _t: int) -> list[Any]:
+        kp_.calls.append((type(request).__name__, node, tuple(request.group_ids)))
+        return [dict(ZK39, group_id=gid) for gid in request.group_ids]
+
+    monkeypatch.setattr(kafka_python, "describe_at", answers_35)
+    groups = read(kp)
+    assert ("DescribeGroups", REC["coordinators"][NEXT], (NEXT,)) in kp.calls
+    assert CONSUMER_API.unsupported in groups[NEXT].error  # and what DescribeGroups said
+    assert groups[SHARE].state == "UNKNOWN" and SHARE_API.unsupported in groups[SHARE].error
+    assert groups[SHARE].lag is None
