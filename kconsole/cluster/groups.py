@@ -174,8 +174,8 @@ class GroupReader:
         Kafka's Admin client does: ConsumerGroupDescribe (KIP-848) first for consumer-protocol
         groups and for those whose type is not known, the classic DescribeGroups for classic
         groups and for those ConsumerGroupDescribe does not know (GROUP_ID_NOT_FOUND) or a
-        coordinator that does not support it (before Kafka 3.7), ShareGroupDescribe for share
-        groups (KIP-932)."""
+        coordinator that does not support it (Kafka 3.9 in ZooKeeper mode answers it
+        UNSUPPORTED_VERSION), ShareGroupDescribe for share groups (KIP-932)."""
         coordinators, errors = self._coordinators(kp, ids)
         descs: dict[str, _Desc] = {}
         for coordinator, batch in _by_coordinator(coordinators).items():
@@ -210,7 +210,8 @@ class GroupReader:
             except Exception as exc:
                 if not kafka_python.is_unsupported(exc):
                     # The coordinator did not answer: the rest of its groups are not asked.
-                    unread(batch, _coordinator_text(exc, coordinator, "not described"))
+                    text = _coordinator_text(exc, coordinator, "not described")
+                    unread([gid for gid in batch if gid not in descs], text)
                     return
                 if api is SHARE_API:
                     unread(gids, f"not described (coordinator {coordinator}): {api.unsupported}")
@@ -558,7 +559,7 @@ class _Api:
 CONSUMER_API = _Api(
     "ConsumerGroupDescribe",
     0,
-    "ConsumerGroupDescribe not supported by the coordinator (before Kafka 3.7)",
+    "ConsumerGroupDescribe not supported by the coordinator (KIP-848: Kafka 4.0+, KRaft)",
 )
 # v0 was Kafka 4.0's early access, with another schema: a broker offering only v0 is not asked.
 SHARE_API = _Api(

@@ -300,3 +300,27 @@ def test_a_coordinator_answering_unsupported_version(
     assert CONSUMER_API.unsupported in groups[NEXT].error  # and what DescribeGroups said
     assert groups[SHARE].state == "UNKNOWN" and SHARE_API.unsupported in groups[SHARE].error
     assert groups[SHARE].lag is None
+
+
+def test_a_coordinator_failing_its_second_request_keeps_what_it_answered(
+    kp: FakeKp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The consumer-protocol and the share group at one coordinator: ConsumerGroupDescribe
+    answered, then ShareGroupDescribe timed out. The consumer group keeps its description;
+    the share group and the classic one there (not asked after the timeout) are unread."""
+    coordinator = REC["coordinators"][NEXT]
+    kp.coordinators[SHARE] = kp.coordinators[CLASSIC] = coordinator
+    recorded = recorded_describe()
+
+    def describe_at(kp_: FakeKp, request: Any, node: int, t: int) -> list[Any]:
+        if type(request).__name__ == "ShareGroupDescribeRequest":
+            raise kafka.errors.KafkaTimeoutError("Request timed out after 5000 ms")
+        return list(recorded(kp_, request, node, t))
+
+    monkeypatch.setattr(kafka_python, "describe_at", describe_at)
+    groups = read(kp)
+    assert groups[NEXT].state == "STABLE" and groups[NEXT].error == ""
+    for gid in (SHARE, CLASSIC):
+        assert groups[gid].state == "UNKNOWN", groups[gid]
+        assert f"not described (coordinator {coordinator})" in groups[gid].error
+    assert not [c for c in kp.calls if c[0] == "DescribeGroups"]
