@@ -90,7 +90,7 @@ def render_text(snap: ClusterSnapshot, now: float | None = None) -> str:
                 g.state,
                 str(g.members),
                 g.assignor or "-",
-                str(g.lag) if g.lag is not None else "-",
+                str(g.lag) if g.lag is not None else ("n/a" if g.lag_na else "-"),
             ]
             for g in snap.groups
         ],

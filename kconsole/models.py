@@ -272,6 +272,9 @@ class Group:
     # "classic", "consumer" (KIP-848, the new protocol) or "share" (KIP-932); '' : the
     # cluster does not say (before Kafka 3.8 / ListGroups v5)
     group_type: str = ""
+    # Why this group has no lag at all, though it was read (a share group commits no offsets):
+    # its lag is "not applicable", never 0 and not an unread figure.
+    lag_na: str = ""
 
     @property
     def lag(self) -> int | None:

@@ -117,7 +117,9 @@ class GroupReader:
             )
             # ListGroups v5 (Kafka 3.8+) says each group's type: classic, consumer or share.
             groups = tuple(
-                replace(g, group_type=t) if (t := self._types.get(g.group_id)) else g
+                replace(g, group_type=t, lag_na=SHARE_LAG if t == "share" else "")
+                if (t := self._types.get(g.group_id))
+                else g
                 for g in groups
             )
             return GroupsRead(groups, listed_by_all, tuple(notes))
@@ -167,28 +169,87 @@ class GroupReader:
         return out, errors
 
     def _describe(self, kp: Any, ids: list[str]) -> tuple[dict[str, _Desc], dict[str, str]]:
-        """Each group's coordinator, state and members: one DescribeGroups per coordinator (a
-        coordinator that does not answer fails only the groups it coordinates)."""
+        """Each group's coordinator, state and members, asked of its coordinator (one that does
+        not answer fails only the groups it coordinates) with the API of the group's type, as
+        Kafka's Admin client does: ConsumerGroupDescribe (KIP-848) first for consumer-protocol
+        groups and for those whose type is not known, the classic DescribeGroups for classic
+        groups and for those ConsumerGroupDescribe does not know (GROUP_ID_NOT_FOUND) or a
+        coordinator that does not support it (Kafka 3.9 in ZooKeeper mode answers it
+        UNSUPPORTED_VERSION), ShareGroupDescribe for share groups (KIP-932)."""
         coordinators, errors = self._coordinators(kp, ids)
         descs: dict[str, _Desc] = {}
         for coordinator, batch in _by_coordinator(coordinators).items():
-            try:
-                answers = kp.describe_groups(batch, group_coordinator_id=coordinator)
-            except Exception as exc:
-                text = _coordinator_text(exc, coordinator, "not described")
-                for gid in batch:
-                    errors[gid] = text
-                    descs[gid] = _Desc("UNKNOWN", (), "", coordinator, described=False)
-                continue
-            for gid in batch:
-                raw = answers.get(gid)
-                if raw is None or raw.get("error"):
-                    why = RuntimeError(str(raw["error"])) if raw else RuntimeError("no answer")
-                    errors[gid] = _coordinator_text(why, coordinator, "not described")
-                    descs[gid] = _Desc("UNKNOWN", (), "", coordinator, described=False)
-                else:
-                    descs[gid] = _Desc.parse(raw, coordinator)
+            self._describe_at(kp, coordinator, batch, descs, errors)
         return descs, errors
+
+    def _describe_at(
+        self,
+        kp: Any,
+        coordinator: int,
+        batch: list[str],
+        descs: dict[str, _Desc],
+        errors: dict[str, str],
+    ) -> None:
+        kinds = {gid: self._types.get(gid, "") for gid in batch}
+        share = [gid for gid in batch if kinds[gid] == "share"]
+        classic = [gid for gid in batch if kinds[gid] == "classic"]
+        new = [gid for gid in batch if kinds[gid] not in ("share", "classic")]
+        why_classic: dict[str, str] = {}  # a consumer group asked with DescribeGroups: why
+
+        def unread(gids: Iterable[str], text: str) -> None:
+            for gid in gids:
+                errors[gid] = text
+                descs[gid] = _Desc("UNKNOWN", (), "", coordinator, described=False)
+
+        timeout_ms = int(self.timeout_s * 1000)
+        for gids, api in ((new, CONSUMER_API), (share, SHARE_API)):
+            if not gids:
+                continue
+            try:
+                answers = kafka_python.describe_at(kp, api.request(gids), coordinator, timeout_ms)
+            except Exception as exc:
+                if not kafka_python.is_unsupported(exc):
+                    # The coordinator did not answer: the rest of its groups are not asked.
+                    text = _coordinator_text(exc, coordinator, "not described")
+                    unread([gid for gid in batch if gid not in descs], text)
+                    return
+                if api is SHARE_API:
+                    unread(gids, f"not described (coordinator {coordinator}): {api.unsupported}")
+                    continue
+                why_classic.update(dict.fromkeys(gids, api.unsupported))
+                classic += gids
+                continue
+            for gid, result in _parse_answers(api, gids, answers, coordinator).items():
+                if result is None:  # not a consumer-protocol group: a classic one, or gone
+                    classic.append(gid)
+                elif isinstance(result, BaseException) and kafka_python.is_unsupported(result):
+                    # Kafka 3.9 in ZooKeeper mode offers API 69 but answers each group so.
+                    if api is SHARE_API:
+                        unread(
+                            [gid], f"not described (coordinator {coordinator}): {api.unsupported}"
+                        )
+                    else:
+                        why_classic[gid] = api.unsupported
+                        classic.append(gid)
+                elif isinstance(result, BaseException):
+                    unread([gid], _coordinator_text(result, coordinator, "not described"))
+                else:
+                    descs[gid] = result
+        if not classic:
+            return
+        try:
+            answers = kp.describe_groups(classic, group_coordinator_id=coordinator)
+        except Exception as exc:
+            unread(classic, _coordinator_text(exc, coordinator, "not described"))
+            return
+        for gid in classic:
+            raw = answers.get(gid)
+            if raw is None or raw.get("error"):
+                why = RuntimeError(str(raw["error"])) if raw else RuntimeError("no answer")
+                text = _coordinator_text(why, coordinator, "not described")
+                unread([gid], f"{text} ({why_classic[gid]})" if gid in why_classic else text)
+            else:
+                descs[gid] = _Desc.parse(raw, coordinator)
 
     def _committed(
         self, kp: Any, ids: list[str], descs: Mapping[str, _Desc]
@@ -204,6 +265,9 @@ class GroupReader:
         for gid in ids:
             desc = descs.get(gid)
             coordinator = desc.coordinator if desc is not None else None
+            if self._types.get(gid) == "share":
+                out[gid] = {}  # a share group commits no consumer offsets: nothing to fetch
+                continue
             if desc is not None and not desc.described and coordinator is not None:
                 errors[gid] = f"coordinator {coordinator} did not answer"
                 continue
@@ -306,6 +370,14 @@ def _error_name(code: int) -> str:
     import kafka.errors
 
     return str(kafka.errors.for_code(code).__name__)
+
+
+def _error(code: int, message: str | None) -> BaseException:
+    """kafka-python's exception for an error code: '[Error 16] NotCoordinatorError: ...'."""
+    import kafka.errors
+
+    cls = kafka.errors.for_code(code)
+    return cls(message) if message else cls()
 
 
 def _by_coordinator(coordinators: Mapping[str, int]) -> dict[int, list[str]]:
@@ -417,7 +489,8 @@ def _carry_partition(was: GroupPartition, stamp: float, cur: GroupPartition) -> 
 
 @dataclass(frozen=True)
 class _Desc:
-    """A group's DescribeGroups answer, as far as the panes use it."""
+    """A group's DescribeGroups (or ConsumerGroupDescribe / ShareGroupDescribe) answer, as far
+    as the panes use it."""
 
     state: str
     members: tuple[tuple[str, tuple[TP, ...]], ...]  # (client@host, assigned partitions)
@@ -443,13 +516,95 @@ class _Desc:
             coordinator,
         )
 
+    @classmethod
+    def parse_described(cls, raw: Mapping[str, Any], coordinator: int | None) -> _Desc:
+        """A ConsumerGroupDescribe or ShareGroupDescribe group (its to_dict()): members with
+        their current assignment (topic names, partitions), the assignor the group uses."""
+        members = []
+        for m in raw.get("members") or ():
+            owner = f"{m.get('client_id', '')}@{str(m.get('client_host', '')).lstrip('/')}"
+            assignment = m.get("assignment") or {}
+            tps = [
+                (str(entry["topic_name"]), int(p))
+                for entry in assignment.get("topic_partitions") or ()
+                for p in entry.get("partitions") or ()
+            ]
+            members.append((owner, tuple(sorted(tps))))
+        return cls(
+            _state_name(str(raw.get("group_state", ""))),
+            tuple(members),
+            str(raw.get("assignor_name") or ""),
+            coordinator,
+        )
+
+
+@dataclass(frozen=True)
+class _Api:
+    """A group-describe API of the new group protocols, as this reader uses it."""
+
+    name: str
+    min_version: int
+    unsupported: str  # why a coordinator without it cannot be asked
+
+    def request(self, group_ids: list[str]) -> Any:
+        from kconsole.cluster import group_messages  # kafka-python, loaded when first used
+
+        return getattr(group_messages, f"{self.name}Request")(
+            group_ids=list(group_ids),
+            include_authorized_operations=False,
+            min_version=self.min_version,
+        )
+
+
+CONSUMER_API = _Api(
+    "ConsumerGroupDescribe",
+    0,
+    "ConsumerGroupDescribe not supported by the coordinator (KIP-848: Kafka 4.0+, KRaft)",
+)
+# v0 was Kafka 4.0's early access, with another schema: a broker offering only v0 is not asked.
+SHARE_API = _Api(
+    "ShareGroupDescribe",
+    1,
+    "ShareGroupDescribe v1 not supported by the coordinator (share groups: Kafka 4.1+)",
+)
+GROUP_ID_NOT_FOUND = 69
+SHARE_LAG = "no committed offsets (share group, KIP-932): lag not read"
+"""Why a share group shows no lag: its consumers acknowledge records, they commit no offsets."""
+
+
+def _parse_answers(
+    api: _Api, asked: Sequence[str], answers: Sequence[Mapping[str, Any]], coordinator: int
+) -> dict[str, _Desc | BaseException | None]:
+    """Each asked group's answer: its description, the error it was answered with (kafka-python's
+    exception for the code, with the answer's message), or None when
+    ConsumerGroupDescribe does not know it (GROUP_ID_NOT_FOUND: not a consumer-protocol group,
+    so Kafka's Admin asks DescribeGroups next). A group missing from the answer says so."""
+    out: dict[str, _Desc | BaseException | None] = {
+        gid: RuntimeError(f"no answer to {api.name}") for gid in asked
+    }
+    for raw in answers:
+        gid = str(raw.get("group_id", ""))
+        if gid not in out:
+            continue
+        code = int(raw.get("error_code") or 0)
+        if code == GROUP_ID_NOT_FOUND and api is CONSUMER_API:
+            out[gid] = None
+        elif code:
+            out[gid] = _error(code, raw.get("error_message"))
+        else:
+            out[gid] = _Desc.parse_described(raw, coordinator)
+    return out
+
 
 def _owners(desc: _Desc | None) -> dict[TP, str]:
-    out: dict[TP, str] = {}
+    """Each assigned partition's owner. A share group may give one partition to several
+    members (KIP-932): then all of them, each once."""
+    owners: dict[TP, list[str]] = {}
     for owner, tps in desc.members if desc is not None else ():
         for tp in tps:
-            out[tp] = owner
-    return out
+            if owner not in owners.setdefault(tp, []):
+                owners[tp].append(owner)
+    return {tp: ", ".join(names) for tp, names in owners.items()}
 
 
 def _state_name(state: str) -> str:

@@ -18,6 +18,11 @@ What they rely on, beyond kafka-python's public API:
   FindCoordinator v4+) only for the groups it does not know.
 - `KafkaAdminClient._list_partition_offsets_request(specs, isolation_level)`: a static method
   building a ListOffsetsRequest from {TopicPartition: OffsetSpec}.
+- `kafka.errors.IncompatibleBrokerVersion`: what `_manager.send` fails with when the broker's
+  ApiVersions offer no version of the request's API this client can send (no ConsumerGroupDescribe
+  before Kafka 3.7, no ShareGroupDescribe v1 before 4.1).
+- `kafka.protocol.api_message.ApiMessage` subclassed with `load_json=` (kconsole.cluster.
+  group_messages): a protocol class from a JSON message schema kafka-python does not ship.
 - Protocol response fields: ListOffsetsResponse `topics[].name`, `.partitions[].partition_index`,
   `.error_code`, `.offset`; ElectLeadersResponse (what `elect_leaders(raise_errors=False)`
   returns) `error_code`, `replica_election_results[].topic`, `.partition_result[].partition_id`,
@@ -104,6 +109,29 @@ async def _ask_log_ends(
             for part in topic.partitions
         }
     return out
+
+
+def describe_at(admin: Any, request: Any, node_id: int, timeout_ms: int) -> list[dict[str, Any]]:
+    """One group-describe request (ConsumerGroupDescribe / ShareGroupDescribe, from
+    kconsole.cluster.group_messages) sent to one broker, its group coordinator: the answer's
+    `groups` as dicts (the response's to_dict()). Raises what the request failed with; when the
+    broker supports no version of the API, `kafka.errors.IncompatibleBrokerVersion`."""
+    response = admin._manager.run(_send, admin, request, node_id, timeout_ms)
+    return list(response.to_dict()["groups"])
+
+
+async def _send(admin: Any, request: Any, node_id: int, timeout_ms: int) -> Any:
+    return await admin._manager.send(request, node_id=node_id, request_timeout_ms=timeout_ms)
+
+
+def is_unsupported(exc: BaseException) -> bool:
+    """The broker supports no version of the API asked (kafka-python's check against its
+    ApiVersions, or the broker's own UNSUPPORTED_VERSION answer)."""
+    import kafka.errors
+
+    return isinstance(
+        exc, (kafka.errors.IncompatibleBrokerVersion, kafka.errors.UnsupportedVersionError)
+    )
 
 
 def election_codes(response: Any) -> tuple[int, list[tuple[str, int, int]]]:

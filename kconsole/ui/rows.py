@@ -455,7 +455,7 @@ def group_row(
         group_lag(g, now),
         fmt.cell(g.members),
         fmt.cell(g.assignor or fmt.NONE, "" if g.assignor else fmt.DIM),
-        fmt.cell(g.error or "", fmt.WARN),
+        fmt.cell(g.lag_na, fmt.DIM) if g.lag_na and not g.error else fmt.cell(g.error, fmt.WARN),
     ]
     if typed:
         kind = g.group_type.lower()
@@ -486,7 +486,10 @@ def elide_middle(text: str, width: int | None) -> str:
 
 def group_lag(g: Group, now: float) -> Text:
     """The group's lag, never made up: "?" when nothing is known, "+ ?" when partitions are
-    left out, "(12s old)" when figures are carried from an earlier poll."""
+    left out, "(12s old)" when figures are carried from an earlier poll; "n/a" when the group has
+    no lag (`lag_na` says why: a share group)."""
+    if g.lag_na and g.lag is None:
+        return fmt.cell(LAG_NA, fmt.DIM)
     if g.lag_unknown:
         return fmt.cell(UNKNOWN, fmt.WARN)
     lag = g.lag
@@ -531,6 +534,7 @@ def group_partition_rows(group: Group | None, now: float | None = None) -> Rows:
 
 
 UNKNOWN = "?"
+LAG_NA = "n/a"
 
 
 def _offset(value: int | None, known: bool) -> Text:

@@ -137,6 +137,40 @@ class TestGroupCoordinators:
             assert kafka_python.group_coordinators(admin, groups) == expected
 
 
+class TestDescribeAt:
+    def test_zookeeper_mode_answers_consumer_group_describe_unsupported(
+        self, healthy: LocalCluster, admin: Any
+    ) -> None:
+        """Kafka 3.9 in ZooKeeper mode has no KIP-848 group coordinator, yet its ApiVersions
+        offer ConsumerGroupDescribe: describe_at gets each group answered UNSUPPORTED_VERSION
+        (35). The groups reader, asking a group of unknown type as Kafka's Admin does, then
+        falls back to DescribeGroups and describes the classic group with no note."""
+        from kconsole.cluster.group_messages import ConsumerGroupDescribeRequest
+        from kconsole.cluster.groups import GroupReader
+
+        group = f"adapter-group-{secrets.token_hex(3)}"
+        with topic(healthy) as name:
+            _group_with_offsets(healthy, name, group)
+            coordinator = kafka_python.group_coordinator(admin, group)
+            request = ConsumerGroupDescribeRequest(
+                group_ids=[group], include_authorized_operations=False
+            )
+            answer = kafka_python.describe_at(admin, request, coordinator, 5000)
+            assert [(g["group_id"], g["error_code"]) for g in answer] == [(group, 35)], answer
+            reader = GroupReader({"bootstrap.servers": healthy.spec.bootstrap}, 10.0)
+            try:
+                assert reader._types.get(group) is None  # not listed yet: type unknown
+                descs, errors = reader._describe(reader.client(), [group])
+                assert errors == {} and descs[group].state == "EMPTY", (descs, errors)
+                assert descs[group].coordinator == coordinator
+                read = reader.read()
+            finally:
+                reader.close()
+            g = next(g for g in read.groups if g.group_id == group)
+            assert (g.error, g.state, g.group_type) == ("", "EMPTY", "classic"), g
+            assert [(p.partition, p.committed) for p in g.partitions] == [(0, 1)], g
+
+
 class TestLogEnds:
     def test_log_ends_are_what_was_produced(self, healthy: LocalCluster, admin: Any) -> None:
         """log_ends_by_leader answers each leader's log-end offsets, error code 0."""

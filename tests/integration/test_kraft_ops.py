@@ -1,4 +1,5 @@
-"""Reassignment, preferred leader election and a KIP-848 group's lag on the real KRaft cluster
+"""Reassignment, preferred leader election, a KIP-848 group's lag and a KIP-932 share group on
+the real KRaft cluster
 (conftest.py's session fixture `kraft`: 3 controllers + 3 brokers, Kafka 4.4.0), each checked
 against Kafka's own tools run from the same jars. Every test works on a topic of its own."""
 
@@ -11,12 +12,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, ShareConsumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconsole.cli import main
 from kconsole.cluster.kraft import KRaftCluster
 from kconsole.config import Settings
+from kconsole.models import Group
 from kconsole.observer import ClusterObserver
 from kconsole.reassign.plan import Plan
 from tests.integration.kafka_tools import run_tool, topic_describe
@@ -25,6 +27,15 @@ from tests.waiting import wait_until
 pytestmark = pytest.mark.integration
 REASSIGN_TOOL = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 GROUPS_TOOL = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+SHARE_GROUPS_TOOL = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
+
+
+def final_error(g: Group) -> bool:
+    """A group read with an error that waiting cannot change (a coordinator that is moving or
+    still loading the group can: those are retried)."""
+    return bool(g.error) and not any(
+        m in g.error for m in ("coordinator moving", "CoordinatorLoadInProgress")
+    )
 
 
 def kc(cluster: KRaftCluster, *args: str) -> Result:
@@ -105,12 +116,6 @@ def test_preferred_election_after_a_reorder(kraft_healthy: KRaftCluster, tmp_pat
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the groups reader describes groups with the classic DescribeGroups, which a KIP-848 "
-    "group answers with GROUP_ID_NOT_FOUND ('not a classic group'): the group is listed, type "
-    "consumer, state UNKNOWN, no partitions, 'partly unread' (ConsumerGroupDescribe needed)",
-)
 def test_kip848_group_lag_in_the_snapshot(kraft_healthy: KRaftCluster) -> None:
     """A consumer group on the new protocol (group.protocol=consumer) committed 4 of 10 on
     partition 0 and all 6 on partition 1: the observer's snapshot says type consumer, lag 6 and
@@ -150,10 +155,12 @@ def test_kip848_group_lag_in_the_snapshot(kraft_healthy: KRaftCluster) -> None:
 
     seen: list[object] = []
 
-    def lags() -> tuple[str, dict[int, int | None], int | None] | None:
+    def lags() -> tuple[str, dict[int, int | None], int | None] | tuple[str, str] | None:
         snap = ClusterObserver(settings).read_once()
         g = next((g for g in snap.groups if g.group_id == group), None)
         seen[:] = [g, [x.group_id for x in snap.groups], snap.sources]
+        if g is not None and final_error(g):
+            return "unreadable", g.error  # no later read can mend it: fail now, not at 30 s
         if g is None or len([p for p in g.partitions if p.topic == topic]) < 2:
             return None
         return g.group_type, {p.partition: p.lag for p in g.partitions}, g.lag
@@ -162,8 +169,60 @@ def test_kip848_group_lag_in_the_snapshot(kraft_healthy: KRaftCluster) -> None:
         found = wait_until(lags, 30, f"{group} in the snapshot")
     except AssertionError as exc:
         raise AssertionError(f"{exc}; last read: {seen}") from None
-    assert found == ("consumer", {0: 6, 1: 0}, 6)
+    assert found == ("consumer", {0: 6, 1: 0}, 6), seen
     out = run_tool(cluster, GROUPS_TOOL, "--bootstrap-server", bootstrap,
                    "--describe", "--group", group)  # fmt: skip
     rows = re.findall(rf"{group}\s+{topic}\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)", out)
     assert {int(p): int(lag) for p, _c, _e, lag in rows} == {0: 6, 1: 0}, out
+
+
+def test_share_group_in_the_snapshot(kraft_healthy: KRaftCluster) -> None:
+    """A share group (KIP-932; Kafka 4.4 finalizes share.version 2 on a new cluster, nothing to
+    enable) with two members on a 2-partition topic: the observer's snapshot says type share,
+    Stable, 2 members and each partition's owner, as Kafka's kafka-share-groups --describe
+    does, and its lag is "not applicable" with the reason: a share group commits no consumer
+    offsets, so no lag is made up from them (never 0)."""
+    cluster = kraft_healthy
+    bootstrap = cluster.spec.bootstrap
+    topic = new_topic(cluster, partitions=2, rf=3)
+    group = f"share-{uuid.uuid4().hex[:6]}"
+    members = [ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group}) for _ in (1, 2)]
+    settings = Settings(bootstrap=bootstrap, zookeeper="")
+    seen: list[object] = []
+    try:
+        for m in members:
+            m.subscribe([topic])
+
+        def described() -> Group | tuple[str, str] | None:
+            for m in members:  # the share consumers' own work: join and take the assignment
+                m.poll(0.1)
+            snap = ClusterObserver(settings).read_once()
+            g = next((g for g in snap.groups if g.group_id == group), None)
+            seen[:] = [g, snap.sources]
+            if g is not None and final_error(g):
+                return "unreadable", g.error  # fail now, not at the deadline
+            owned = {p.partition for p in g.partitions if p.owner} if g else set()
+            ok = g is not None and g.state == "STABLE" and g.members == 2 and owned == {0, 1}
+            return g if ok else None
+
+        try:
+            g = wait_until(described, 90, f"{group} Stable with 2 members in the snapshot")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; last read: {seen}") from None
+        assert isinstance(g, Group), g
+        assert g.group_type == "share" and g.error == "", g
+        assert g.lag is None and not g.lag_partial and g.lag_na, g  # not 0: not applicable
+        assert "share group" in g.lag_na and "committed" in g.lag_na, g.lag_na
+        assert all(p.committed is None and p.lag is None for p in g.partitions), g
+        state = run_tool(cluster, SHARE_GROUPS_TOOL, "--bootstrap-server", bootstrap,
+                         "--describe", "--group", group, "--state")  # fmt: skip
+        row = re.search(rf"^{group}\s+\S+\s+\((\d+)\)\s+(\w+)\s+(\d+)\s*$", state, re.M)
+        assert row, state
+        assert (int(row[1]), row[2].upper(), int(row[3])) == (g.coordinator, g.state, 2), state
+        offsets = run_tool(cluster, SHARE_GROUPS_TOOL, "--bootstrap-server", bootstrap,
+                           "--describe", "--group", group)  # fmt: skip
+        listed = {int(p) for p in re.findall(rf"^{group}\s+{topic}\s+(\d+)\s", offsets, re.M)}
+        assert listed == {p.partition for p in g.partitions}, offsets
+    finally:
+        for m in members:
+            m.close()

@@ -294,3 +294,46 @@ def elr_groups() -> ClusterSnapshot:
         groups=groups,
     )
     return dataclasses.replace(snap, features=features_from(data["describe_features"], now))
+
+
+def new_groups() -> ClusterSnapshot:
+    """Three groups with members on test-topic, read from a healthy cluster (recorded on a
+    cluster of its own by tests/fixtures/record_new_groups.py): orders-classic (classic
+    protocol, described with DescribeGroups), orders-next (KIP-848 consumer protocol,
+    ConsumerGroupDescribe) and orders-share (KIP-932 share group, ShareGroupDescribe, two
+    members, no lag: not applicable). Each answer goes through the groups reader's own mapping."""
+    from kconsole.cluster.groups import (
+        CONSUMER_API,
+        SHARE_API,
+        SHARE_LAG,
+        _Desc,
+        _group,
+        _owners,
+        _parse_answers,
+    )
+
+    data = recorded("new_groups")
+    coord = data["coordinators"]
+    classic, nxt, share = "orders-classic", "orders-next", "orders-share"
+    descs: dict[str, Any] = {
+        classic: _Desc.parse(data["describe_groups"][classic], coord[classic]),
+        **_parse_answers(CONSUMER_API, [nxt], data["consumer_group_describe"], coord[nxt]),
+        **_parse_answers(SHARE_API, [share], data["share_group_describe"], coord[share]),
+    }
+    offsets = data["group_offsets"]
+    ends = {("test-topic", int(p)): end for p, (_c, end) in offsets[classic].items()}
+    types = {g["group_id"]: g["group_type"] for g in data["list_groups"]}
+    groups = []
+    for gid in sorted(descs):
+        committed = {
+            ("test-topic", int(p)): c for p, (c, _e) in offsets.get(gid, {}).items()
+        }  # a share group: none
+        g = _group(gid, descs[gid], committed, _owners(descs[gid]), ends, [], {})
+        kind = types[gid]
+        groups.append(
+            dataclasses.replace(g, group_type=kind, lag_na=SHARE_LAG if kind == "share" else "")
+        )
+    quorum = quorum_from(
+        recorded("healthy")["describe_quorum"], FIXED_NOW, leader_since=FIXED_NOW - LEADER_SEEN_FOR
+    )
+    return snapshot("healthy", quorum=quorum, groups=tuple(groups))

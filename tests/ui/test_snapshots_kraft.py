@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tests.ui import kraft_fakes as K
-from tests.ui.conftest import feeding, new_app
+from tests.ui.conftest import feeding, keys_then, new_app
 
 WIDE = (160, 48)
 SMALL = (80, 24)
@@ -72,3 +72,21 @@ class TestQuorum:
     def test_elr_and_group_types_80x24(self, snap_compare: SnapCompare) -> None:
         """ELR and group types on an 80x24 terminal."""
         assert snap_compare(new_app(), terminal_size=SMALL, run_before=feeding(K.elr_groups()))
+
+
+class TestNewGroupProtocols:
+    """A classic, a consumer-protocol (KIP-848) and a share group (KIP-932), as read from a
+    Kafka 4.4 cluster: the consumer-protocol group with its state, member and lag like the
+    classic one; the share group Stable with 2 members and its lag "n/a" with the reason."""
+
+    def test_groups_pane_wide(self, snap_compare: SnapCompare) -> None:
+        assert snap_compare(new_app(), terminal_size=WIDE, run_before=feeding(K.new_groups()))
+
+    def test_groups_pane_80x24(self, snap_compare: SnapCompare) -> None:
+        run = keys_then([K.new_groups()], "3")
+        assert snap_compare(new_app(), terminal_size=SMALL, run_before=run)
+
+    def test_share_group_screen(self, snap_compare: SnapCompare) -> None:
+        """Enter on the share group: its members' partitions, nothing committed, lag n/a."""
+        run = keys_then([K.new_groups()], "3", "down", "down", "enter")
+        assert snap_compare(new_app(), terminal_size=WIDE, run_before=run)

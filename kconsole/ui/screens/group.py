@@ -101,4 +101,5 @@ def group_summary(group: Group | None, seen: bool, now: float | None = None) -> 
         ("lag ", fmt.DIM),
         group_lag(group, now) if now is not None else fmt.cell(fmt.count(lag)),
         *((("  ", ""), (group.error, fmt.WARN)) if group.error else ()),
+        *((("  ", ""), (group.lag_na, fmt.DIM)) if group.lag_na else ()),
     )
