@@ -10,6 +10,7 @@ librdkafka's log lines go to the `kconsole.rdkafka` Python logger, never to the 
 from __future__ import annotations
 
 import logging
+import socket
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -24,6 +25,36 @@ RDKAFKA_LOG = logging.getLogger("kconsole.rdkafka")
 # Delivery-report errors of records purged at the end of a bounded flush: their outcome is
 # unknown (they may have reached the broker), never a failure.
 PURGED = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})
+
+
+def nothing_listens(servers: str, timeout: float = 1.0) -> str | None:
+    """Why a fresh client that knows only `servers` ("host:port,...") can reach none of them:
+    every address refused the TCP connection (nothing listens there). None when one accepted,
+    did not answer within `timeout`, or could not be tried (a name, a form this does not read):
+    the client then tries as it would have, and waits out its own timeout if it must.
+
+    A fresh client can only bootstrap from these addresses, so where all of them refuse it
+    would retry for its whole timeout (seconds) to fail the same way."""
+    addresses = []
+    for item in servers.split(","):
+        host, sep, digits = item.strip().rpartition(":")
+        if not sep or not host or not digits.isdigit():
+            return None
+        addresses.append((host.strip("[]"), int(digits)))
+    if not addresses:
+        return None
+    for host, port in addresses:
+        try:
+            with socket.create_connection((host, port), timeout=timeout) as s:
+                # A local port in the ephemeral range with nothing listening: the kernel can
+                # connect the socket to itself. Anything else accepted: someone listens.
+                if s.getsockname() != s.getpeername():
+                    return None
+        except ConnectionRefusedError:
+            continue
+        except OSError:
+            return None
+    return f"nothing listens at {servers} (connection refused)"
 
 
 def client_config(settings_or_config: Settings | Mapping[str, Any]) -> dict[str, Any]:

@@ -33,6 +33,7 @@ MODE = "kraft"
 CONTROLLER_BASE_PORT = 19192  # controllers 1001-1003 on 19192-19194
 CONTROLLER_ID_BASE = 1001
 CONTROLLER_LISTENER = "CONTROLLER"
+BROKER_HEARTBEAT_MS = "500"  # broker.heartbeat.interval.ms (Kafka's default 2000): see below
 
 # ZooKeeper-only settings, and ones Kafka 4 removed, that drill_settings() carries for the
 # ZooKeeper mode: a KRaft node would only warn about them.
@@ -264,6 +265,11 @@ def node_properties(spec: KRaftSpec, node: KRaftNode, data_dir: Path) -> dict[st
     }
     if node.is_broker:
         props["inter.broker.listener.name"] = "PLAINTEXT"
+        # A broker hears the controller's answers (unfenced at start, "you may exit" during a
+        # controlled shutdown) only in heartbeat responses: at Kafka's 2 s interval a start or
+        # a stop waits up to 2 s per step for the next one. 500 ms, still well inside
+        # broker.session.timeout.ms (9 s), costs a local cluster nothing.
+        props["broker.heartbeat.interval.ms"] = BROKER_HEARTBEAT_MS
     # The drill settings apply to both roles: in KRaft the controllers decide the topic
     # defaults, unclean elections and leader rebalancing, the brokers the rest.
     settings = drill_settings(spec.brokers)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kconsole.cluster import kafka_python
-from kconsole.cluster.clients import kafka_python_config
+from kconsole.cluster.clients import kafka_python_config, nothing_listens
 from kconsole.errors import ClusterError
 from kconsole.models import Features, Quorum, QuorumReplica
 
@@ -227,6 +227,11 @@ class QuorumReader:
 
     def _admin(self) -> Any:
         if self._kp is None:
+            # A new client bootstraps from the configured brokers alone: when every one of
+            # them refuses, it would only wait out bootstrap_timeout_ms to fail the same way.
+            why = nothing_listens(str(self.config.get("bootstrap.servers", "")))
+            if why is not None:
+                raise ClusterError(why)
             conf = kafka_python_config(self.config, self.timeout_s, client_id="kconsole-quorum")
             # kafka-python waits 30 s for a first broker by default: a poll must fail fast.
             conf["bootstrap_timeout_ms"] = int(self.timeout_s * 1000)

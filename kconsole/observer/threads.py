@@ -33,11 +33,13 @@ from collections import deque
 from collections.abc import Callable
 
 from kconsole.cluster.admin import AdminReader, AdminState, reachable
+from kconsole.cluster.clients import nothing_listens
 from kconsole.cluster.groups import carry_forward
 from kconsole.cluster.procs import ProcState
 from kconsole.cluster.quorum import NoQuorumLeader, NotKRaft, QuorumReader
 from kconsole.cluster.zk import ZkState, ZkWatcher, read_once
 from kconsole.config import Settings
+from kconsole.errors import ClusterError
 from kconsole.models import BrokerConfig, BrokerState, ClusterMode, ClusterSnapshot, SourceName
 from kconsole.observer.builder import (
     SnapshotBuilder,
@@ -164,11 +166,23 @@ class ClusterObserver:
         finally:
             quorum.close()
         if self.settings.zookeeper and self.builder.mode is not ClusterMode.KRAFT:
+            # Every address refusing: kazoo would retry them until its timeout (5 s).
+            refused = nothing_listens(self.settings.zookeeper)
             try:
+                if refused is not None:
+                    raise ClusterError(refused)
                 self._zk_changed(read_once(self.settings.zookeeper), "", publish=False)
             except Exception as exc:
                 self._zk_changed(None, f"ZooKeeper {self.settings.zookeeper}: {exc}", publish=False)
         self._read_proc_states()
+        # A fresh Admin client knows only the bootstrap brokers: when every one refuses, the
+        # metadata and the groups fail now, not after a timeout each (5 s + 5 s).
+        refused = nothing_listens(str(self.settings.kafka_config().get("bootstrap.servers", "")))
+        if refused is not None:
+            with self._lock:
+                self.builder.health[SourceName.ADMIN].failure(refused)
+                self.builder.health[SourceName.GROUPS].failure(refused)
+            return self._publish(publish=False)
         reader = self._reader()
         try:
             self._poll_admin(reader, publish=False)

@@ -112,11 +112,13 @@ def metadata_quorum_tool(cluster: KRaftCluster, *args: str, timeout: float = 120
     """Kafka's own `kafka-metadata-quorum --bootstrap-controller ... ARGS`, run from the jars
     the cluster runs on (MetadataQuorumCommand in kafka-tools)."""
     from kconsole.cluster import jars
+    from tests.integration.kafka_tools import TOOL_JVM
 
     lib = jars.ensure_kafka_jars(cluster.spec.kafka_version)
     argv = [
         jars.java_executable(),
         "-Xmx128m",
+        *TOOL_JVM[1:],  # kafka_tools: a short-lived JVM's quick flags
         "-cp",
         f"{lib}{os.sep}*",
         "org.apache.kafka.tools.MetadataQuorumCommand",

@@ -23,6 +23,7 @@ from kconsole.cluster.settings import TEST_TOPIC, TEST_TOPIC_PARTITIONS
 from kconsole.config import Settings
 from kconsole.drills.verify import end_offsets, verifier_config
 from tests.integration.conftest import partition_state, registered
+from tests.integration.kafka_tools import TOOL_JVM
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
@@ -97,7 +98,7 @@ def _java_console_produce(cluster: LocalCluster, topic: str, lines: list[str]) -
     proc = subprocess.run(
         [
             jars.java_executable(),
-            "-Xmx256m",
+            *TOOL_JVM,
             "-cp",
             f"{lib}/*",
             JAVA_PRODUCER,

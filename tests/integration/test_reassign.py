@@ -225,15 +225,30 @@ CONFIG_TOOL = "kafka.admin.ConfigCommand"
 TOPIC_TOOL = "org.apache.kafka.tools.TopicCommand"
 
 
+# ConfigCommand's header before each entity's configs, when it describes every entity of a type.
+_CONFIGS_OF = re.compile(r"Dynamic configs for (broker|topic) (\S+) are:")
+
+
 def kafka_throttles(cluster: LocalCluster, topics: list[str]) -> list[str]:
-    """Every throttle config Kafka's own ConfigCommand shows on the brokers and `topics`."""
+    """Every throttle config Kafka's own ConfigCommand shows on brokers 1-4 and `topics`.
+
+    One ConfigCommand per entity type, describing every entity of it (a JVM per broker and per
+    topic cost a dozen JVM starts per call); each entity's configs follow its header."""
     found = []
     for kind, names in (("brokers", ["1", "2", "3", "4"]), ("topics", topics)):
-        for name in names:
-            out = run_tool(cluster, CONFIG_TOOL, "--bootstrap-server", cluster.spec.bootstrap,
-                           "--describe", "--entity-type", kind, "--entity-name", name)  # fmt: skip
-            found += [f"{kind}:{name} {line.split()[0]}" for line in out.splitlines()
-                      if "throttled" in line.split("=")[0]]  # fmt: skip
+        out = run_tool(cluster, CONFIG_TOOL, "--bootstrap-server", cluster.spec.bootstrap,
+                       "--describe", "--entity-type", kind)  # fmt: skip
+        described: set[str] = set()
+        name = None  # the entity the lines below belong to (None: another section)
+        for line in out.splitlines():
+            if header := _CONFIGS_OF.match(line.strip()):
+                name = header.group(2) if header.group(2) in names else None
+                described.update([name] if name else [])
+            elif line.startswith(("Default configs", "Dynamic configs")):
+                name = None
+            elif name is not None and "throttled" in line.split("=")[0]:
+                found.append(f"{kind}:{name} {line.split()[0]}")
+        assert described == set(names), (kind, names, out[-2000:])  # every one was described
     return found
 
 
