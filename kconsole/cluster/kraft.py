@@ -33,7 +33,7 @@ from kconsole.cluster.kraft_spec import (
     log_config_flag,
     node_properties,
 )
-from kconsole.cluster.local_dir import _JVM_FLAGS, StateDir
+from kconsole.cluster.local_dir import StateDir, jvm_flags
 from kconsole.cluster.local_probes import check_port_free
 from kconsole.cluster.local_spec import render_properties
 from kconsole.cluster.procs import ManagedProcess, PidRecord, ProcState, tail_lines, wait_reaped
@@ -226,7 +226,7 @@ class KRaftCluster(StateDir[KRaftSpec]):
         return [
             jars.java_executable(),
             *heap.split(),
-            *_JVM_FLAGS,
+            *jvm_flags(),
             log_flag,
             f"-Dkafka.logs.dir={d}",
             f"-Dkconsole.process={node.name}@{self.state_dir}",

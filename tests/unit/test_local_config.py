@@ -154,3 +154,13 @@ class TestFiles:
     def test_unknown_broker_is_a_clear_error(self, tmp_path: Path) -> None:
         with pytest.raises(ClusterError, match="broker 7 is not part of this cluster"):
             LocalCluster(tmp_path, LocalClusterSpec()).broker(7)
+
+
+def test_extra_jvm_flags_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kconsole.cluster.local_dir import JVM_OPTS_ENV, jvm_flags
+
+    monkeypatch.setenv(JVM_OPTS_ENV, "-XX:TieredStopAtLevel=1 -Dx='a b'")
+    flags = jvm_flags()
+    assert flags[-2:] == ["-XX:TieredStopAtLevel=1", "-Dx=a b"] and "-XX:+UseG1GC" in flags
+    monkeypatch.setenv(JVM_OPTS_ENV, "")
+    assert "-XX:TieredStopAtLevel=1" not in jvm_flags()
