@@ -27,12 +27,10 @@ import argparse
 import asyncio
 import json
 import logging
-import os
 import re
 import shlex
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -57,6 +55,7 @@ from kconsole.cluster.kraft import KRaftCluster
 from kconsole.cluster.kraft_control import KRaftNodeControl
 from kconsole.cluster.kraft_spec import KRaftSpec
 from kconsole.cluster.local import check_port_free, ephemeral_port_range
+from kconsole.cluster.reaper import start_reaper
 from kconsole.cluster.settings import HOST, TEST_TOPIC
 from kconsole.config import Settings
 from kconsole.models import ClusterMode, ClusterSnapshot
@@ -68,20 +67,6 @@ KAFKA_POLL_S = 0.02  # the "client polling every 20 ms" that stands for Kafka's 
 SCREEN_POLL_S = 0.01
 # Away from the integration tests' KRaft block (25092+/25192+) and the ZooKeeper benches'.
 BASE_PORT, CONTROLLER_BASE_PORT, STEP, BLOCKS = 27092, 27192, 200, 10
-
-_REAPER = """
-import sys, time
-from pathlib import Path
-import psutil
-from kconsole.cluster.kraft import KRaftCluster
-try:
-    parent = psutil.Process(int(sys.argv[1]))
-    while parent.is_running() and parent.status() != psutil.STATUS_ZOMBIE:
-        time.sleep(0.5)
-except psutil.Error:
-    pass
-KRaftCluster(Path(sys.argv[2])).down(timeout=20)
-"""
 
 
 def say(msg: str) -> None:
@@ -111,12 +96,7 @@ def temporary_kraft() -> Iterator[KRaftCluster]:
     tmp = Path(tempfile.mkdtemp(prefix="kc-bench-kraft-"))
     base, ctl = free_ports()
     cluster = KRaftCluster(tmp / "cluster", KRaftSpec(base_port=base, controller_base_port=ctl))
-    reaper = subprocess.Popen(
-        [sys.executable, "-c", _REAPER, str(os.getpid()), str(cluster.state_dir)],
-        cwd=Path(__file__).resolve().parents[1],
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    reaper = start_reaper(cluster.state_dir)  # stops it if this process dies first
     try:
         times = cluster.up(timeout=300, progress=say)
         say(f"cluster up: {times}")

@@ -7,7 +7,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
+from kconsole.cluster import reaper
 from kconsole.cluster.kraft import KRaftCluster, KRaftUpTimes
 from kconsole.cluster.local import LocalCluster, LocalClusterSpec, partitions_fully_in_sync
 from kconsole.cluster.procs import ProcState
@@ -67,30 +67,11 @@ def pick_ports(brokers: int) -> tuple[int, int]:
 
 ATTACH_ENV = "KCONSOLE_TEST_ATTACH_CLUSTER"
 
-# Stops the cluster if this process dies without its fixtures' teardown (a native crash, a
-# SIGKILL): it watches our pid and then stops every process by the pids the cluster recorded.
-_REAPER = """
-import sys, time
-from pathlib import Path
-import psutil
-from kconsole.cluster.local import LocalCluster
-try:
-    parent = psutil.Process(int(sys.argv[1]))
-    while parent.is_running() and parent.status() != psutil.STATUS_ZOMBIE:
-        time.sleep(0.5)
-except psutil.Error:
-    pass
-LocalCluster(Path(sys.argv[2])).down(timeout=20)
-"""
-
 
 def start_reaper(local: LocalCluster) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-c", _REAPER, str(os.getpid()), str(local.state_dir)],
-        cwd=Path(__file__).resolve().parents[2],
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,  # outlives a signal sent to our process group
-    )
+    """Stops the cluster if this process dies without its fixtures' teardown (a native crash,
+    a SIGKILL), by the pids the cluster recorded (kconsole.cluster.reaper)."""
+    return reaper.start_reaper(local.state_dir)
 
 
 @pytest.fixture(scope="session")

@@ -6,33 +6,18 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 
+from kconsole.cluster import reaper
 from kconsole.cluster.kraft import KRaftCluster, KRaftUpTimes
 from kconsole.cluster.kraft_spec import KRaftSpec
 from kconsole.cluster.procs import ProcState
 from tests.integration.conftest import _free, port_offsets
 from tests.waiting import wait_until
-
-# Stops the cluster if this process dies without the fixture's teardown.
-_REAPER = """
-import sys, time
-from pathlib import Path
-import psutil
-from kconsole.cluster.kraft import KRaftCluster
-try:
-    parent = psutil.Process(int(sys.argv[1]))
-    while parent.is_running() and parent.status() != psutil.STATUS_ZOMBIE:
-        time.sleep(0.5)
-except psutil.Error:
-    pass
-KRaftCluster(Path(sys.argv[2])).down(timeout=20)
-"""
 
 
 def pick_kraft_ports(brokers: int, controllers: int) -> tuple[int, int]:
@@ -47,14 +32,9 @@ def pick_kraft_ports(brokers: int, controllers: int) -> tuple[int, int]:
 
 
 def start_kraft_reaper(state_dir: Path) -> subprocess.Popen[bytes]:
-    """A process that stops the KRaft cluster in `state_dir` (by the pids it recorded) if this
-    pytest process dies before its fixture's teardown; terminate it after a normal down."""
-    return subprocess.Popen(
-        [sys.executable, "-c", _REAPER, str(os.getpid()), str(state_dir)],
-        cwd=Path(__file__).resolve().parents[2],
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    """Stops the KRaft cluster in `state_dir` (by the pids it recorded) if this pytest process
+    dies before its fixture's teardown; terminate it after a normal down."""
+    return reaper.start_reaper(state_dir)
 
 
 def running_kraft(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import uuid
 from pathlib import Path
 
@@ -226,3 +227,94 @@ def test_share_group_in_the_snapshot(kraft_healthy: KRaftCluster) -> None:
     finally:
         for m in members:
             m.close()
+
+
+def test_produce_and_tail_on_kraft(kraft_healthy: KRaftCluster) -> None:
+    """`kconsole produce` on KRaft, unchanged: each key lands where the Java client's murmur2
+    puts it (checked against Kafka's own partitioner arithmetic in kafka-python) and is acked;
+    the command layer's tail reads every record back, key and value, from the beginning."""
+    from kafka.partitioner.default import murmur2
+
+    from kconsole.cluster.tail import StartAt
+    from kconsole.commands import Commands
+
+    cluster = kraft_healthy
+    topic = new_topic(cluster, partitions=4, rf=3)
+    keys = [f"key-{i}" for i in range(12)]
+    lines = "".join(f"{k}:value of {k}\n" for k in keys)
+    res = CliRunner().invoke(
+        main, ["-b", cluster.spec.bootstrap, "-z", "", "produce", "-t", topic, "-K", ":"],
+        input=lines,
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    where = dict(re.findall(rf"#\d+ key (key-\d+) -> {topic}/(\d+)@\d+", res.output))
+    assert len(where) == len(keys), res.output
+    for k in keys:
+        assert int(where[k]) == (murmur2(k.encode()) & 0x7FFFFFFF) % 4, (k, res.output)
+    assert "sent 12, acked 12, failed 0" in res.output, res.output
+    commands = Commands.for_settings(Settings(bootstrap=cluster.spec.bootstrap, zookeeper=""))
+    source = commands.open_tail(topic, None, StartAt("beginning"), None)
+    got: dict[str, tuple[int, bytes | None]] = {}
+    try:
+
+        def all_read() -> bool:
+            for r in source.poll(0.5):
+                assert r.key is not None
+                got[r.key.decode()] = (r.partition, r.value)
+            return len(got) == len(keys)
+
+        wait_until(all_read, 60, f"the tail to read the {len(keys)} records")
+    finally:
+        source.close()
+    assert got == {k: (int(where[k]), f"value of {k}".encode()) for k in keys}
+
+
+@pytest.mark.spark
+def test_keyed_counts_job_on_kraft(kraft_healthy: KRaftCluster, tmp_path: Path) -> None:
+    """A Spark Structured Streaming job on KRaft, unchanged: keyed-counts reads the topic from
+    the earliest offset and writes the exact count per (window, key) to both sinks; the KRaft
+    snapshot shows its consumer group with lag 0 once it is done; stop ends it, exit code 0."""
+    from datetime import UTC, datetime
+
+    from kconsole.jobs import JobState, latest_counts
+    from tests.integration.jobs_support import SMALL_SPARK, describe, job_manager
+
+    cluster = kraft_healthy
+    topic = new_topic(cluster, partitions=2, rf=3)
+    base = (int(time.time() * 1000) // 10_000) * 10_000 - 120_000
+    counts = {"a": 3, "b": 2}
+    producer = Producer({"bootstrap.servers": cluster.spec.bootstrap, "acks": "all"})
+    for key, n in counts.items():
+        for i in range(n):
+            producer.produce(topic, key=key.encode(), value=b"x", timestamp=base + i * 100)
+    assert producer.flush(60) == 0
+    del producer
+    window = datetime.fromtimestamp(base / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    expected = {(window, k): n for k, n in counts.items()}
+    settings = Settings(bootstrap=cluster.spec.bootstrap, zookeeper="")
+    group = f"kconsole-job-test-{topic}"
+    with job_manager(tmp_path / "jobs", settings) as manager:
+        run = manager.start(
+            "keyed-counts",
+            {**SMALL_SPARK, "topic": topic, "starting-offsets": "earliest",
+             "output-topic": f"{topic}-counts", "group-id": group, "window": "10",
+             "watermark": "30"},
+        )  # fmt: skip
+
+        def counted() -> bool:
+            current = manager.get(run.run_id)
+            assert current.active, describe(current, manager)
+            return latest_counts(manager.read_output(run.run_id)) == expected
+
+        wait_until(counted, 300, f"the job to count {expected}", interval=0.5)
+
+        def done_in_snapshot() -> bool:
+            snap = ClusterObserver(settings).read_once()
+            g = next((g for g in snap.groups if g.group_id == group), None)
+            return g is not None and g.lag == 0 and len(g.partitions) == 2
+
+        wait_until(done_in_snapshot, 60, f"{group} with lag 0 in the KRaft snapshot")
+        stopped = manager.stop(run.run_id, timeout_s=30)
+        assert stopped.state is JobState.STOPPED and stopped.exit_code == 0, describe(
+            stopped, manager
+        )
