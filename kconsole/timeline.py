@@ -181,8 +181,8 @@ def _controller_events(
     ts: float, old: ClusterSnapshot, new: ClusterSnapshot, role: str, node: str, lost: str
 ) -> list[Event]:
     """The active controller changed (kind CONTROLLER_CHANGED, which the drills measure) or
-    was lost: "{role} is {node} N, epoch E (was {node} M)", "no {lost} (was {node} M)". A loss
-    with no controller before it says nothing."""
+    was lost: "{role} is {node} N, epoch E (was {node} M)", "no {lost} (was {node} M)"; after
+    a loss M is the last one that led. A loss with no controller before it says nothing."""
     oc, nc = old.controller, new.controller
     if oc.id == nc.id and (oc.epoch == nc.epoch or nc.id is None):
         return []
@@ -191,10 +191,12 @@ def _controller_events(
             return []
         text = f"no {lost} (was {node} {oc.id})"
         return [Event(ts, EventKind.CONTROLLER_LOST, text, oc.id, old=oc.id)]
-    was = f"{node} {oc.id}" if oc.id is not None else "none"
+    # After a loss the one before is the snapshot's `previous` (the last one that led).
+    before = oc.id if oc.id is not None else nc.previous
+    was = f"{node} {before}" if before is not None else "none"
     epoch = f", epoch {nc.epoch}" if nc.epoch is not None else ""
     text = f"{role} is {node} {nc.id}{epoch} (was {was})"
-    return [Event(ts, EventKind.CONTROLLER_CHANGED, text, nc.id, old=oc.id, new=nc.id)]
+    return [Event(ts, EventKind.CONTROLLER_CHANGED, text, nc.id, old=before, new=nc.id)]
 
 
 def _quorum_events(ts: float, old: ClusterSnapshot, new: ClusterSnapshot) -> list[Event]:

@@ -15,6 +15,7 @@ import base64
 import contextlib
 import uuid
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -203,6 +204,38 @@ def _not_kraft(exc: BaseException) -> bool:
     return "IncompatibleBrokerVersion" in name or "UnsupportedVersion" in name
 
 
+# When the brokers cannot describe the quorum, each controller is asked directly within this
+# (a controller answers DescribeQuorum in milliseconds; a paused one never does).
+DIRECT_TIMEOUT_S = 1.0
+
+
+def _ask_quorum(
+    nodes: list[tuple[str, int]], timeout_s: float
+) -> list[tuple[tuple[str, int], Any]]:
+    """DescribeQuorum of each node: its answer, or the exception it raised. One node is asked
+    on this thread (its connection kept for the next poll); several are asked at once, each on
+    a connection of its own, closed after, so a paused one costs one timeout, not one each."""
+    if len(nodes) == 1:
+        host, port = nodes[0]
+        try:
+            return [(nodes[0], kafka_python.describe_quorum_at(host, port, timeout_s))]
+        except Exception as exc:
+            return [(nodes[0], exc)]
+
+    def ask(node: tuple[str, int]) -> Any:
+        try:
+            return kafka_python.describe_quorum_at(node[0], node[1], timeout_s)
+        except Exception as exc:
+            return exc
+        finally:
+            kafka_python.close_connections()  # this worker thread's
+
+    with ThreadPoolExecutor(
+        max_workers=len(nodes), thread_name_prefix="kconsole-quorum-ask"
+    ) as pool:
+        return list(zip(nodes, pool.map(ask, nodes), strict=True))
+
+
 class QuorumReader:
     """Blocking KRaft reads for the observer's quorum poller (one instance per thread)."""
 
@@ -269,7 +302,9 @@ class QuorumReader:
         """Asked of the controllers given (or the voters the last answer named), and of those
         they name (DescribeCluster to a controller, KIP-919): one bootstrap controller that is
         not the leader is enough, as with Kafka's own `--bootstrap-controller`. The leader that
-        answered last is asked first: one connection a poll while it lasts.
+        answered last is asked first, alone: one request on a kept connection a poll while it
+        leads. The others are asked all at once, so paused ones cost one timeout in all; when
+        the brokers could not say (`why`), everyone is asked at once, within DIRECT_TIMEOUT_S.
 
         No leader is concluded only from answers: every controller (as the last quorum or a
         controller named them) answered NOT_LEADER_OR_FOLLOWER or refused the connection (no
@@ -277,43 +312,49 @@ class QuorumReader:
         in time (paused, or out of reach) may still lead: then the quorum is unknown, not
         leaderless."""
         errors: list[str] = [why] if why else []
-        not_leader: list[str] = []
+        timeout = min(self.timeout_s, DIRECT_TIMEOUT_S) if why else self.timeout_s
+        not_leader: list[tuple[str, int]] = []
         refused: list[str] = []
         asked: set[tuple[str, int]] = set()
         for round_ in range(2):
             order = [hp for hp in self._controller_order() if hp not in asked]
-            for host, port in order:
-                asked.add((host, port))
-                where = f"{host}:{port}"
-                try:
-                    answer = kafka_python.describe_quorum_at(host, port, self.timeout_s)
-                except ConnectionRefusedError:
-                    refused.append(where)
-                    errors.append(f"{where}: connection refused")
+            batches = [order] if why else [order[:1], order[1:]]
+            for batch in batches:
+                if not batch:
                     continue
-                except Exception as exc:
-                    errors.append(f"{where}: {str(exc) or type(exc).__name__}")
-                    continue
-                if _partition_error(answer) == NOT_LEADER_OR_FOLLOWER:
-                    not_leader.append(where)
-                    errors.append(f"{where}: not the leader")
-                    continue
-                try:
-                    quorum = quorum_of(answer, now)
-                except ClusterError as exc:
-                    errors.append(f"{where}: {exc}")
-                    continue
-                self._leader_first = (host, port)
-                return quorum
-            if round_ == 0 and not self._learn_controllers(errors):
+                asked.update(batch)
+                for (host, port), answer in _ask_quorum(batch, timeout):
+                    where = f"{host}:{port}"
+                    if isinstance(answer, ConnectionRefusedError):
+                        refused.append(where)
+                        errors.append(f"{where}: connection refused")
+                    elif isinstance(answer, BaseException):
+                        errors.append(f"{where}: {str(answer) or type(answer).__name__}")
+                    elif _partition_error(answer) == NOT_LEADER_OR_FOLLOWER:
+                        not_leader.append((host, port))
+                        errors.append(f"{where}: not the leader")
+                    else:
+                        try:
+                            quorum = quorum_of(answer, now)
+                        except ClusterError as exc:
+                            errors.append(f"{where}: {exc}")
+                            continue
+                        self._leader_first = (host, port)
+                        return quorum
+            # Who the others are, asked of one that answered (only when none is known yet).
+            if (
+                round_
+                or self._voters
+                or self._learned
+                or not self._learn_controllers(not_leader, errors)
+            ):
                 break
         # Every controller: those the last answer or a controller named, not only those given.
         known = set(self._voters) | set(self._learned)
         if known and known <= asked and not_leader and len(not_leader) + len(refused) == len(asked):
             raise NoQuorumLeader(
-                f"no controller leads ({', '.join(not_leader)} not the leader"
-                + (f"; {', '.join(refused)} not running" if refused else "")
-                + ")"
+                f"no controller leads ({', '.join(f'{h}:{p}' for h, p in not_leader)} not the "
+                "leader" + (f"; {', '.join(refused)} not running" if refused else "") + ")"
             )
         raise ClusterError("no controller answered as quorum leader (" + "; ".join(errors) + ")")
 
@@ -324,10 +365,11 @@ class QuorumReader:
             order.insert(0, self._leader_first)
         return order
 
-    def _learn_controllers(self, errors: list[str]) -> bool:
-        """Every controller and the active one, from the first controller that describes them;
-        the active one is asked first from now on. False when none did."""
-        for host, port in self._controller_order():
+    def _learn_controllers(self, alive: list[tuple[str, int]], errors: list[str]) -> bool:
+        """Every controller and the active one, from the first of `alive` (controllers that
+        just answered) that describes them; the active one is asked first from now on. False
+        when none did."""
+        for host, port in alive:
             try:
                 answer = kafka_python.describe_controllers_at(host, port, self.timeout_s)
             except Exception as exc:

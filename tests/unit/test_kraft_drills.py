@@ -130,7 +130,7 @@ class TestFrozen:
         lost = dataclasses.replace(K.no_leader(), taken_at=healthy.taken_at + 5)
         e = kraft.frozen_event(healthy, lost)
         assert e is not None and e.kind is EventKind.METADATA_FROZEN
-        assert e.text.startswith("no quorum leader answers (no controller answers as leader")
+        assert e.text.startswith("no quorum leader answers (no controller leads (127.0.0.1:19193")
         assert "1003" not in e.text.split("(")[0]  # no leader named
         assert kraft.frozen_event(lost, lost) is None  # said once
         back = dataclasses.replace(healthy, taken_at=lost.taken_at + 9)

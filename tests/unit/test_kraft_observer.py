@@ -438,7 +438,8 @@ class TestBootstrapController:
         reader = QuorumReader({}, "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3")
         q = reader.read_quorum(1.0)
         assert q.leader_id == _part(HEALTHY["describe_quorum_at_controller"])["leader_id"]
-        assert asked == [1, 2, 3]
+        # The first alone, then the others at once (in any order).
+        assert asked[0] == 1 and sorted(asked[1:]) == [2, 3]
         reader.read_quorum(2.0)
         assert asked[3:] == [3]
 
@@ -605,3 +606,28 @@ class TestNoLeader:
         obs._poll_quorum(reader, publish=False)
         q = obs._publish(publish=False).quorum
         assert q is not None and not q.stale and q.leader_id == self.LEADER
+
+    def test_voters_are_asked_at_once_so_paused_ones_cost_one_timeout(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Two paused voters: both asks are in flight together (each waits for the other at a
+        barrier, which a one-by-one ask would never pass), then time out."""
+        import threading
+
+        from kconsole.cluster import kafka_python
+
+        barrier = threading.Barrier(2)
+
+        def at(host: str, port: int, timeout_s: float) -> dict[str, Any]:
+            if port == 26193:
+                answer: dict[str, Any] = HEALTHY["describe_quorum_at_follower"]
+                return answer
+            barrier.wait(timeout=10)  # broken (BrokenBarrierError) if asked one at a time
+            raise TimeoutError("timed out")
+
+        monkeypatch.setattr(kafka_python, "describe_quorum_at", at)
+        obs, reader = self.polled_once()
+        obs._poll_quorum(reader, publish=False)
+        q = obs._publish(publish=False).quorum
+        assert q is not None and q.stale
+        assert q.error.count("timed out") == 2 and "Broken" not in q.error
