@@ -167,14 +167,17 @@ class PausedFirst(MetadataOnly):
         return super().list_topics(timeout)
 
 
-def test_a_metadata_read_stuck_on_a_paused_broker_is_asked_again(
+def test_a_metadata_read_stuck_on_a_paused_broker_is_asked_again_on_a_new_client(
     reader: AdminReader,
 ) -> None:
-    """The first attempt gets a second, not the whole 5 s timeout; the second one answers."""
-    reader.admin = PausedFirst({})
+    """The first attempt gets a second, not the whole 5 s timeout; the next one goes to a new
+    client (the old one keeps sending to the broker that does not answer), which answers."""
+    stuck = PausedFirst({})
+    reader.admin = stuck
     state = reader.read_cluster()
-    assert reader.admin.timeouts[0] == pytest.approx(admin_mod.METADATA_ATTEMPTS_S[0], abs=0.01)
-    assert len(reader.admin.timeouts) == 2 and state.topics is not None and "t" in state.topics
+    assert stuck.timeouts == pytest.approx([admin_mod.METADATA_ATTEMPTS_S[0]], abs=0.01)
+    assert reader.admin is not stuck and reader.admin.calls == ["list_topics"]
+    assert state.topics is not None and "t" in state.topics
 
 
 def test_the_attempts_stay_within_the_timeout_then_it_fails(
@@ -184,19 +187,29 @@ def test_the_attempts_stay_within_the_timeout_then_it_fails(
 
     clock = [100.0]
     monkeypatch.setattr(admin_mod, "time", SimpleNamespace(monotonic=lambda: clock[0]))
-    reader.admin = PausedFirst({}, stuck=99)
-    reader.admin.clock = clock
+    made: list[PausedFirst] = []
+
+    def client(conf: dict[str, Any]) -> PausedFirst:
+        c = PausedFirst(conf, stuck=99)
+        c.clock = clock
+        made.append(c)
+        return c
+
+    monkeypatch.setattr(admin_mod, "AdminClient", client)
+    reader.admin = client({})
     with pytest.raises(KafkaException):
         reader.read_cluster()
-    timeouts = reader.admin.timeouts
+    timeouts = [t for c in made for t in c.timeouts]
     assert timeouts == pytest.approx([1.0, 1.5, reader.timeout_s - 2.5])
+    assert [len(c.timeouts) for c in made[:3]] == [1, 1, 1]  # each attempt on a new client
     assert clock[0] - 100.0 == pytest.approx(reader.timeout_s)  # no longer than before
 
 
 def test_an_error_that_is_not_a_timeout_is_not_asked_again(reader: AdminReader) -> None:
     from confluent_kafka import KafkaError, KafkaException
 
-    reader.admin = PausedFirst({}, error=KafkaError._TRANSPORT)
+    failing = PausedFirst({}, error=KafkaError._TRANSPORT)
+    reader.admin = failing
     with pytest.raises(KafkaException):
         reader.read_cluster()
-    assert len(reader.admin.timeouts) == 1
+    assert len(failing.timeouts) == 1 and reader.admin is failing
