@@ -496,7 +496,7 @@ def logs(ctx: click.Context, target: str, lines: int, follow: bool) -> None:
         follow_file(path)
 
 
-def _zk_mode_broker(text: str, what: str, extra: str = "") -> int:
+def _zk_mode_broker(text: str, what: str, extra: str = "", *, docker: bool = False) -> int:
     """A broker id as a ZooKeeper-mode command takes it (`2` or `broker:2`)."""
     kind, sep, num = text.strip().lower().partition(":")
     if not sep:
@@ -505,7 +505,10 @@ def _zk_mode_broker(text: str, what: str, extra: str = "") -> int:
         return int(num)
     if kind == "controller":
         raise ClusterError(
-            "this local cluster runs in ZooKeeper mode: it has no controller nodes (its "
+            "the docker compose cluster runs in ZooKeeper mode: it has no controller nodes (its "
+            "controller is one of the brokers, `kconsole --backend docker describe` names it)"
+            if docker
+            else "this local cluster runs in ZooKeeper mode: it has no controller nodes (its "
             "controller is one of the brokers, starred in `kconsole cluster status`)"
         )
     raise ClusterError(f"{what} is a broker id{(' ' + extra) if extra else ''}, not {text!r}")
@@ -523,7 +526,8 @@ def _broker_command(action: BrokerAction) -> click.Command:
         door = commands(ctx, backend=None if chosen in ("docker", "none") else "local")
         try:
             if chosen in ("docker", "none"):
-                node_id = _zk_mode_broker(node, "NODE")  # compose brokers: ZooKeeper mode
+                # compose brokers: ZooKeeper mode
+                node_id = _zk_mode_broker(node, "NODE", docker=chosen == "docker")
             else:
                 view = door.local_view()
                 if isinstance(view, KRaftView):

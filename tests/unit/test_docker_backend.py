@@ -1083,3 +1083,11 @@ def test_cli_local_only_commands_say_what_to_run_instead(
     assert code == 1
     assert "the backend is docker" in out and instead in out
     assert not (tmp_path / "local").exists() and audit == []
+
+
+def test_cli_a_controller_node_is_not_a_compose_broker(
+    engine: Engine, server: FakeEngineServer, tmp_path: Path
+) -> None:
+    code, out, audit = docker_cli(tmp_path, "stop", "controller:1001", "--yes")
+    assert code == 1 and "docker compose cluster runs in ZooKeeper mode" in out
+    assert audit == [] and not [r for r in server.requests if r[0] == "POST"]
