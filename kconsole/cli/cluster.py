@@ -47,8 +47,33 @@ MODES = ("zookeeper", "kraft")
 @click.pass_context
 def cluster(ctx: click.Context, state_dir: Path | None) -> None:
     """The embedded local cluster as local JVM processes: ZooKeeper + Kafka brokers, or in
-    KRaft mode controllers + brokers (or combined nodes)."""
+    KRaft mode controllers + brokers (or combined nodes). With --backend docker, the broker
+    commands (stop, kill, pause, resume, start) act on the docker compose project's broker
+    containers instead; up, down, status and logs are the local cluster's only."""
     ctx.obj["state_dir"] = state_dir or ctx.obj["settings"].cluster_dir
+    sub = ctx.invoked_subcommand
+    if ctx.obj["settings"].backend == "docker" and sub in LOCAL_ONLY:
+        fail(ClusterError(LOCAL_ONLY[sub]))
+
+
+_DOCKER_BROKERS = (
+    "; its brokers: `kconsole --backend docker cluster stop|kill|pause|resume|start ID`"
+)
+# What to run instead, for a command of the local cluster only, when the backend is docker.
+LOCAL_ONLY = {
+    "up": "`cluster up` starts the local cluster only, and the backend is docker: start the "
+    "compose cluster with `make compose-up` (docker compose -f compose/docker-compose.yml up "
+    "-d), or pass --backend local to start the local one" + _DOCKER_BROKERS,
+    "down": "`cluster down` stops the local cluster only, and the backend is docker: stop the "
+    "compose cluster with `make compose-down` (docker compose -f compose/docker-compose.yml "
+    "down -v), or pass --backend local to stop the local one" + _DOCKER_BROKERS,
+    "status": "`cluster status` shows the local cluster only, and the backend is docker: run "
+    "`docker compose -f compose/docker-compose.yml ps`, or `kconsole --backend docker "
+    "describe` for the brokers as Kafka sees them (--backend local: the local cluster's status)",
+    "logs": "`cluster logs` prints the local cluster's logs only, and the backend is docker: "
+    "run `docker compose -f compose/docker-compose.yml logs kafka-N` (or zookeeper), or pass "
+    "--backend local for the local cluster's",
+}
 
 
 def _local(ctx: click.Context) -> LocalView | KRaftView:
@@ -471,7 +496,7 @@ def logs(ctx: click.Context, target: str, lines: int, follow: bool) -> None:
         follow_file(path)
 
 
-def _zk_mode_broker(text: str, what: str, extra: str = "") -> int:
+def _zk_mode_broker(text: str, what: str, extra: str = "", *, docker: bool = False) -> int:
     """A broker id as a ZooKeeper-mode command takes it (`2` or `broker:2`)."""
     kind, sep, num = text.strip().lower().partition(":")
     if not sep:
@@ -480,7 +505,10 @@ def _zk_mode_broker(text: str, what: str, extra: str = "") -> int:
         return int(num)
     if kind == "controller":
         raise ClusterError(
-            "this local cluster runs in ZooKeeper mode: it has no controller nodes (its "
+            "the docker compose cluster runs in ZooKeeper mode: it has no controller nodes (its "
+            "controller is one of the brokers, `kconsole --backend docker describe` names it)"
+            if docker
+            else "this local cluster runs in ZooKeeper mode: it has no controller nodes (its "
             "controller is one of the brokers, starred in `kconsole cluster status`)"
         )
     raise ClusterError(f"{what} is a broker id{(' ' + extra) if extra else ''}, not {text!r}")
@@ -491,14 +519,21 @@ def _broker_command(action: BrokerAction) -> click.Command:
     @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
     @click.pass_context
     def command(ctx: click.Context, node: str, yes: bool) -> None:
-        # The local cluster in --state-dir, whatever --backend says (see `kconsole --help`).
-        door = commands(ctx, backend="local")
+        # The backend chosen (--backend, KCONSOLE_BACKEND or the config): docker acts on the
+        # compose project's broker containers, none refuses; local and auto on the local
+        # cluster in --state-dir.
+        chosen = ctx.obj["settings"].backend
+        door = commands(ctx, backend=None if chosen in ("docker", "none") else "local")
         try:
-            view = door.local_view()
-            if isinstance(view, KRaftView):
-                node_id = view.spec.resolve_node(node).node_id
+            if chosen in ("docker", "none"):
+                # compose brokers: ZooKeeper mode
+                node_id = _zk_mode_broker(node, "NODE", docker=chosen == "docker")
             else:
-                node_id = _zk_mode_broker(node, "NODE")
+                view = door.local_view()
+                if isinstance(view, KRaftView):
+                    node_id = view.spec.resolve_node(node).node_id
+                else:
+                    node_id = _zk_mode_broker(node, "NODE")
             said = door.broker(
                 action, node_id, confirmation(yes), progress=lambda m: click.echo(f"  {m}")
             )
@@ -514,7 +549,11 @@ def _broker_command(action: BrokerAction) -> click.Command:
         BrokerAction.START: "Start a stopped node (same config and data); wait until it is back "
         "(registered; KRaft: unfenced, a controller back in the quorum and caught up).",
     }[action]
-    doc += " NODE: a broker id (2); in KRaft mode a controller is controller:ID (controller:1001)."
+    doc += (
+        " NODE: a broker id (2); in KRaft mode a controller is controller:ID (controller:1001)."
+        " --backend docker: the broker's container in the compose project (docker stop, kill,"
+        " pause, unpause, start; a start waits until the broker registers in ZooKeeper)."
+    )
     command.__doc__ = doc
     return click.command(action.value, help=doc)(command)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from kconsole.cli.common import commands, confirmation, fail
+from kconsole.cli.common import EXIT_ERROR, commands, confirmation, fail
 from kconsole.cli.main import main
 from kconsole.errors import ClusterError
 
@@ -89,7 +89,8 @@ def drill_run(
     topic: str,
     report_path: Path,
 ) -> None:
-    """Run a whole drill without the UI. Exits 3 when acknowledged messages were lost.
+    """Run a whole drill without the UI. Exits 3 when acknowledged messages were lost, 1 when
+    it could not run or a node could not be restored (the report says which, and what to run).
 
     It shows the blast radius and asks for the target node ids before anything is written
     (--yes skips that); read-only mode refuses it before anything starts.
@@ -114,7 +115,7 @@ def drill_run(
     json_path, md_path = report.write(report_path)
     click.echo("")
     for m in report.measurements:
-        took = f"{m.seconds:.2f} s" if m.seconds is not None else "did not happen"
+        took = f"{m.seconds:.2f} s" if m.seconds is not None else (m.note or "did not happen")
         click.echo(f"  {m.name}: {took}   (predicted: {m.predicted})")
     a = report.audit.to_dict()
     click.echo(
@@ -122,6 +123,10 @@ def drill_run(
         f"{len(a.get('duplicates', []))}, failed {a.get('failed_by_code')}"
     )
     click.echo(f"report: {json_path} and {md_path}")
+    for line in report.not_restored:
+        click.echo(f"RESTORE FAILED: {line}", err=True)
     if not report.ok:
         click.echo("ACKNOWLEDGED MESSAGES WERE LOST", err=True)
         sys.exit(3)
+    if not report.restored:
+        sys.exit(EXIT_ERROR)

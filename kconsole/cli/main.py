@@ -93,7 +93,9 @@ class _LibraryLog(logging.FileHandler):
     "--backend",
     type=click.Choice(BACKENDS),
     default=None,
-    help="How brokers are controlled (default auto: the local cluster if kconsole started it).",
+    help="How brokers are controlled, by the console, drills and `cluster stop|kill|pause|resume|"
+    "start` (default auto: the local cluster if kconsole started it; docker: the compose "
+    "project's containers).",
 )
 @click.option("--refresh", type=float, default=None, help="Seconds between cluster polls (1).")
 @click.option(

@@ -20,13 +20,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kconsole.cluster.control import BrokerControl
-from kconsole.cluster.docker import CONNECT_TIMEOUT_S, DEFAULT_PROJECT, DockerBrokerControl
+from kconsole.cluster.docker import (
+    CONNECT_TIMEOUT_S,
+    DEFAULT_PROJECT,
+    DockerBrokerControl,
+    Registrations,
+)
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.kraft import KRaftCluster
 from kconsole.cluster.kraft_control import KRaftNodeControl
 from kconsole.cluster.kraft_spec import KRaftSpec
 from kconsole.cluster.local import LocalCluster
 from kconsole.cluster.local_control import LocalBrokerControl
+from kconsole.cluster.local_probes import read_registrations, zk_client
 from kconsole.cluster.local_spec import LocalClusterSpec
 
 if TYPE_CHECKING:  # the cluster layer does not depend on the settings module at run time
@@ -40,6 +46,7 @@ __all__ = [
     "cluster_mode",
     "open_local",
     "serves",
+    "zk_registrations",
 ]
 
 
@@ -58,7 +65,9 @@ def choose_backend(
             return None, f"backend = local, but {why}"
         return _local_control(local), f"local cluster in {local.state_dir}"
     if settings.backend == "docker":
-        return DockerBrokerControl.discover(project, timeout=docker_timeout)
+        return DockerBrokerControl.discover(
+            project, timeout=docker_timeout, registrations=zk_registrations(settings.zookeeper)
+        )
 
     # auto
     local, why_not_local = _local_cluster(settings)
@@ -69,7 +78,9 @@ def choose_backend(
             f"the local cluster in {local.state_dir} serves {local.spec.bootstrap}, "
             f"not {settings.bootstrap}"
         )
-    control, why_not_docker = DockerBrokerControl.discover(project, timeout=docker_timeout)
+    control, why_not_docker = DockerBrokerControl.discover(
+        project, timeout=docker_timeout, registrations=zk_registrations(settings.zookeeper)
+    )
     if control is not None:
         mismatch = _bootstrap_not_published(control, settings.bootstrap)
         if mismatch is None:
@@ -79,6 +90,20 @@ def choose_backend(
         f"kconsole did not start this cluster ({why_not_local}) and no docker compose project "
         f"{project!r} was found serving it: {why_not_docker}"
     )
+
+
+def zk_registrations(zk_connect: str, timeout: float = 5.0) -> Registrations | None:
+    """How the docker backend reads the brokers' registrations (broker id -> the ZooKeeper
+    session owning /brokers/ids/N) to verify a start, through a short-lived client per read;
+    None without a ZooKeeper (a start is then verified only as far as its container runs)."""
+    if not zk_connect:
+        return None
+
+    def read() -> dict[int, int | None]:
+        with zk_client(zk_connect, timeout) as zk:
+            return {bid: r.owner for bid, r in read_registrations(zk).items()}
+
+    return read
 
 
 def serves(brokers: str, bootstrap: str) -> bool:

@@ -11,7 +11,10 @@ Broker containers are found by their labels, never by name: Compose labels every
     start   docker start (the broker registers in ZooKeeper a few seconds later); after a
             docker kill, only once the killed broker's ZooKeeper session has expired
 
-Every engine failure becomes a ClusterError carrying the engine's own message.
+Each action is reported done only for an effect seen: the container's status read back after
+the call (and for a stop its exit code), and for a start the broker's own registration (read
+through `registrations`, ZooKeeper's /brokers/ids, as the local backend does) while its
+container runs. Every engine failure becomes a ClusterError carrying the engine's own message.
 """
 
 from __future__ import annotations
@@ -71,6 +74,12 @@ _FITS: dict[str, frozenset[BrokerAction]] = {
 
 
 Progress = Callable[[str], None]  # hears about a long wait inside an action
+# Broker id -> the ZooKeeper session that owns its registration (None: registered, owner not
+# known), read once; raises on a failed read (ClusterError or any exception: retried).
+Registrations = Callable[[], "Mapping[int, int | None]"]
+# How long a started broker has to register (the local backend's default too).
+REGISTER_TIMEOUT_S = 90.0
+REGISTER_POLL_S = 0.25
 
 
 class _Container(Protocol):
@@ -186,6 +195,9 @@ class DockerBrokerControl:
         progress: Callable[[str], None] | None = None,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
+        registrations: Registrations | None = None,
+        register_timeout: float = REGISTER_TIMEOUT_S,
+        monotonic: Callable[[], float] = time.monotonic,
     ):
         self._client = client  # None: docker.from_env() on first use
         self.project = project
@@ -193,6 +205,10 @@ class DockerBrokerControl:
         self.progress = progress  # hears about a start waiting for a killed broker's session
         self._clock = clock  # wall clock: compared with the engine's FinishedAt
         self._sleep = sleep
+        # None: a start cannot be verified beyond the container running, and says so
+        self.registrations = registrations
+        self.register_timeout = register_timeout
+        self._monotonic = monotonic
 
     # -- discovery ------------------------------------------------------------------------
     @classmethod
@@ -202,6 +218,7 @@ class DockerBrokerControl:
         *,
         client: Any = None,
         timeout: float = CONNECT_TIMEOUT_S,
+        registrations: Registrations | None = None,
     ) -> tuple[DockerBrokerControl | None, str]:
         """The control when an engine answers (within `timeout` s) and has broker containers
         of `project`; otherwise (None, the reason). With no `client`, the probe uses its own
@@ -222,7 +239,8 @@ class DockerBrokerControl:
                 f"(labels {PROJECT_LABEL}={project}, {ROLE_LABEL}=broker)"
             )
         ids = ", ".join(map(str, sorted(found)))
-        return cls(client, project), f"docker compose project {project!r} (brokers {ids})"
+        control = cls(client, project, registrations=registrations)
+        return control, f"docker compose project {project!r} (brokers {ids})"
 
     @property
     def client(self) -> Any:
@@ -312,14 +330,19 @@ class DockerBrokerControl:
             )
         if action is BrokerAction.KILL:
             c.kill()
+            _check_now(c, action, broker_id, ("exited", "dead"))
             return f"broker {broker_id} killed (docker kill, SIGKILL; {where})"
         if action is BrokerAction.PAUSE:
             c.pause()
+            _check_now(c, action, broker_id, ("paused",))
             return f"broker {broker_id} paused (docker pause, cgroup freezer; {where})"
         if action is BrokerAction.RESUME:
             c.unpause()
+            _check_now(c, action, broker_id, ("running",))
             return f"broker {broker_id} resumed (docker unpause; {where})"
         waited = self._wait_for_killed_session(broker_id, c, progress)
+        stale = self._read_registrations() if self.registrations is not None else {}
+        t0 = self._monotonic()
         c.start()
         c.reload()
         if c.status != "running":
@@ -332,11 +355,59 @@ class DockerBrokerControl:
             if waited
             else ""
         )
-        # This backend does not read ZooKeeper: say what it knows, not that it registered.
+        if self.registrations is None:
+            return (
+                f"{before}broker {broker_id} started (docker start; {where}), container "
+                "running; its registration was not checked (no ZooKeeper to read)"
+            )
+        owner = self._wait_registered(broker_id, c, stale.get(broker_id), t0)
+        session = f", session 0x{owner:x}" if owner is not None else ""
         return (
-            f"{before}broker {broker_id} started (docker start; {where}); its registration "
-            "in ZooKeeper is not confirmed by the docker backend"
+            f"{before}broker {broker_id} started (docker start; {where}) and registered in "
+            f"ZooKeeper after {self._monotonic() - t0:.1f} s{session}"
         )
+
+    def _read_registrations(self) -> dict[int, int | None]:
+        assert self.registrations is not None
+        try:
+            return dict(self.registrations())
+        except Exception as exc:
+            raise ClusterError(f"cannot read the brokers' registrations: {exc}") from exc
+
+    def _wait_registered(
+        self, broker_id: int, c: _Container, stale: int | None, t0: float
+    ) -> int | None:
+        """Wait until broker `broker_id` is registered by a session other than `stale` (the
+        one before the start) while its container runs; that session (None: not known)."""
+        assert self.registrations is not None
+        deadline = t0 + self.register_timeout
+        last_error = ""
+        while True:
+            try:
+                regs = dict(self.registrations())
+                last_error = ""
+            except Exception as exc:  # ZooKeeper briefly unreachable: asked again
+                regs, last_error = {}, f"{type(exc).__name__}: {exc}"
+            if broker_id in regs and (stale is None or regs[broker_id] != stale):
+                c.reload()  # registered, and still running after that read: its own
+                if c.status == "running":
+                    return regs[broker_id]
+            else:
+                c.reload()
+            if c.status != "running":
+                raise ClusterError(
+                    f"broker {broker_id}: container {c.name} is {c.status} "
+                    f"{self._monotonic() - t0:.1f} s after docker start, before it registered "
+                    f"(see `docker logs {c.name}`)"
+                )
+            if self._monotonic() >= deadline:
+                why = f"; last read failed: {last_error}" if last_error else ""
+                raise ClusterError(
+                    f"broker {broker_id}: container {c.name} is running but the broker did not "
+                    f"register in ZooKeeper within {self.register_timeout:.0f} s of docker "
+                    f"start{why} (see `docker logs {c.name}`)"
+                )
+            self._sleep(REGISTER_POLL_S)
 
     def _wait_for_killed_session(
         self, broker_id: int, c: _Container, progress: Progress | None
@@ -359,6 +430,16 @@ class DockerBrokerControl:
 
 def _rank(c: _Container) -> int:
     return 0 if c.status in ("running", "paused", "restarting") else 1
+
+
+def _check_now(c: _Container, action: BrokerAction, broker_id: int, want: tuple[str, ...]) -> None:
+    """The effect, read back: the container's status after the call is one of `want`."""
+    c.reload()
+    if c.status not in want:
+        raise ClusterError(
+            f"docker {action.value} of broker {broker_id} returned, but container {c.name} is "
+            f"{c.status}, not {' or '.join(want)}"
+        )
 
 
 def _check_fits(action: BrokerAction, broker_id: int, c: _Container) -> None:

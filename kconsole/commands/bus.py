@@ -471,6 +471,8 @@ class Commands(ReassignCommands):
                 "lost": len(report.audit.lost),
                 "duplicates": len(report.audit.duplicates),
                 "settled": report.settled,
+                "restored": report.restored,
+                "not_restored": report.not_restored,
             },
         )
 

@@ -210,6 +210,18 @@ def measure(
             ):
                 moved[tp] = e.ts - fault.ts
         stuck = led - set(moved)
+        never_left = restore is not None and not any(
+            e.kind in (EventKind.BROKER_LEFT, EventKind.BROKER_FENCED)
+            and e.broker == target
+            and e.ts < restore.ts
+            for e in after
+        )
+        why_stuck = (
+            f"{len(stuck)} never changed leader: it was back before it lost their leadership"
+            if never_left and not moved
+            else f"{len(stuck)} without a new leader while watched "
+            "(no other in-sync replica, unclean election disabled)"
+        )
         out.append(
             Measurement(
                 f"fault -> every partition it led ({len(led)}) has a leader again",
@@ -217,10 +229,7 @@ def measure(
                 "< 1 s: controlled shutdown moves leadership before the process exits"
                 if graceful
                 else f"~{cfg.session_timeout_ms / 1000:.0f} s + election ({session})",
-                ""
-                if not stuck
-                else f"{len(stuck)} without a new leader while watched "
-                "(no other in-sync replica, unclean election disabled)",
+                "" if not stuck else why_stuck,
             )
         )
     in_isr = {
@@ -251,12 +260,18 @@ def measure(
                 f"replica.lag.time.max.ms ({lag_s:.0f} s) would"
             )
         missing = in_isr - set(dropped)
+        kept = (
+            f"never left {'any' if not dropped else len(missing)} ISR: restored before it was "
+            "removed"
+            if restore is not None and all(t >= restore.ts - fault.ts for t in dropped.values())
+            else f"still in {len(missing)} ISR(s) while watched"
+        )
         out.append(
             Measurement(
                 f"fault -> out of every ISR it was in ({len(in_isr)})",
                 max(dropped.values()) if not missing else None,
                 predicted,
-                f"still in {len(missing)} ISR(s) while watched" if missing else "",
+                kept if missing else "",
             )
         )
     if restore is not None:
@@ -291,7 +306,15 @@ def measure(
                     "its first heartbeat: at once after a resume"
                     if resumed
                     else "JVM start-up, log recovery, then it catches up with the metadata log",
-                    "" if unfenced is not None else "no unfencing seen (never fenced?)",
+                    ""
+                    if unfenced is not None
+                    else "never fenced: it was back before the controller fenced it"
+                    if not any(
+                        e.kind in (EventKind.BROKER_FENCED, EventKind.BROKER_LEFT)
+                        and e.broker == target
+                        for e in after
+                    )
+                    else "no unfencing seen while watched",
                 )
             )
         elif resumed and not left and joined is None:
@@ -319,11 +342,20 @@ def measure(
                     "a few seconds here",
                 )
             )
+        # Whether the ISRs were ever short and the leaders ever off their preferred replica
+        # from the fault on: a duration "until whole again" is only one when they were not.
         replay = Replay.of(before)
         isr_at: float | None = None
         pref_at: float | None = None
+        isr_shrank = not replay.isr_full()
+        moved_off = not replay.preferred()
         for e in sorted(events, key=lambda e: e.ts):
             replay.apply(e)
+            if e.ts < fault.ts:
+                isr_shrank, moved_off = not replay.isr_full(), not replay.preferred()
+                continue
+            isr_shrank = isr_shrank or not replay.isr_full()
+            moved_off = moved_off or not replay.preferred()
             if e.ts < restore.ts:
                 continue
             if isr_at is None and replay.isr_full():
@@ -333,21 +365,27 @@ def measure(
         out.append(
             Measurement(
                 "restore -> ISR fully restored",
-                isr_at,
+                isr_at if isr_shrank else None,
                 f"once the {'resumed' if resumed else 'restarted'} broker has caught up "
                 "(seconds with little data behind)",
+                ""
+                if isr_shrank
+                else "ISR never shrank: the broker was back before it left the ISR",
             )
         )
         out.append(
             Measurement(
                 "restore -> preferred leaders back",
-                pref_at,
+                pref_at if moved_off else None,
                 "within leader.imbalance.check.interval.seconds = "
                 f"{cfg.leader_imbalance_check_s} s "
                 "after it is back in sync (auto.leader.rebalance.enable, imbalance > 10 %)"
                 if cfg.auto_leader_rebalance
                 else "never by itself: auto.leader.rebalance.enable is "
                 "false (use a preferred leader election)",
+                ""
+                if moved_off
+                else "leaders never moved: every partition kept its preferred leader",
             )
         )
     return out

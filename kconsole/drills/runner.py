@@ -38,6 +38,19 @@ from kconsole.models import BrokerConfig, BrokerState, ClusterMode, ClusterSnaps
 from kconsole.observer import ClusterObserver
 from kconsole.timeline import Event, EventKind
 
+# The state a restore leaves its node in.
+_RESTORED = {BrokerAction.START: ProcState.RUNNING, BrokerAction.RESUME: ProcState.RUNNING}
+
+
+# A restore that fails (a `docker start` refused, a broker that did not register) is tried
+# again: up to RESTORE_ATTEMPTS times, a short backoff between them (doubling), and no new
+# attempt once RESTORE_DEADLINE_S have passed since the first. One that still fails does not end
+# the drill: the workload is stopped and audited as usual, and the report says which node was
+# not restored, why, and what to run.
+RESTORE_ATTEMPTS = 3
+RESTORE_BACKOFF_S = 1.0
+RESTORE_DEADLINE_S = 60.0
+
 
 class DrillRunner:
     """Runs one drill; see the module docstring. Build it through Commands.drill_run."""
@@ -141,6 +154,77 @@ class DrillRunner:
             )
         return event
 
+    def _restore(self, action: BrokerAction, nodes: tuple[int, ...]) -> tuple[Event, list[str]]:
+        """Restore every node (at once when several), each retried (RESTORE_ATTEMPTS); the
+        ACTION event and, per node not restored, what happened and what to run."""
+        text = f"{action.value} " + ", ".join(self._label(n) for n in nodes)
+        event = Event(time.time(), EventKind.ACTION, text, broker=nodes[0], new=action.value)
+        self._acted_at = time.monotonic()
+        self.observer.record(event)
+        failed: dict[int, str] = {}
+
+        def one(n: int) -> None:
+            why = self._restore_one(action, n)
+            if why:
+                failed[n] = why
+
+        if len(nodes) == 1:
+            one(nodes[0])
+        else:
+            threads = [threading.Thread(target=one, args=(n,)) for n in nodes]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        return event, [failed[n] for n in nodes if n in failed]
+
+    def _restore_one(self, action: BrokerAction, node: int) -> str:
+        """'' once `node` is restored; else why not, and what the user must run."""
+        label = self._label(node)
+        deadline = time.monotonic() + RESTORE_DEADLINE_S
+        backoff = RESTORE_BACKOFF_S
+        errors: list[str] = []
+        for attempt in range(1, RESTORE_ATTEMPTS + 1):
+            try:
+                said = self.act(action, node)
+            except Exception as exc:  # every failure is said, and retried
+                errors.append(f"attempt {attempt}: {exc}")
+                self.say(f"{action.value} {label} failed (attempt {attempt}): {exc}")
+            else:
+                again = f" (attempt {attempt})" if attempt > 1 else ""
+                self.say(f"{action.value} {label}{again}: {said}")
+                return ""
+            if attempt == RESTORE_ATTEMPTS or time.monotonic() + backoff > deadline:
+                break
+            if self._state(node) is _RESTORED[action]:
+                break  # its process runs: another start would only be refused
+            time.sleep(backoff)  # a short backoff before the next attempt
+            backoff *= 2
+        return (
+            f"{label} was NOT restored ({action.value} failed {len(errors)} time"
+            f"{'s' if len(errors) > 1 else ''}: {'; '.join(errors)}); it is "
+            f"{self._state_text(node)}. Run `{self._command(action, node)}`"
+        )
+
+    def _state(self, node: int) -> ProcState | None:
+        try:
+            nodes = getattr(self.control, "node_states", None)
+            states = nodes() if nodes is not None else self.control.states()
+        except Exception:  # only a hint
+            return None
+        return states.get(node)
+
+    def _state_text(self, node: int) -> str:
+        state = self._state(node)
+        return state.value if state is not None else "in an unknown state"
+
+    def _command(self, action: BrokerAction, node: int) -> str:
+        """The command line that restores `node` on this backend."""
+        snap = self._latest
+        name = str(node) if snap is None or snap.broker(node) is not None else f"controller:{node}"
+        backend = "docker" if self.control.name == "docker" else "local"
+        return f"kconsole --backend {backend} cluster {action.value} {name}"
+
     def run(self) -> DrillReport:
         spec = self.spec
         started = datetime.now(tz=UTC).isoformat(timespec="seconds")
@@ -235,7 +319,9 @@ class DrillRunner:
             fault = self._act(FAULTS[spec.fault], targets)
             fault_clock = self._acted_at
             time.sleep(spec.restore_after_s)  # the fault lasts this long, by design
-            restore = self._act(RESTORE[spec.fault], targets)
+            restore, not_restored = self._restore(RESTORE[spec.fault], targets)
+            for line in not_restored:
+                self.say(line)
             self.say(
                 ("settling: a quorum leader, every voter caught up, " if is_kraft else "settling: ")
                 + ("broker registered, " if on_brokers else "")
@@ -257,7 +343,8 @@ class DrillRunner:
                         return False
                 return full and pref
 
-            ok_settled = self._wait(settled, spec.settle_timeout_s)
+            # Nothing to wait for with a node left down: it cannot settle.
+            ok_settled = not not_restored and self._wait(settled, spec.settle_timeout_s)
             left = spec.duration_s - (time.monotonic() - t_work)
             if left > 0:
                 time.sleep(left)  # the workload runs for the requested duration
@@ -324,6 +411,7 @@ class DrillRunner:
                 ),
                 list(targets),
                 what,
+                not_restored,
             )
         finally:
             if workload is not None:

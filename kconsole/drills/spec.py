@@ -173,6 +173,13 @@ class DrillReport:
     cluster: ClusterIdentity | None = None
     targets: list[int] = field(default_factory=list)  # every node the fault hit
     target_label: str = ""  # 'controller 1001, controller 1002'; '' : broker N
+    # Per node the restore left down: what happened and what to run (empty: all restored)
+    not_restored: list[str] = field(default_factory=list)
+
+    @property
+    def restored(self) -> bool:
+        """Every node the fault hit was restored."""
+        return not self.not_restored
 
     @property
     def what(self) -> str:
@@ -195,6 +202,8 @@ class DrillReport:
             "was_controller": self.was_controller,
             "started": self.started,
             "settled": self.settled,
+            "restored": self.restored,
+            "not_restored": self.not_restored,
             "ok": self.ok,
             "cluster": None if self.cluster is None else self.cluster.to_dict(),
             "blast_radius": self.impact,
@@ -220,7 +229,9 @@ class DrillReport:
             + f") with acks={s.acks}",
             "",
             f"Started {self.started}; workload {s.rate:g} msg/s on {s.topic}; restore after "
-            f"{s.restore_after_s:g} s; {'settled' if self.settled else 'did NOT settle'}.",
+            f"{s.restore_after_s:g} s; "
+            + ("" if self.restored else "restore FAILED; ")
+            + f"{'settled' if self.settled else 'did NOT settle'}.",
             "",
             *([self.cluster.line(), ""] if self.cluster is not None else []),
             f"Times are counted from the fault ({iso(self.fault_at)}), with a sign: -1.00 s is "
@@ -228,6 +239,16 @@ class DrillReport:
             "",
             f"**Verdict: {verdict}.**",
             "",
+            *(
+                [
+                    "## RESTORE FAILED: the cluster was left degraded",
+                    "",
+                    *[f"- {line}" for line in self.not_restored],
+                    "",
+                ]
+                if self.not_restored
+                else []
+            ),
             "## Blast radius (predicted before the fault)",
             "",
             *[f"- {line}" for line in self.impact],

@@ -345,8 +345,9 @@ class SnapshotBuilder:
     ) -> tuple[Broker, ...]:
         present: dict[int, Broker] = {}
         if zk_ok and self.zk is not None:
+            listener = _client_listener(self.zk.brokers, self.admin)
             for bid, reg in self.zk.brokers.items():
-                host, port = _endpoint(reg)
+                host, port = _endpoint(reg, listener)
                 ts = reg.get("timestamp")
                 present[bid] = Broker(
                     bid, host, port, reg.get("rack"), registered_at=float(ts) / 1000 if ts else None
@@ -482,15 +483,51 @@ def _zk_partition(
     )
 
 
-def _endpoint(reg: dict[str, Any]) -> tuple[str, int]:
+def _listeners(reg: dict[str, Any]) -> list[tuple[str, str, int]]:
+    """(listener name, host, port) of each endpoint of a ZooKeeper broker registration
+    ("INTERNAL://kafka-1:29092"), in its order."""
+    out = []
+    for ep in reg.get("endpoints") or []:
+        name, sep, hostport = str(ep).partition("://")
+        if not sep:
+            name, hostport = "", name
+        h, _, p = hostport.rpartition(":")
+        if h and p.isdigit():
+            out.append((name, h.strip("[]"), int(p)))
+    return out
+
+
+def _client_listener(brokers: dict[int, dict[str, Any]], admin: AdminState | None) -> str | None:
+    """The listener the console's own clients use, by name: the one whose advertised address
+    is what the Admin API's metadata gave for that broker (a client is told the addresses of
+    the listener it connected on, so the one reachable from the bootstrap given). None when
+    no broker's metadata address is one of its registered endpoints."""
+    if admin is None:
+        return None
+    for bid, reg in sorted(brokers.items()):
+        node = admin.nodes.get(bid)
+        if node is None:
+            continue
+        for name, host, port in _listeners(reg):
+            if (host, port) == (node[0], node[1]):
+                return name
+    return None
+
+
+def _endpoint(reg: dict[str, Any], listener: str | None = None) -> tuple[str, int]:
+    """The address to show for a broker registered in ZooKeeper: its endpoint on `listener`
+    (the clients' one) when it has it, else the registration's host/port (set only for a
+    PLAINTEXT listener), else its first endpoint (often the inter-broker one)."""
+    endpoints = _listeners(reg)
+    if listener is not None:
+        for name, h, p in endpoints:
+            if name == listener:
+                return h, p
     host, port = reg.get("host"), reg.get("port")
     if host and port and int(port) > 0:
         return str(host), int(port)
-    for ep in reg.get("endpoints", []):  # SASL_SSL://host:9093 etc. when host/port are unset
-        hostport = str(ep).split("://", 1)[-1]
-        h, _, p = hostport.rpartition(":")
-        if h and p.isdigit():
-            return h.strip("[]"), int(p)
+    if endpoints:  # SASL_SSL://host:9093 etc. when host/port are unset
+        return endpoints[0][1], endpoints[0][2]
     return "?", 0
 
 

@@ -43,6 +43,7 @@ from kconsole.errors import ClusterError
 from kconsole.models import BrokerConfig, BrokerState, ClusterMode, ClusterSnapshot, SourceName
 from kconsole.observer.builder import (
     SnapshotBuilder,
+    _client_listener,
     _endpoint,
     _has_metadata,
     _same_where_equal,
@@ -329,8 +330,10 @@ class ClusterObserver:
             state = reader.read_cluster(topic_names=names)
             nodes = dict(state.nodes)
             if self.builder.zk is not None:
+                # probed where the console's clients reach it (not an inter-broker listener)
+                listener = _client_listener(self.builder.zk.brokers, state)
                 for bid, reg in self.builder.zk.brokers.items():
-                    nodes.setdefault(bid, (*_endpoint(reg), None))
+                    nodes.setdefault(bid, (*_endpoint(reg, listener), None))
             with self._lock:
                 regs = self.builder.registrations
                 kraft = self.builder.mode is ClusterMode.KRAFT

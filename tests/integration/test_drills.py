@@ -199,3 +199,29 @@ def test_cli_drill_bad_target(healthy: LocalCluster, tmp_path: Path) -> None:
     assert res.exit_code == 1
     assert "partition nope/0 does not exist" in res.output
     assert not (tmp_path / "x.json").exists()
+
+
+def test_pause_resumed_before_the_session_expires(healthy: LocalCluster, zk: KazooClient) -> None:
+    """Resumed after 2 s, before zookeeper.session.timeout.ms (6 s) and replica.lag.time.max.ms
+    (10 s): the broker never left ZooKeeper nor any ISR, and the report says so rather than
+    'ISR fully restored: 0.00 s' (issue 28)."""
+    try:
+        report = run(healthy, "pause", "broker:2", restore_after=2)
+        assert report.ok, report.audit.markdown()
+        assert report.settled and report.restored
+        target = report.target_broker
+        assert not [
+            e
+            for e in report.events
+            if e.kind in (EventKind.BROKER_LEFT, EventKind.ISR_SHRANK)
+            and (e.broker == target or (e.kind is EventKind.ISR_SHRANK and target not in e.new))
+        ]
+        m = {x.name: x for x in report.measurements}
+        isr = m["restore -> ISR fully restored"]
+        assert isr.seconds is None
+        assert isr.note == "ISR never shrank: the broker was back before it left the ISR"
+        assert m["restore -> preferred leaders back"].seconds is None
+        assert "never left ZooKeeper" in m["restore -> broker registered again"].note
+        assert "ISR never shrank" in report.markdown()
+    finally:
+        restore(healthy, zk)

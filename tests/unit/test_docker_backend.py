@@ -830,3 +830,264 @@ def test_auto_with_another_local_cluster_and_no_engine(tmp_path: Path) -> None:
         reason
     )
     assert "no Docker engine" in reason
+
+
+# ------------------------------------------------------------------------------------------
+# Reported done only for an effect seen (issue 28): a start is its broker registered
+# ------------------------------------------------------------------------------------------
+
+
+class Clock:
+    """monotonic() and sleep() that advance together (no real waiting)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.slept: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, s: float) -> None:
+        self.slept.append(s)
+        self.now += s
+
+
+def test_start_is_done_once_the_broker_registers_by_a_new_session(engine: Engine) -> None:
+    set_status(engine, "kconsole-kafka-2-1", "exited")
+    clock = Clock()
+    reads: list[dict[int, int | None]] = [
+        {1: 11, 3: 13},  # before the start
+        {1: 11, 3: 13},  # not yet
+        {1: 11, 3: 13},
+        {1: 11, 2: 0x22, 3: 13},
+    ]
+
+    def registrations() -> dict[int, int | None]:
+        return reads.pop(0) if len(reads) > 1 else reads[0]
+
+    control = DockerBrokerControl(
+        FakeDockerClient(engine),
+        registrations=registrations,
+        sleep=clock.sleep,
+        monotonic=clock.monotonic,
+    )
+    message = control.act(BrokerAction.START, 2)
+    assert "registered in ZooKeeper after 0.5 s" in message and "session 0x22" in message
+    assert len(clock.slept) == 2
+
+
+def test_start_never_registering_is_an_error_at_the_deadline(engine: Engine) -> None:
+    set_status(engine, "kconsole-kafka-2-1", "exited")
+    clock = Clock()
+    control = DockerBrokerControl(
+        FakeDockerClient(engine),
+        registrations=lambda: {1: 11, 3: 13},
+        register_timeout=5.0,
+        sleep=clock.sleep,
+        monotonic=clock.monotonic,
+    )
+    with pytest.raises(ClusterError, match="did not register in ZooKeeper within 5 s"):
+        control.act(BrokerAction.START, 2)
+    assert clock.now - 1000.0 == pytest.approx(5.0, abs=0.3)
+
+
+def test_a_stale_registration_is_not_the_started_broker(engine: Engine) -> None:
+    """Registered before the start by the old session: not the new broker registering."""
+    set_status(engine, "kconsole-kafka-2-1", "exited")
+    clock = Clock()
+    control = DockerBrokerControl(
+        FakeDockerClient(engine),
+        registrations=lambda: {2: 0x99},
+        register_timeout=2.0,
+        sleep=clock.sleep,
+        monotonic=clock.monotonic,
+    )
+    with pytest.raises(ClusterError, match="did not register"):
+        control.act(BrokerAction.START, 2)
+
+
+def test_start_whose_container_exits_before_registering_is_an_error(engine: Engine) -> None:
+    set_status(engine, "kconsole-kafka-2-1", "exited")
+    clock = Clock()
+
+    def registrations() -> dict[int, int | None]:
+        if clock.slept:  # the broker exits (its id is still taken, say) after the start
+            set_status(engine, "kconsole-kafka-2-1", "exited")
+        return {}
+
+    control = DockerBrokerControl(
+        FakeDockerClient(engine),
+        registrations=registrations,
+        sleep=clock.sleep,
+        monotonic=clock.monotonic,
+    )
+    with pytest.raises(ClusterError, match=r"is exited .* before it registered"):
+        control.act(BrokerAction.START, 2)
+
+
+@pytest.mark.parametrize(
+    ("action", "before", "stays"),
+    [
+        (BrokerAction.PAUSE, "running", "running"),
+        (BrokerAction.RESUME, "paused", "paused"),
+        (BrokerAction.KILL, "running", "running"),
+    ],
+)
+def test_an_action_without_its_effect_is_an_error(
+    engine: Engine,
+    control: DockerBrokerControl,
+    action: BrokerAction,
+    before: str,
+    stays: str,
+) -> None:
+    set_status(engine, "kconsole-kafka-2-1", before)
+    real_apply = engine.apply
+
+    def no_effect(a: str, cid: str, args: dict[str, Any]) -> tuple[int, str]:
+        result = real_apply(a, cid, args)
+        engine.by_id[cid]["State"] = state_of(stays)
+        return result
+
+    engine.apply = no_effect  # type: ignore[method-assign]
+    with pytest.raises(ClusterError, match=f"container kconsole-kafka-2-1 is {stays}"):
+        control.act(action, 2)
+
+
+# ------------------------------------------------------------------------------------------
+# `kconsole --backend docker cluster ...`: the broker commands act on the containers (issue 28)
+# ------------------------------------------------------------------------------------------
+
+
+def docker_cli(tmp_path: Path, *args: str) -> tuple[int, str, list[dict[str, Any]]]:
+    """`kconsole --backend docker cluster --state-dir <empty> ARGS`; (exit, output, audit)."""
+    from click.testing import CliRunner
+
+    from kconsole.cli import main
+    from kconsole.commands.auditlog import AuditLog
+
+    env = {"KCONSOLE_STATE_DIR": str(tmp_path / "state"), "KCONSOLE_CONFIG": ""}
+    res = CliRunner().invoke(
+        main,
+        [
+            "--backend",
+            "docker",
+            "--bootstrap",
+            "127.0.0.1:9",
+            "--zookeeper",
+            "127.0.0.1:9",
+            "cluster",
+            "--state-dir",
+            str(tmp_path / "local"),  # no local cluster there: it must not matter
+            *args,
+        ],
+        env=env,
+    )
+    return res.exit_code, res.output, list(AuditLog(tmp_path / "state" / "audit.jsonl").entries())
+
+
+@pytest.fixture
+def zk_regs(monkeypatch: pytest.MonkeyPatch) -> dict[int, int | None]:
+    """What ZooKeeper says is registered, for the docker backend's start (no ZooKeeper runs)."""
+    regs: dict[int, int | None] = {1: 0x11, 3: 0x13}
+    monkeypatch.setattr(
+        "kconsole.cluster.backends.zk_registrations", lambda _zk, timeout=5.0: lambda: regs
+    )
+    return regs
+
+
+@pytest.mark.parametrize(
+    ("action", "before", "post", "after"),
+    [
+        ("stop", "running", "stop", "exited"),
+        ("kill", "running", "kill", "exited"),
+        ("pause", "running", "pause", "paused"),
+        ("resume", "paused", "unpause", "running"),
+    ],
+)
+def test_cli_broker_commands_act_on_the_containers(
+    engine: Engine,
+    server: FakeEngineServer,
+    tmp_path: Path,
+    action: str,
+    before: str,
+    post: str,
+    after: str,
+) -> None:
+    set_status(engine, "kconsole-kafka-2-1", before)
+    code, out, audit = docker_cli(tmp_path, action, "2", "--yes")
+    assert code == 0, out
+    assert "container kconsole-kafka-2-1" in out
+    posts = [p.split("/")[2] for m, p, _q in server.requests if m == "POST"]
+    assert posts == [post]
+    assert engine.find("kconsole-kafka-2-1")["State"]["Status"] == after
+    assert not (tmp_path / "local").exists()  # the local cluster's state dir was not read
+    (line,) = audit
+    assert (line["command"], line["target"], line["outcome"]) == (
+        f"broker.{action}",
+        "broker 2",
+        "done",
+    )
+    assert "kconsole-kafka-2-1" in line["result"]["said"]
+
+
+def test_cli_start_is_done_once_registered(
+    engine: Engine, server: FakeEngineServer, tmp_path: Path, zk_regs: dict[int, int | None]
+) -> None:
+    set_status(engine, "kconsole-kafka-2-1", "exited")
+    real_apply = engine.apply
+
+    def registers(action: str, cid: str, args: dict[str, Any]) -> tuple[int, str]:
+        out = real_apply(action, cid, args)
+        if action == "start":
+            zk_regs[2] = 0x22  # the broker registers once its container runs
+        return out
+
+    engine.apply = registers  # type: ignore[method-assign]
+    code, out, audit = docker_cli(tmp_path, "start", "broker:2")
+    assert code == 0, out
+    assert "registered in ZooKeeper" in out and "session 0x22" in out
+    assert audit[0]["outcome"] == "done" and "registered" in audit[0]["result"]["said"]
+
+
+def test_cli_failure_is_said_and_logged_failed(
+    engine: Engine, server: FakeEngineServer, tmp_path: Path
+) -> None:
+    code, out, audit = docker_cli(tmp_path, "resume", "2")  # running: not paused
+    assert code == 1
+    assert "broker 2 is not paused (container kconsole-kafka-2-1 is running)" in out
+    assert [(e["command"], e["outcome"]) for e in audit] == [("broker.resume", "failed")]
+    assert "not paused" in audit[0]["error"]
+    assert not [r for r in server.requests if r[0] == "POST"]
+
+
+def test_cli_without_the_compose_project_refuses(tmp_path: Path) -> None:
+    code, out, audit = docker_cli(tmp_path, "stop", "2", "--yes")  # DOCKER_HOST: no engine
+    assert code == 1
+    assert "broker control is not available: no Docker engine" in out
+    assert [(e["command"], e["outcome"]) for e in audit] == [("broker.stop", "refused")]
+
+
+@pytest.mark.parametrize(
+    ("sub", "instead"),
+    [
+        (["up"], "make compose-up"),
+        (["down"], "make compose-down"),
+        (["status"], "docker compose -f compose/docker-compose.yml ps"),
+        (["logs", "2"], "docker compose -f compose/docker-compose.yml logs"),
+    ],
+)
+def test_cli_local_only_commands_say_what_to_run_instead(
+    tmp_path: Path, sub: list[str], instead: str
+) -> None:
+    code, out, audit = docker_cli(tmp_path, *sub)
+    assert code == 1
+    assert "the backend is docker" in out and instead in out
+    assert not (tmp_path / "local").exists() and audit == []
+
+
+def test_cli_a_controller_node_is_not_a_compose_broker(
+    engine: Engine, server: FakeEngineServer, tmp_path: Path
+) -> None:
+    code, out, audit = docker_cli(tmp_path, "stop", "controller:1001", "--yes")
+    assert code == 1 and "docker compose cluster runs in ZooKeeper mode" in out
+    assert audit == [] and not [r for r in server.requests if r[0] == "POST"]

@@ -145,3 +145,50 @@ def test_the_restore_prediction_fits_the_restore() -> None:
     assert "log recovery after the kill" in _registered("kill", "start", left=True).predicted
     stopped = _registered("stop", "start", left=True).predicted
     assert stopped.startswith("JVM start-up (a clean shutdown leaves no log to recover)")
+
+
+def _early_resume(target: int = 2, *, kraft: bool = False) -> dict[str, Measurement]:
+    """A pause resumed before the session expired: nothing left, nothing moved (issue 28)."""
+    fault = _ev(200.0, EventKind.ACTION, broker=target, new="pause")
+    restore = _ev(202.0, EventKind.ACTION, broker=target, new="resume")
+    cfg = BrokerConfig(6000, 10000, 30, election_timeout_ms=1000 if kraft else None)
+    events = [fault, restore, _ev(202.1, EventKind.BROKER_STATE, broker=target, new="up")]
+    out = measure(_before(), events, fault=fault, target=target, restore=restore, config=cfg)
+    return {x.name: x for x in out}
+
+
+def test_an_isr_that_never_shrank_is_said_not_zero() -> None:
+    m = _early_resume()
+    isr = m["restore -> ISR fully restored"]
+    assert isr.seconds is None  # was 0.00 s
+    assert isr.note == "ISR never shrank: the broker was back before it left the ISR"
+    pref = m["restore -> preferred leaders back"]
+    assert pref.seconds is None and "leaders never moved" in pref.note
+    led = m["fault -> every partition it led (1) has a leader again"]
+    assert led.seconds is None and "back before it lost their leadership" in led.note
+    out = m["fault -> out of every ISR it was in (2)"]
+    assert out.seconds is None and "never left any ISR: restored before it was removed" in out.note
+
+
+def test_a_kraft_broker_never_fenced_is_said() -> None:
+    m = _early_resume(kraft=True)
+    unfenced = m["restore -> broker unfenced"]
+    assert unfenced.seconds is None
+    assert unfenced.note == "never fenced: it was back before the controller fenced it"
+    assert m["restore -> ISR fully restored"].note.startswith("ISR never shrank")
+
+
+def test_an_isr_that_shrank_and_came_back_is_still_measured() -> None:
+    fault = _ev(200.0, EventKind.ACTION, broker=3, new="pause")
+    restore = _ev(215.0, EventKind.ACTION, broker=3, new="resume")
+    events = [
+        fault,
+        _ev(210.0, EventKind.ISR_SHRANK, topic="t", partition=0, old=[1, 2, 3], new=[1, 2]),
+        restore,
+        _ev(217.5, EventKind.ISR_EXPANDED, topic="t", partition=0, old=[1, 2], new=[1, 2, 3]),
+    ]
+    m = {x.name: x for x in measure(_before(), events, fault=fault, target=3, restore=restore)}
+    isr = m["restore -> ISR fully restored"]
+    assert isr.seconds == pytest.approx(2.5) and isr.note == ""
+    # The leaders never moved off their preferred replicas: not a 0.00 s either.
+    assert m["restore -> preferred leaders back"].seconds is None

@@ -6,6 +6,7 @@ import dataclasses
 import itertools
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -442,3 +443,52 @@ def test_a_registration_whose_port_stays_shut_becomes_unreachable() -> None:
     b.build(200.0)
     b.zk = zk_state()
     assert b.build(201.0).broker(2).state is BrokerState.UP  # type: ignore[union-attr]
+
+
+# A broker registration as Kafka 3.9 writes it in ZooKeeper with two named listeners (the
+# docker compose cluster's): host/port are unset (no PLAINTEXT listener) and the first endpoint
+# is the inter-broker one, which the host cannot reach.
+def _two_listener_reg(i: int) -> dict[str, object]:
+    raw = (
+        '{"features":{},"listener_security_protocol_map":{"INTERNAL":"PLAINTEXT",'
+        '"EXTERNAL":"PLAINTEXT"},"endpoints":["INTERNAL://kafka-ID:29092",'
+        '"EXTERNAL://127.0.0.1:PORT"],"jmx_port":-1,"port":-1,"host":null,'
+        '"version":5,"timestamp":"1700000000000"}'
+    )
+    return json.loads(raw.replace("ID", str(i)).replace("PORT", str(19091 + i)))
+
+
+def _two_listener_zk() -> ZkState:
+    return replace(zk_state(), brokers={i: _two_listener_reg(i) for i in (1, 2, 3)})
+
+
+def test_describe_shows_the_listener_the_clients_use_not_the_internal_one() -> None:
+    b = SnapshotBuilder(use_zookeeper=True)
+    admin = admin_state()  # the metadata the console's client got: EXTERNAL addresses
+    b.zk, b.admin = _two_listener_zk(), replace(admin, nodes={1: admin.nodes[1]})
+    b.health[SourceName.ZOOKEEPER].success(1.0)
+    b.health[SourceName.ADMIN].success(1.0)
+    # Brokers 2 and 3 are not in the metadata: the listener learnt from broker 1 serves them.
+    assert [br.address for br in b.build(100.0).brokers] == [
+        "127.0.0.1:19092",
+        "127.0.0.1:19093",
+        "127.0.0.1:19094",
+    ]
+
+
+def test_two_listeners_without_the_admin_api_show_the_first_endpoint() -> None:
+    b = SnapshotBuilder(use_zookeeper=True)
+    b.zk = _two_listener_zk()
+    b.health[SourceName.ZOOKEEPER].success(1.0)
+    assert b.build(100.0).broker(1).address == "kafka-1:29092"  # nothing says which is ours
+
+
+def test_a_client_listener_that_a_broker_lacks_falls_back_to_its_own_endpoints() -> None:
+    from kconsole.observer.builder import _client_listener, _endpoint
+
+    regs = {i: _two_listener_reg(i) for i in (1, 2)}
+    assert _client_listener(regs, admin_state()) == "EXTERNAL"
+    assert _client_listener(regs, replace(admin_state(), nodes={})) is None
+    assert _endpoint(regs[2], "EXTERNAL") == ("127.0.0.1", 19093)
+    assert _endpoint(regs[2], "SSL") == ("kafka-2", 29092)
+    assert _endpoint(REG[1], "EXTERNAL") == ("127.0.0.1", 19092)  # host/port set, no endpoints

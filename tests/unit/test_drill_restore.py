@@ -1,0 +1,194 @@
+"""A restore that fails is retried, and one that still fails is reported (issue 28)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kconsole.cli import main as cli
+from kconsole.cluster.control import BrokerAction
+from kconsole.cluster.procs import ProcState
+from kconsole.config import Settings
+from kconsole.drills import runner as runner_mod
+from kconsole.drills.audit import check
+from kconsole.drills.runner import RESTORE_ATTEMPTS, DrillRunner
+from kconsole.drills.spec import DrillReport, DrillSpec
+from kconsole.errors import ClusterError
+from kconsole.timeline import Event, EventKind
+
+
+class Control:
+    """A backend whose starts fail `failures` times, then succeed."""
+
+    def __init__(self, name: str = "docker", failures: int = 0) -> None:
+        self.name = name
+        self.failures = failures
+        self.state = ProcState.STOPPED
+        self.calls: list[tuple[BrokerAction, int]] = []
+
+    def states(self) -> dict[int, ProcState]:
+        return {1: ProcState.RUNNING, 2: self.state, 3: ProcState.RUNNING}
+
+    def act(self, action: BrokerAction, broker_id: int, progress: object = None) -> str:
+        self.calls.append((action, broker_id))
+        if self.failures:
+            self.failures -= 1
+            raise ClusterError(
+                f"docker could not start broker {broker_id} (container kconsole-kafka-2-1): "
+                "driver failed programming external connectivity (HTTP 500)"
+            )
+        self.state = ProcState.RUNNING
+        return f"broker {broker_id} started and registered in ZooKeeper after 3.1 s"
+
+
+@pytest.fixture(autouse=True)
+def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    slept: list[float] = []
+    monkeypatch.setattr(runner_mod.time, "sleep", slept.append)
+    return slept
+
+
+def runner(control: Control, said: list[str]) -> DrillRunner:
+    spec = DrillSpec("kill", "broker:2", duration_s=30, restore_after_s=10)
+    return DrillRunner(
+        Settings(),
+        control,  # type: ignore[arg-type]
+        spec,
+        act=control.act,
+        confirm=lambda _p, _e: True,
+        progress=said.append,
+    )
+
+
+def test_a_failed_start_is_retried_after_a_short_backoff(quick_backoff: list[float]) -> None:
+    control, said = Control(failures=1), []
+    event, not_restored = runner(control, said)._restore(BrokerAction.START, (2,))
+    assert not_restored == []
+    assert control.calls == [(BrokerAction.START, 2)] * 2
+    assert quick_backoff == [runner_mod.RESTORE_BACKOFF_S]
+    assert event.kind is EventKind.ACTION and event.new == "start"
+    assert any("failed (attempt 1)" in line and "HTTP 500" in line for line in said)
+    assert any("(attempt 2): broker 2 started and registered" in line for line in said)
+
+
+def test_a_start_that_keeps_failing_says_which_node_why_and_what_to_run(
+    quick_backoff: list[float],
+) -> None:
+    control, said = Control(failures=99), []
+    _event, not_restored = runner(control, said)._restore(BrokerAction.START, (2,))
+    assert len(control.calls) == RESTORE_ATTEMPTS  # bounded
+    assert quick_backoff == [1.0, 2.0]  # doubling, between attempts only
+    (line,) = not_restored
+    assert line.startswith("broker 2 was NOT restored (start failed 3 times: attempt 1: ")
+    assert "external connectivity (HTTP 500)" in line
+    assert "it is stopped" in line
+    assert line.endswith("Run `kconsole --backend docker cluster start 2`")
+
+
+def test_no_new_attempt_after_the_deadline(
+    monkeypatch: pytest.MonkeyPatch, quick_backoff: list[float]
+) -> None:
+    monkeypatch.setattr(runner_mod, "RESTORE_DEADLINE_S", 0.5)  # less than the first backoff
+    control = Control(failures=99)
+    _event, not_restored = runner(control, [])._restore(BrokerAction.START, (2,))
+    assert len(control.calls) == 1 and quick_backoff == []
+    assert "start failed 1 time: attempt 1" in not_restored[0]
+
+
+def test_a_process_already_running_is_not_started_again(quick_backoff: list[float]) -> None:
+    """A start that ran the process but was not verified (never registered): another start
+    would only be refused, so the failure is reported as it is."""
+
+    class Unverified(Control):
+        def act(self, action: BrokerAction, broker_id: int, progress: object = None) -> str:
+            self.calls.append((action, broker_id))
+            self.state = ProcState.RUNNING
+            raise ClusterError("broker 2 did not register in ZooKeeper within 90 s")
+
+    control = Unverified(name="local")
+    _event, not_restored = runner(control, [])._restore(BrokerAction.START, (2,))
+    assert len(control.calls) == 1 and quick_backoff == []
+    assert "did not register" in not_restored[0] and "it is running" in not_restored[0]
+    assert "`kconsole --backend local cluster start 2`" in not_restored[0]
+
+
+def test_several_nodes_each_retried_and_reported_alone(quick_backoff: list[float]) -> None:
+    class Two(Control):
+        def states(self) -> dict[int, ProcState]:
+            return {1: ProcState.RUNNING, 2: ProcState.RUNNING, 3: ProcState.PAUSED}
+
+        def act(self, action: BrokerAction, broker_id: int, progress: object = None) -> str:
+            self.calls.append((action, broker_id))
+            if broker_id == 3:
+                raise ClusterError("no such container")
+            return f"broker {broker_id} resumed"
+
+    control = Two()
+    _event, not_restored = runner(control, [])._restore(BrokerAction.RESUME, (2, 3))
+    assert control.calls.count((BrokerAction.RESUME, 2)) == 1
+    assert control.calls.count((BrokerAction.RESUME, 3)) == RESTORE_ATTEMPTS
+    (line,) = not_restored
+    assert line.startswith("broker 3 was NOT restored (resume failed 3 times")
+
+
+def _report(not_restored: list[str]) -> DrillReport:
+    fault = Event(1000.0, EventKind.ACTION, "kill broker 2", broker=2, new="kill")
+    audit = check([], [], [], send_times=(0.0, 10.0), origin=2.0, origin_name="the fault")
+    spec = DrillSpec("kill", "broker:2", duration_s=30, restore_after_s=10)
+    return DrillReport(
+        spec,
+        2,
+        False,
+        "2026-11-26T06:00:00+00:00",
+        fault.ts,
+        [],
+        [],
+        audit,
+        [fault],
+        False,
+        not_restored=not_restored,
+    )
+
+
+def test_the_report_says_the_restore_failed() -> None:
+    line = "broker 2 was NOT restored (start failed 3 times: ...). Run `kconsole cluster start 2`"
+    report = _report([line])
+    assert not report.restored
+    md = report.markdown()
+    assert "## RESTORE FAILED: the cluster was left degraded" in md and f"- {line}" in md
+    assert "restore FAILED; did NOT settle." in md
+    doc = report.to_dict()
+    assert doc["restored"] is False and doc["not_restored"] == [line]
+    assert _report([]).to_dict()["restored"] is True
+    assert "RESTORE FAILED" not in _report([]).markdown()
+
+
+@pytest.mark.parametrize(("not_restored", "code"), [([], 0), (["broker 2 was NOT restored"], 1)])
+def test_drill_run_exits_1_when_a_node_was_not_restored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, not_restored: list[str], code: int
+) -> None:
+    from kconsole.commands import Commands
+
+    monkeypatch.setattr(
+        Commands, "drill_run", lambda self, spec, confirm, progress=None: _report(not_restored)
+    )
+    env = {"KCONSOLE_STATE_DIR": str(tmp_path / "state"), "KCONSOLE_CONFIG": ""}
+    res = CliRunner().invoke(
+        cli,
+        [
+            "drill",
+            "run",
+            "--fault",
+            "kill",
+            "--target",
+            "broker:2",
+            "--yes",
+            "--report",
+            str(tmp_path / "r.json"),
+        ],
+        env=env,
+    )
+    assert res.exit_code == code, res.output
+    assert ("RESTORE FAILED: broker 2 was NOT restored" in res.output) == bool(not_restored)
