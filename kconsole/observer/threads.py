@@ -322,6 +322,7 @@ class ClusterObserver:
 
     def _poll_admin(self, reader: AdminReader, publish: bool = True) -> None:
         read: AdminState | None = None  # KRaft: whose short partitions' ELR to read after
+        settings_from: tuple[AdminState, dict[int, bool]] | None = None  # configs, read after
         try:
             with self._lock:
                 tree = self.builder.zk
@@ -340,9 +341,8 @@ class ClusterObserver:
             for bid, r in (regs or {}).items():  # fenced brokers are not in the metadata
                 nodes.setdefault(bid, (r.host, r.port, r.rack))
             reach = {bid: reachable(h, p) for bid, (h, p, _r) in nodes.items()}
-            config = self._broker_config(reader, state, reach)
+            settings_from = (state, reach)
             with self._lock:
-                self.builder.broker_config = config
                 if kraft:  # the last ELR read stands only where the ISR is still short
                     short = _short(state)
                     self.builder.elr = {k: v for k, v in self.builder.elr.items() if k in short}
@@ -369,6 +369,16 @@ class ClusterObserver:
                 changed = elr != self.builder.elr
                 if changed:
                     self.builder.elr = elr
+            if changed and publish:
+                self._publish()
+        if settings_from is not None:
+            # After the publish too, for the same reason: the brokers' settings (re-read every
+            # config_refresh_s) are asked of the controller first, which in KRaft's metadata is
+            # a random broker -- a paused one held a poll, and the leaders it carried, 10 s.
+            config = self._broker_config(reader, *settings_from)
+            with self._lock:
+                changed = config != self.builder.broker_config
+                self.builder.broker_config = config
             if changed and publish:
                 self._publish()
 
