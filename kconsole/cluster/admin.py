@@ -71,7 +71,11 @@ class AdminReader:
         self._known_servers: list[str] = []
 
     def read_cluster(
-        self, config_refresh_s: float = 30.0, *, topic_names: Sequence[str] | None = None
+        self,
+        config_refresh_s: float = 30.0,
+        *,
+        topic_names: Sequence[str] | None = None,
+        refresh_stale: bool = True,
     ) -> AdminState:
         """Brokers, controller and every topic's partitions; min.insync.replicas per topic.
 
@@ -85,15 +89,20 @@ class AdminReader:
         partitions are not read: the brokers, the controller and the cluster id come from one
         DescribeCluster (kafka-python), whose cost does not grow with the partitions (the
         whole metadata of 2,000 partitions, every second, was a third of the idle console's
-        CPU). `topics` is None then. If that request fails, the whole metadata is read."""
+        CPU). `topics` is None then. If that request fails, the whole metadata is read.
+
+        With `refresh_stale=False` the racks and min.insync.replicas older than
+        `config_refresh_s` are not read again here (only those of new brokers and topics):
+        the caller does it with `refresh_configs` after it has used the metadata. They are
+        kafka-python requests to any broker, and a paused one holds them for the timeout."""
         if topic_names is not None:
             try:
-                return self._read_brokers(config_refresh_s, topic_names)
+                return self._read_brokers(config_refresh_s, topic_names, refresh_stale)
             except ClusterError as exc:
                 log.debug("DescribeCluster: %s; reading the whole metadata", exc)
         md = self._metadata()
         self._known_servers = [f"{b.host}:{b.port}" for b in md.brokers.values() if b.host]
-        stale = time.monotonic() - self._configs_at > config_refresh_s
+        stale = refresh_stale and time.monotonic() - self._configs_at > config_refresh_s
         if stale or set(md.brokers) - set(self._racks):
             self._read_racks()
         nodes = {b.id: (b.host or "?", b.port, self._racks.get(b.id)) for b in md.brokers.values()}
@@ -133,7 +142,9 @@ class AdminReader:
                 self.admin = AdminClient(admin_config(self.config, self.timeout_s))
         raise AssertionError("unreachable")  # the last attempt returns or raises
 
-    def _read_brokers(self, config_refresh_s: float, topic_names: Sequence[str]) -> AdminState:
+    def _read_brokers(
+        self, config_refresh_s: float, topic_names: Sequence[str], refresh_stale: bool = True
+    ) -> AdminState:
         desc = self._kp_call("describe_cluster")
         brokers = desc.get("brokers") or ()
         if not brokers:
@@ -146,9 +157,19 @@ class AdminReader:
         self._known_servers = [f"{h}:{p}" for h, p, _r in nodes.values() if h != "?"]
         controller = desc.get("controller_id")
         controller = int(controller) if controller is not None and int(controller) >= 0 else None
-        stale = time.monotonic() - self._configs_at > config_refresh_s
+        stale = refresh_stale and time.monotonic() - self._configs_at > config_refresh_s
         min_isr = self._min_isr_of(sorted(topic_names), stale)
         return AdminState(time.time(), desc.get("cluster_id"), controller, nodes, None, min_isr)
+
+    def refresh_configs(self, topics: Sequence[str], config_refresh_s: float = 30.0) -> None:
+        """Racks and min.insync.replicas of `topics` read again when older than
+        `config_refresh_s` (see read_cluster's `refresh_stale`); kept as they were when the
+        brokers do not answer."""
+        if time.monotonic() - self._configs_at <= config_refresh_s:
+            return
+        self._read_racks()
+        self._read_min_isr(sorted(topics))
+        self._configs_at = time.monotonic()
 
     def _min_isr_of(self, topics: list[str], stale: bool) -> dict[str, int]:
         """min.insync.replicas of `topics`: read for new topics, and all again when stale."""

@@ -328,7 +328,7 @@ class ClusterObserver:
                 tree = self.builder.zk
                 serves = tree is not None and self.builder.health[SourceName.ZOOKEEPER].ok
                 names = sorted(tree.topics) if serves and tree is not None else None
-            state = reader.read_cluster(topic_names=names)
+            state = reader.read_cluster(topic_names=names, refresh_stale=False)
             nodes = dict(state.nodes)
             if self.builder.zk is not None:
                 # probed where the console's clients reach it (not an inter-broker listener)
@@ -372,10 +372,13 @@ class ClusterObserver:
             if changed and publish:
                 self._publish()
         if settings_from is not None:
-            # After the publish too, for the same reason: the brokers' settings (re-read every
-            # config_refresh_s) are asked of the controller first, which in KRaft's metadata is
-            # a random broker -- a paused one held a poll, and the leaders it carried, 10 s.
-            config = self._broker_config(reader, *settings_from)
+            # After the publish too, for the same reason: every config_refresh_s the topics'
+            # min.insync.replicas and the racks are read again (kafka-python, any broker), and
+            # the brokers' settings, asked of the controller first -- in KRaft's metadata a
+            # random broker. A paused one held a poll, and the leaders it carried, 5-10 s.
+            state, reach = settings_from
+            reader.refresh_configs(sorted(state.topics or ()) or names or [])
+            config = self._broker_config(reader, state, reach)
             with self._lock:
                 changed = config != self.builder.broker_config
                 self.builder.broker_config = config

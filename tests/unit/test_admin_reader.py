@@ -213,3 +213,19 @@ def test_an_error_that_is_not_a_timeout_is_not_asked_again(reader: AdminReader) 
     with pytest.raises(KafkaException):
         reader.read_cluster()
     assert len(failing.timeouts) == 1 and reader.admin is failing
+
+
+def test_stale_configs_are_left_to_refresh_configs_when_asked(reader: AdminReader) -> None:
+    """The observer reads the metadata without the periodic config refresh (kafka-python, any
+    broker: a paused one holds it for the timeout) and refreshes after it has published."""
+    reader.read_cluster()
+    kp = reader._kp
+    assert isinstance(kp, KafkaPython)
+    asked = kp.calls
+    reader._configs_at -= 3600  # long stale
+    state = reader.read_cluster(refresh_stale=False)
+    assert kp.calls == asked and state.min_isr == {"t": 2}  # the values read before
+    reader.refresh_configs(["t"])
+    assert kp.calls == asked + 2  # racks (DescribeCluster) and min.insync.replicas
+    reader.refresh_configs(["t"])
+    assert kp.calls == asked + 2  # fresh now: not asked again

@@ -281,6 +281,7 @@ class TestSnapshot:
         }
         published: list[ClusterSnapshot] = []
         at_elr_read: list[list[ClusterSnapshot]] = []
+        at_settings_read: list[int] = []
 
         class Reader:
             state = admin_state(isr=(1,))
@@ -289,7 +290,11 @@ class TestSnapshot:
                 return self.state
 
             def read_broker_settings(self, _ids: list[int]) -> Any:
+                at_settings_read.append(len(published))
                 raise ClusterError("no broker answers")
+
+            def refresh_configs(self, topics: list[str]) -> None:
+                at_settings_read.append(len(published))
 
             def read_elr(self, _topics: list[str]) -> Any:
                 at_elr_read.append(list(published))
@@ -305,6 +310,9 @@ class TestSnapshot:
         assert {p.isr for p in first.partitions} == {(1,)}
         assert {p.elr for p in first.partitions} == {None}  # not read yet: unknown, not none
         assert len(published) == 2 and {p.elr for p in published[1].partitions} == {(2,)}
+        # The configs' refresh and the brokers' settings too come after the publish: a paused
+        # broker answers neither, and the leaders must not wait for them.
+        assert at_settings_read and min(at_settings_read) >= 1, at_settings_read
         reader.state = admin_state(isr=(1, 2, 3))
         obs._poll_admin(reader)  # type: ignore[arg-type]
         assert len(at_elr_read) == 1  # nothing short: no ELR read
