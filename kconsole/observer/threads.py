@@ -57,6 +57,8 @@ StatesFn = Callable[[], dict[int, ProcState]]
 GROUPS_HOLD_S = 2.0
 # KRaft: DescribeQuorum (and DescribeCluster) this often; small answers whatever the partitions.
 QUORUM_POLL_S = 0.4
+# ... and this often while no leader answers (an election takes a second or two).
+QUORUM_ELECTION_POLL_S = 0.1
 FEATURES_REFRESH_S = 30.0
 # Until the mode is known the quorum is asked this often (each try may wait its timeout).
 MODE_PROBE_S = 1.0
@@ -303,7 +305,13 @@ class ClusterObserver:
                 mode = self._poll_quorum(reader)
                 if mode is ClusterMode.ZOOKEEPER:
                     return  # ZooKeeper mode: its watches say everything
-                wait = QUORUM_POLL_S if mode is ClusterMode.KRAFT else MODE_PROBE_S
+                with self._lock:
+                    q = self.builder.quorum
+                    electing = q is not None and (q.leader_id is None or q.stale)
+                if mode is not ClusterMode.KRAFT:
+                    wait = MODE_PROBE_S
+                else:  # no leader answers: an election is under way, its result is the news
+                    wait = QUORUM_ELECTION_POLL_S if electing else QUORUM_POLL_S
                 self._wake_quorum.wait(wait)
                 self._wake_quorum.clear()
         finally:
