@@ -307,7 +307,9 @@ class ClusterObserver:
                     return  # ZooKeeper mode: its watches say everything
                 with self._lock:
                     q = self.builder.quorum
-                    electing = q is not None and (q.leader_id is None or q.stale)
+                    # The controllers said none leads (not merely a failed read: with every
+                    # node down that would be a busy loop of refused connections).
+                    electing = q is not None and q.leader_id is None
                 if mode is not ClusterMode.KRAFT:
                     wait = MODE_PROBE_S
                 else:  # no leader answers: an election is under way, its result is the news
