@@ -186,14 +186,15 @@ def is_zombie_pid(pid: int) -> bool:
 
 # Starts one sleeper, records it in the pid file given, and never reaps it.
 NEVER_REAPS = """
-import json, subprocess, sys, time
+import json, signal, subprocess, sys
 from pathlib import Path
 import psutil
 p = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"])
 created = psutil.Process(p.pid).create_time()
 Path(sys.argv[1]).write_text(json.dumps({"pid": p.pid, "create_time": created}))
 print("ready", flush=True)
-time.sleep(120)
+while True:  # alive until the test kills it
+    signal.pause()
 """
 
 
