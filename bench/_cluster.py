@@ -22,8 +22,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import psutil
-
 from kconsole.cluster.errors import PortInUse
 from kconsole.cluster.local import (
     LocalCluster,
@@ -32,6 +30,7 @@ from kconsole.cluster.local import (
     ephemeral_port_range,
 )
 from kconsole.cluster.procs import ProcState
+from kconsole.cluster.reaper import wait_for_exit
 from kconsole.cluster.settings import HOST
 
 # The first block tried, then one every STEP above it: brokers take base, base + 1, ...
@@ -113,12 +112,7 @@ def _start_reaper(cluster: LocalCluster, tmp: Path) -> subprocess.Popen[bytes]:
 
 def _reap(pid: int, state_dir: Path, tmp: Path) -> None:
     """Once `pid` is gone, stop what it left running (by the recorded pids) and remove `tmp`."""
-    try:
-        parent = psutil.Process(pid)
-        while parent.is_running() and parent.status() != psutil.STATUS_ZOMBIE:
-            time.sleep(0.5)
-    except psutil.Error:
-        pass
+    wait_for_exit(pid)
     LocalCluster(state_dir).down(timeout=20)
     shutil.rmtree(tmp, ignore_errors=True)
 

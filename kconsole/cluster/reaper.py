@@ -26,14 +26,19 @@ def start_reaper(state_dir: Path, pid: int | None = None) -> subprocess.Popen[by
     )
 
 
-def main(argv: list[str]) -> int:
-    pid, state_dir = int(argv[0]), Path(argv[1])
+def wait_for_exit(pid: int) -> None:
+    """Return once process `pid` has ended (or is a zombie: ended, not yet reaped)."""
     try:
         parent = psutil.Process(pid)
         while parent.is_running() and parent.status() != psutil.STATUS_ZOMBIE:
             time.sleep(0.5)
     except psutil.Error:
         pass
+
+
+def main(argv: list[str]) -> int:
+    pid, state_dir = int(argv[0]), Path(argv[1])
+    wait_for_exit(pid)
     from kconsole.cluster.backends import open_local
 
     open_local(state_dir).down(timeout=20)
