@@ -60,6 +60,7 @@ _ENGINE_ERRORS: tuple[type[Exception], ...] = (
     docker.errors.DockerException,
     requests.exceptions.RequestException,
 )
+ENGINE_ERRORS = _ENGINE_ERRORS  # for the other modules that talk to the engine (images)
 
 # Which actions fit which container status (the engine's State.Status).
 _FITS: dict[str, frozenset[BrokerAction]] = {

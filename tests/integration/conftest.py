@@ -15,10 +15,13 @@ import pytest
 from kazoo.client import KazooClient
 
 from kconsole.cluster import reaper
+from kconsole.cluster.docker import connect as docker_connect
+from kconsole.cluster.images import build_images, kafka_image
 from kconsole.cluster.kraft import KRaftCluster, KRaftUpTimes
 from kconsole.cluster.local import LocalCluster, LocalClusterSpec, partitions_fully_in_sync
 from kconsole.cluster.procs import ProcState
-from kconsole.cluster.settings import TEST_TOPIC
+from kconsole.cluster.settings import KAFKA_VERSION, KRAFT_KAFKA_VERSION, TEST_TOPIC
+from tests.integration.docker_support import Engine, NoEngine, start_engine, watched
 from tests.waiting import wait_until
 
 
@@ -208,3 +211,37 @@ def kraft_healthy(kraft: tuple[KRaftCluster, KRaftUpTimes]) -> Iterator[KRaftClu
         yield cluster
     finally:
         restore_kraft(cluster)
+
+
+# ------------------------------------------------------------------------------------------
+# A real Docker engine and the compose images (tests/integration/docker_support.py)
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def docker_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    """A Docker engine that answers: the running one, or a dockerd this run starts (installing
+    Debian's packages first on a root machine that lacks them) and stops by its PID at the end.
+    Skips, saying why, only where no engine can be started."""
+    try:
+        engine = start_engine(tmp_path_factory.mktemp("docker"))
+    except NoEngine as exc:
+        pytest.skip(f"no Docker engine: {exc}")
+    try:
+        with watched(engine, []):
+            yield engine
+    finally:
+        engine.stop()
+
+
+@pytest.fixture(scope="session")
+def docker_images(docker_engine: Engine) -> dict[str, str]:
+    """Kafka version -> the compose image, built by kconsole's own builder when missing (on a
+    JRE image built from Debian packages where no registry answers)."""
+    client = docker_connect()
+    try:
+        for line in build_images(client, (KAFKA_VERSION, KRAFT_KAFKA_VERSION)):
+            docker_engine.notes.append(line)
+    finally:
+        client.close()
+    return {v: kafka_image(v) for v in (KAFKA_VERSION, KRAFT_KAFKA_VERSION)}

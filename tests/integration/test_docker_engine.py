@@ -1,90 +1,116 @@
-"""DockerBrokerControl against a real Docker engine and compose/docker-compose.yml.
+"""The ZooKeeper compose cluster on a real Docker engine, driven through kconsole's CLI with
+`--backend docker`, as a user would after `make compose-up`.
 
-Skipped as a whole when no engine answers (docker.from_env().ping()) or the compose plugin is
-missing. The compose file publishes fixed host ports (ZooKeeper 22181, brokers 19092-19094, the
-same as the embedded local cluster), so this test cannot run alongside a local cluster or a
-`docker compose up` of the default project; it is skipped when those ports are taken. It runs
-under its own project name, kconsole-test, and always ends with `down -v`.
+The engine and the images come from the session fixtures (tests/integration/conftest.py,
+docker_support.py): a dockerd this run starts when none answers, and kconsole-kafka images
+built from the same jars as the local cluster. The project runs under its own name and on free
+host ports below the ephemeral range (the compose file's port variables), and always ends with
+`down -v`. Every outcome the CLI reports is checked against the engine (container states) and
+ZooKeeper (registrations).
 """
 
 from __future__ import annotations
 
 import json
-import shutil
-import socket
-import subprocess
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import docker
 import pytest
+from click.testing import CliRunner, Result
 from kazoo.client import KazooClient
 
-from kconsole.cluster.control import BrokerAction
-from kconsole.cluster.docker import DockerBrokerControl
-from kconsole.cluster.procs import ProcState
+from kconsole.cli.main import main as cli
+from kconsole.cluster.settings import KAFKA_VERSION, TEST_TOPIC
+from tests.integration.conftest import pick_ports
+from tests.integration.docker_support import (
+    COMPOSE_DIR,
+    ComposeProject,
+    Engine,
+    NoEngine,
+    compose_command,
+    watched,
+)
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
-try:
-    _engine = docker.from_env(timeout=10)
-    _engine.ping()
-    _engine.close()
-except Exception as exc:  # from_env() itself fails when nothing answers
-    pytest.skip(f"no Docker engine reachable: {exc}", allow_module_level=True)
-
-COMPOSE_FILE = Path(__file__).resolve().parents[2] / "compose" / "docker-compose.yml"
-PROJECT = "kconsole-test"
-HOST_PORTS = (22181, 19092, 19093, 19094)
-ZK = "127.0.0.1:22181"
 BROKERS = {1, 2, 3}
 
 
-def compose_command() -> list[str]:
-    """`docker compose` (the plugin) or the standalone `docker-compose`."""
-    if shutil.which("docker"):
-        probe = subprocess.run(["docker", "compose", "version"], capture_output=True, timeout=30)
-        if probe.returncode == 0:
-            return ["docker", "compose"]
-    if shutil.which("docker-compose"):
-        return ["docker-compose"]
-    pytest.skip("the docker compose plugin (or docker-compose) is not installed")
+class Compose:
+    """The running project: its names, ports and the clients the checks use."""
 
+    def __init__(self, project: ComposeProject, zk_port: int, ports: dict[int, int]):
+        self.project = project
+        self.zk_port = zk_port
+        self.ports = ports
+        self.bootstrap = ",".join(f"127.0.0.1:{ports[b]}" for b in sorted(ports))
+        self.zk_connect = f"127.0.0.1:{zk_port}"
+        self.engine = docker.from_env(timeout=60)
 
-def port_taken(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-def compose(cmd: list[str], *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
-    argv = [*cmd, "-f", str(COMPOSE_FILE), "-p", PROJECT, *args]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-
-
-@pytest.fixture(scope="module")
-def project() -> Iterator[str]:
-    cmd = compose_command()
-    taken = [p for p in HOST_PORTS if port_taken(p)]
-    if taken:
-        pytest.skip(
-            f"host ports {taken} are in use (a local cluster or another compose project?); "
-            "the compose file publishes fixed ports"
+    def container(self, service: str) -> docker.models.containers.Container:
+        found = self.engine.containers.list(
+            all=True,
+            filters={
+                "label": [
+                    f"com.docker.compose.project={self.project.name}",
+                    f"com.docker.compose.service={service}",
+                ]
+            },
         )
-    try:
-        # `up -d` waits for the healthchecks the brokers depend on; image pulls may take a while.
-        up = compose(cmd, "up", "-d", timeout=900)
-        assert up.returncode == 0, f"docker compose up failed:\n{up.stdout}\n{up.stderr}"
-        yield PROJECT
-    finally:
-        down = compose(cmd, "down", "-v", "--remove-orphans", timeout=300)
-        assert down.returncode == 0, f"docker compose down failed:\n{down.stderr}"
+        assert len(found) == 1, f"{service}: {[c.name for c in found]}"
+        return found[0]
+
+    def status(self, broker: int) -> str:
+        return str(self.container(f"kafka-{broker}").status)
+
+    def cli(self, *args: str, state_dir: Path) -> Result:
+        return CliRunner().invoke(
+            cli,
+            [
+                "--bootstrap",
+                self.bootstrap,
+                "--zookeeper",
+                self.zk_connect,
+                "--backend",
+                "docker",
+                "--compose-project",
+                self.project.name,
+                *args,
+            ],
+            # an empty state dir: no local cluster for kconsole to find or touch
+            env={"KCONSOLE_CLUSTER_DIR": str(state_dir), "KCONSOLE_STATE_DIR": str(state_dir)},
+            catch_exceptions=False,
+        )
 
 
 @pytest.fixture(scope="module")
-def zk(project: str) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=ZK, timeout=10)
-    client.start(timeout=120)
+def compose(docker_engine: Engine, docker_images: dict[str, str]) -> Iterator[Compose]:
+    try:
+        command = compose_command()
+    except NoEngine as exc:
+        pytest.skip(str(exc))
+    zk_port, base = pick_ports(3)
+    ports = {b: base + b - 1 for b in BROKERS}
+    env = {"KCONSOLE_ZK_PORT": str(zk_port), "KCONSOLE_KAFKA_VERSION": KAFKA_VERSION}
+    env |= {f"KCONSOLE_BROKER_{b}_PORT": str(p) for b, p in ports.items()}
+    project = ComposeProject(
+        COMPOSE_DIR / "docker-compose.yml", f"kconsole-test-{os.getpid()}", env, command
+    )
+    with watched(Engine(), [project]):
+        try:
+            project.up()
+            yield Compose(project, zk_port, ports)
+        finally:
+            project.down()
+
+
+@pytest.fixture(scope="module")
+def zk(compose: Compose) -> Iterator[KazooClient]:
+    client = KazooClient(hosts=compose.zk_connect, timeout=10)
+    client.start(timeout=60)
     try:
         yield client
     finally:
@@ -98,31 +124,130 @@ def registered(zk: KazooClient) -> set[int]:
     return {int(i) for i in zk.get_children("/brokers/ids")}
 
 
-def controller(zk: KazooClient) -> int | None:
-    if not zk.exists("/controller"):
-        return None
-    return int(json.loads(zk.get("/controller")[0])["brokerid"])
+def healthy(compose: Compose, zk: KazooClient) -> None:
+    """Every broker registered and every test-topic partition fully in sync."""
+
+    def in_sync() -> bool:
+        if registered(zk) != BROKERS:
+            return False
+        base = f"/brokers/topics/{TEST_TOPIC}/partitions"
+        if not zk.exists(base):
+            return False
+        parts = zk.get_children(base)
+        states = [json.loads(zk.get(f"{base}/{p}/state")[0]) for p in parts]
+        return len(parts) == 4 and all(set(s["isr"]) == BROKERS for s in states)
+
+    wait_until(in_sync, 180, "3 registered brokers and test-topic fully in sync")
 
 
-def test_stop_start_pause_resume_broker_2(project: str, zk: KazooClient) -> None:
-    wait_until(lambda: registered(zk) == BROKERS, 180, "3 registered brokers")
-    control, what = DockerBrokerControl.discover(project)
-    assert control is not None, what
-    assert control.states() == dict.fromkeys(BROKERS, ProcState.RUNNING)
-    assert control.published_ports() == {19092, 19093, 19094}
+def test_topology_as_kconsole_describes_it(
+    compose: Compose, zk: KazooClient, tmp_path: Path
+) -> None:
+    """The compose cluster is the reference topology, and `describe` names the addresses
+    clients use (127.0.0.1:<published port>), not the internal kafka-N:29092 ones."""
+    healthy(compose, zk)
+    res = compose.cli("describe", "--json", state_dir=tmp_path)
+    assert res.exit_code == 0, res.output
+    snap = json.loads(res.output)
+    brokers = {b["id"]: b for b in snap["brokers"]}
+    assert set(brokers) == BROKERS
+    for b, port in compose.ports.items():
+        assert f"127.0.0.1:{port}" in json.dumps(brokers[b]), brokers[b]
+        assert "kafka-" not in json.dumps(brokers[b]), brokers[b]
+    parts = [p for p in snap["partitions"] if p["topic"] == TEST_TOPIC]
+    assert len(parts) == 4 and all(len(p["replicas"]) == 3 for p in parts)
+    text = compose.cli("describe", state_dir=tmp_path)
+    assert f"127.0.0.1:{compose.ports[2]}" in text.output and "kafka-2:29092" not in text.output
 
-    message = control.act(BrokerAction.STOP, 2)
-    assert "controlled shutdown" in message, message
-    assert control.states()[2] is ProcState.STOPPED
-    wait_until(lambda: registered(zk) == {1, 3}, 30, "broker 2 to deregister")
 
-    control.act(BrokerAction.START, 2)
-    assert control.states()[2] is ProcState.RUNNING
-    wait_until(lambda: registered(zk) == BROKERS, 120, "broker 2 to register again")
+def test_broker_commands_through_the_docker_backend(
+    compose: Compose, zk: KazooClient, tmp_path: Path
+) -> None:
+    """stop / start / pause / resume / kill / start of broker 2 through the CLI: each reports
+    only what the engine and ZooKeeper then show."""
+    healthy(compose, zk)
+    try:
+        res = compose.cli("cluster", "stop", "2", "--yes", state_dir=tmp_path)
+        assert res.exit_code == 0, res.output
+        assert "controlled shutdown" in res.output, res.output
+        assert compose.status(2) == "exited"
+        assert compose.container("kafka-2").attrs["State"]["ExitCode"] == 143 or (
+            compose.container("kafka-2").attrs["State"]["ExitCode"] == 0
+        )
+        wait_until(lambda: registered(zk) == {1, 3}, 30, "broker 2 to deregister")
 
-    control.act(BrokerAction.PAUSE, 2)
-    assert control.states()[2] is ProcState.PAUSED
-    control.act(BrokerAction.RESUME, 2)
-    assert control.states()[2] is ProcState.RUNNING
-    wait_until(lambda: registered(zk) == BROKERS, 60, "every broker registered after resume")
-    assert controller(zk) in BROKERS
+        res = compose.cli("cluster", "start", "2", state_dir=tmp_path)
+        assert res.exit_code == 0, res.output
+        assert "registered in ZooKeeper" in res.output, res.output
+        assert compose.status(2) == "running" and 2 in registered(zk)
+
+        res = compose.cli("cluster", "pause", "2", "--yes", state_dir=tmp_path)
+        assert res.exit_code == 0, res.output
+        assert compose.status(2) == "paused"
+        res = compose.cli("cluster", "resume", "2", state_dir=tmp_path)
+        assert res.exit_code == 0, res.output
+        assert compose.status(2) == "running"
+
+        res = compose.cli("cluster", "kill", "2", "--yes", state_dir=tmp_path)
+        assert res.exit_code == 0, res.output
+        assert compose.status(2) == "exited"
+        assert compose.container("kafka-2").attrs["State"]["ExitCode"] == 137
+        # The killed broker's session lives until ZooKeeper expires it: start waits for that.
+        res = compose.cli("cluster", "start", "2", state_dir=tmp_path)
+        assert res.exit_code == 0, res.output
+        assert "registered in ZooKeeper" in res.output, res.output
+        assert compose.status(2) == "running" and registered(zk) == BROKERS
+
+        # A broker command on a stopped state is refused with the engine's view, not faked.
+        res = compose.cli("cluster", "resume", "2", state_dir=tmp_path)
+        assert res.exit_code != 0 and "not paused" in res.output, res.output
+    finally:
+        container = compose.container("kafka-2")
+        if container.status == "paused":
+            container.unpause()
+        elif container.status != "running":
+            container.start()
+        healthy(compose, zk)
+
+
+def test_read_only_refuses_the_docker_backend(
+    compose: Compose, zk: KazooClient, tmp_path: Path
+) -> None:
+    healthy(compose, zk)
+    res = compose.cli("--read-only", "cluster", "kill", "3", "--yes", state_dir=tmp_path)
+    assert res.exit_code == 4, res.output
+    assert compose.status(3) == "running" and registered(zk) == BROKERS
+
+
+def test_kill_drill_loses_nothing(compose: Compose, zk: KazooClient, tmp_path: Path) -> None:
+    """A kill drill through the docker backend: the broker is killed, started again by the
+    drill, and no acknowledged record is lost."""
+    healthy(compose, zk)
+    report = tmp_path / "drill.json"
+    res = compose.cli(
+        "drill",
+        "run",
+        "--yes",
+        "--fault",
+        "kill",
+        "--target",
+        "broker:2",
+        "--duration",
+        "12",
+        "--restore-after",
+        "4",
+        "--no-wait-preferred",
+        "--report",
+        str(report),
+        state_dir=tmp_path,
+    )
+    try:
+        assert res.exit_code == 0, res.output
+        data = json.loads(report.read_text())
+        assert data["ok"] is True and data["target_broker"] == 2, data
+        assert data["audit"]["acked"] > 0 and not data["audit"]["lost"], data["audit"]
+        assert compose.status(2) == "running"
+    finally:
+        if compose.status(2) != "running":
+            compose.container("kafka-2").start()
+        healthy(compose, zk)
