@@ -2,12 +2,18 @@
 #   make console   set everything up, start the local cluster, open the console
 #   make test      set everything up, run the whole test suite (what CI runs)
 #   make bench     every benchmark against real local clusters -> bench/RESULTS.md
-#   make compose-up / compose-down   the docker compose cluster instead (needs a Docker engine
-#                  and Compose v2; COMPOSE=... names another command)
-.PHONY: setup console test lint bench compose-up compose-down
+#   make compose-images   build kconsole-kafka:<version> (from Debian packages and kconsole's jars
+#                  when no image registry answers; BASE_IMAGE=... builds on a JRE image you have)
+#   make compose-up / compose-down   the docker compose cluster instead of the local one (needs a
+#                  running Docker engine; Compose v2 `docker compose` or v1 `docker-compose`).
+#                  KRAFT=1: the KRaft file; PROJECT=name: another compose project
+.PHONY: setup console test lint bench compose-images compose-up compose-down
 
-COMPOSE ?= docker compose
-COMPOSE_ARGS = -p kconsole -f compose/docker-compose.yml
+# Compose v2 when the plugin answers, else the standalone v1.
+COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
+PROJECT ?= $(or $(COMPOSE_PROJECT_NAME),kconsole)
+COMPOSE_FILE = compose/docker-compose$(if $(KRAFT),.kraft).yml
+COMPOSE_ARGS = -p $(PROJECT) -f $(COMPOSE_FILE)
 
 setup:
 	@bash scripts/setup.sh
@@ -32,7 +38,10 @@ bench: setup
 	@bash scripts/bench-tools.sh
 	@.venv/bin/python bench/suite.py $(BENCH_ARGS)
 
-compose-up:
+compose-images: setup
+	@.venv/bin/python compose/build_images.py $(if $(BASE_IMAGE),--base-image $(BASE_IMAGE))
+
+compose-up: compose-images
 	$(COMPOSE) $(COMPOSE_ARGS) up -d
 
 compose-down:

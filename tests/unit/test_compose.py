@@ -1,13 +1,18 @@
 """Static checks that compose/docker-compose.yml agrees with the embedded local cluster.
 
-No Docker engine is needed: the file is parsed with PyYAML (whose safe_load resolves the
-`<<: *anchor` merges) and compared with kconsole.cluster.settings and broker_properties().
+No Docker engine is needed: the file's `${VAR:-default}` variables are filled in as Compose does
+(defaults, or the values a test gives), it is parsed with PyYAML (whose safe_load resolves the
+`<<: *anchor` merges) and compared with kconsole.cluster.settings and broker_properties(). The
+image's entrypoint (compose/kafka/kafka-entrypoint, run by bash here) turns each broker's
+environment into its server.properties, which must be the embedded broker's.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +20,7 @@ import pytest
 import yaml
 
 from kconsole.cluster import settings
+from kconsole.cluster.images import kafka_image
 from kconsole.cluster.local import LocalClusterSpec, broker_properties, zookeeper_properties
 
 COMPOSE_FILE = Path(__file__).resolve().parents[2] / "compose" / "docker-compose.yml"
@@ -22,7 +28,10 @@ COMPOSE_FILE = Path(__file__).resolve().parents[2] / "compose" / "docker-compose
 BROKER_IDS = list(range(1, settings.DEFAULT_BROKERS + 1))
 INTERNAL_PORT = 29092
 ZK_CONTAINER_PORT = 2181
-CP_IMAGE = re.compile(r"^confluentinc/cp-(?P<component>zookeeper|kafka):(?P<tag>7\.9\.\d+)$")
+ENTRYPOINT = COMPOSE_FILE.parent / "kafka" / "kafka-entrypoint"
+# The first port of the kernel's default ephemeral range (net.ipv4.ip_local_port_range).
+EPHEMERAL_LOW = 32768
+_VARIABLE = re.compile(r"\$\{(?P<name>[A-Z0-9_]+)(?::-(?P<default>[^}]*))?\}")
 
 # broker_properties() keys whose compose value differs by design (container hosts and ports,
 # two listeners instead of one, the image's own data directory).
@@ -36,13 +45,15 @@ HOST_SPECIFIC = {
     "log.dirs",
 }
 
-# zoo.cfg keys of zookeeper_properties() and the cp-zookeeper variable that sets each.
+# zoo.cfg keys of zookeeper_properties() and the entrypoint's variable for each (the names of
+# the official zookeeper image).
 ZK_ENV = {
-    "tickTime": "ZOOKEEPER_TICK_TIME",
-    "maxClientCnxns": "ZOOKEEPER_MAX_CLIENT_CNXNS",
-    "admin.enableServer": "ZOOKEEPER_ADMIN_ENABLE_SERVER",
-    "autopurge.snapRetainCount": "ZOOKEEPER_AUTOPURGE_SNAP_RETAIN_COUNT",
-    "autopurge.purgeInterval": "ZOOKEEPER_AUTOPURGE_PURGE_INTERVAL",
+    "tickTime": "ZOO_TICK_TIME",
+    "maxClientCnxns": "ZOO_MAX_CLIENT_CNXNS",
+    "admin.enableServer": "ZOO_ADMINSERVER_ENABLED",
+    "4lw.commands.whitelist": "ZOO_4LW_COMMANDS_WHITELIST",
+    "autopurge.snapRetainCount": "ZOO_AUTOPURGE_SNAPRETAINCOUNT",
+    "autopurge.purgeInterval": "ZOO_AUTOPURGE_PURGEINTERVAL",
 }
 
 
@@ -52,9 +63,9 @@ ZK_ENV = {
 
 
 def env_var(key: str, prefix: str = "KAFKA_") -> str:
-    """The cp-kafka environment variable for a server.properties key.
+    """The image's environment variable for a server.properties key.
 
-    The image's convention: upper case, '.' -> '_', '_' -> '__', '-' -> '___'.
+    The apache/kafka image's convention: upper case, '.' -> '_', '_' -> '__', '-' -> '___'.
     """
     return prefix + key.replace("_", "__").replace("-", "___").replace(".", "_").upper()
 
@@ -110,11 +121,42 @@ def option(argv: list[str], name: str) -> str:
     return argv[i + 1]
 
 
-@pytest.fixture(scope="module")
-def compose() -> dict[str, Any]:
-    data = yaml.safe_load(COMPOSE_FILE.read_text())
+def interpolate(text: str, env: dict[str, str] | None = None) -> str:
+    """`${VAR:-default}` and `${VAR}` filled in as Compose does (values from `env`)."""
+    env = env or {}
+
+    def value(m: re.Match[str]) -> str:
+        got = env.get(m["name"])
+        if got:
+            return got
+        assert m["default"] is not None, f"${{{m['name']}}} has no default"
+        return m["default"]
+
+    return _VARIABLE.sub(value, text)
+
+
+def load(env: dict[str, str] | None = None) -> dict[str, Any]:
+    data = yaml.safe_load(interpolate(COMPOSE_FILE.read_text(), env))
     assert isinstance(data, dict)
     return data
+
+
+def server_properties(env: dict[str, Any]) -> dict[str, str]:
+    """What the image's entrypoint writes to server.properties for this environment."""
+    run = subprocess.run(
+        ["bash", str(ENTRYPOINT), "properties"],
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **env},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    )
+    return dict(line.split("=", 1) for line in run.stdout.splitlines() if line)
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    return load()
 
 
 @pytest.fixture(scope="module")
@@ -135,18 +177,58 @@ def broker_env(services: dict[str, dict[str, Any]], broker_id: int) -> dict[str,
 # ------------------------------------------------------------------------------------------
 
 
-def test_env_var_helper_follows_the_cp_kafka_convention() -> None:
+def test_env_var_helper_follows_the_image_convention() -> None:
     assert env_var("min.insync.replicas") == "KAFKA_MIN_INSYNC_REPLICAS"
     assert env_var("log.segment.bytes") == "KAFKA_LOG_SEGMENT_BYTES"
-    assert env_var("confluent.some_key") == "KAFKA_CONFLUENT_SOME__KEY"
+    assert env_var("some.odd_key") == "KAFKA_SOME_ODD__KEY"
     assert env_var("a-b.c") == "KAFKA_A___B_C"
+
+
+def test_the_entrypoint_inverts_the_convention() -> None:
+    """The image's entrypoint maps each variable back to its key, and leaves the JVM's
+    options (KAFKA_HEAP_OPTS, KAFKA_OPTS) and the image's KAFKA_VERSION out."""
+    keys = ["min.insync.replicas", "some.odd_key", "a-b.c", "log.dirs"]
+    env = {env_var(k): f"v{i}" for i, k in enumerate(keys)}
+    env |= {"KAFKA_HEAP_OPTS": "-Xmx1g", "KAFKA_OPTS": "-Dx=y", "KAFKA_VERSION": "3.9.2"}
+    assert server_properties(env) == {k: f"v{i}" for i, k in enumerate(keys)}
 
 
 def test_file_parses_to_a_compose_document(compose: dict[str, Any]) -> None:
     assert isinstance(compose.get("services"), dict)
     assert "version" not in compose, "the top-level `version` key is obsolete in Compose v2"
-    # a fixed project name, so the com.docker.compose.project label does not depend on the cwd
-    assert compose.get("name") == "kconsole"
+    # Compose v1 rejects a top-level `name:`; the project comes from -p / COMPOSE_PROJECT_NAME
+    assert "name" not in compose
+
+
+def test_every_published_port_is_on_loopback_below_the_ephemeral_range(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    for name, service in services.items():
+        for spec in service.get("ports") or ():
+            ip, host_port, _ = parse_port(spec)
+            assert ip == "127.0.0.1", f"{name}: {spec} is published beyond this machine"
+            assert host_port < EPHEMERAL_LOW, f"{name}: {spec} is in the ephemeral range"
+
+
+def test_port_variables_move_the_mapping_and_the_listener_together() -> None:
+    """The tests run the file on free ports: each broker then listens on, publishes and
+    advertises its new port, and ZooKeeper is published on its own."""
+    env = {"KCONSOLE_ZK_PORT": "25181"}
+    env |= {f"KCONSOLE_BROKER_{b}_PORT": str(25091 + b) for b in BROKER_IDS}
+    services = load(env)["services"]
+    assert [parse_port(p) for p in services["zookeeper"]["ports"]] == [
+        ("127.0.0.1", 25181, ZK_CONTAINER_PORT)
+    ]
+    for b in BROKER_IDS:
+        port = 25091 + b
+        service = services[f"kafka-{b}"]
+        assert [parse_port(p) for p in service["ports"]] == [("127.0.0.1", port, port)]
+        env_b = service["environment"]
+        assert parse_listeners(env_b["KAFKA_LISTENERS"])["EXTERNAL"][1] == port
+        assert parse_listeners(env_b["KAFKA_ADVERTISED_LISTENERS"])["EXTERNAL"] == (
+            "127.0.0.1",
+            port,
+        )
 
 
 def test_services_present(services: dict[str, dict[str, Any]]) -> None:
@@ -163,9 +245,10 @@ def test_zookeeper_port_and_settings(services: dict[str, dict[str, Any]]) -> Non
     zk = services["zookeeper"]
     mappings = [parse_port(p) for p in zk["ports"]]
     assert mappings == [(settings.HOST, settings.ZK_PORT, ZK_CONTAINER_PORT)]
-    env = zk["environment"]
-    assert env["ZOOKEEPER_CLIENT_PORT"] == str(ZK_CONTAINER_PORT)
-    assert env["ZOOKEEPER_TICK_TIME"] == str(settings.ZK_TICK_TIME_MS)
+    assert zk["command"] == ["zookeeper"]
+    assert zk["environment"]["ZOO_TICK_TIME"] == str(settings.ZK_TICK_TIME_MS)
+    # the entrypoint's zoo.cfg listens on the container port the mapping publishes
+    assert "clientPort=2181" in ENTRYPOINT.read_text()
 
 
 def test_zookeeper_env_matches_zookeeper_properties(services: dict[str, dict[str, Any]]) -> None:
@@ -173,8 +256,7 @@ def test_zookeeper_env_matches_zookeeper_properties(services: dict[str, dict[str
     props = zookeeper_properties(LocalClusterSpec(), Path("/data"))
     for key, var in ZK_ENV.items():
         assert env.get(var) == props[key], f"{var} should be {props[key]!r} like {key} in zoo.cfg"
-    whitelist = props["4lw.commands.whitelist"]
-    assert f"-Dzookeeper.4lw.commands.whitelist={whitelist}" in env.get("KAFKA_OPTS", "")
+        assert f"{key}=${{{var}:-" in ENTRYPOINT.read_text(), f"the entrypoint ignores {var}"
 
 
 def test_broker_ids_are_exactly_the_default_brokers(services: dict[str, dict[str, Any]]) -> None:
@@ -242,16 +324,18 @@ def test_every_drill_setting_is_set_on_every_broker(
 def test_broker_env_matches_broker_properties(
     services: dict[str, dict[str, Any]], broker_id: int
 ) -> None:
-    """Every setting of the embedded broker that is not host-specific is set the same way."""
+    """Every setting of the embedded broker that is not host-specific is in the container's
+    server.properties (as the image's entrypoint writes it) with the same value."""
     env = broker_env(services, broker_id)
     props = broker_properties(LocalClusterSpec(), broker_id, Path("/data"))
-    assert env["KAFKA_BROKER_ID"] == props["broker.id"]
+    written = server_properties(env)
+    assert written["broker.id"] == props["broker.id"]
     wrong = {
-        key: (value, env.get(env_var(key)))
+        key: (value, written.get(key))
         for key, value in props.items()
-        if key not in HOST_SPECIFIC and env.get(env_var(key)) != value
+        if key not in HOST_SPECIFIC and written.get(key) != value
     }
-    assert not wrong, f"kafka-{broker_id}: setting -> (expected, in compose): {wrong}"
+    assert not wrong, f"kafka-{broker_id}: setting -> (expected, in the container): {wrong}"
 
 
 @pytest.mark.parametrize("broker_id", BROKER_IDS)
@@ -294,15 +378,15 @@ def test_heap_options(services: dict[str, dict[str, Any]]) -> None:
         assert broker_env(services, broker_id)["KAFKA_HEAP_OPTS"] == settings.BROKER_HEAP
 
 
-def test_images_are_cp_7_9(services: dict[str, dict[str, Any]]) -> None:
-    tags = set()
+def test_images_are_kconsoles_kafka_of_the_local_clusters_version(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    """One image for every service: Apache Kafka from the jars the local cluster runs, the
+    version a variable (KCONSOLE_KAFKA_VERSION) defaulting to the local cluster's."""
     for name, service in services.items():
-        m = CP_IMAGE.match(service.get("image", ""))
-        assert m, f"{name}: {service.get('image')!r} is not a confluentinc cp 7.9.x image"
-        expected = "zookeeper" if name == "zookeeper" else "kafka"
-        assert m["component"] == expected, name
-        tags.add(m["tag"])
-    assert len(tags) == 1, f"all services should use the same CP release, got {sorted(tags)}"
+        assert service["image"] == kafka_image(settings.KAFKA_VERSION), name
+    other = load({"KCONSOLE_KAFKA_VERSION": "3.9.9"})["services"]
+    assert {s["image"] for s in other.values()} == {kafka_image("3.9.9")}
 
 
 def test_labels(services: dict[str, dict[str, Any]]) -> None:
@@ -319,13 +403,14 @@ def test_labels(services: dict[str, dict[str, Any]]) -> None:
         assert "dev.kconsole.broker-id" not in services[name]["labels"]
 
 
-def test_healthchecks(services: dict[str, dict[str, Any]]) -> None:
-    zk_test = " ".join(services["zookeeper"]["healthcheck"]["test"])
-    assert "zk-ready" in zk_test and f"zookeeper:{ZK_CONTAINER_PORT}" in zk_test
+def test_healthchecks_use_the_images_own_check(services: dict[str, dict[str, Any]]) -> None:
+    """No vendor tooling and no JVM per check: the image's kafka-healthcheck (bash /dev/tcp,
+    `ruok` for ZooKeeper, an ApiVersions request on the internal listener for a broker)."""
+    assert services["zookeeper"]["healthcheck"]["test"] == ["CMD", "kafka-healthcheck", "zookeeper"]
     for broker_id in BROKER_IDS:
         test = broker(services, broker_id)["healthcheck"]["test"]
-        assert test[0] in ("CMD", "CMD-SHELL")
-        assert f"kafka-{broker_id}:{INTERNAL_PORT}" in " ".join(test)
+        assert test == ["CMD", "kafka-healthcheck", "kafka", str(INTERNAL_PORT)]
+    assert (COMPOSE_FILE.parent / "kafka" / "kafka-healthcheck").exists()
 
 
 def test_depends_on_waits_for_healthy_services(services: dict[str, dict[str, Any]]) -> None:
@@ -341,13 +426,13 @@ def test_init_topics_creates_the_test_topic(services: dict[str, dict[str, Any]])
     creates = [
         argv
         for argv in shell_commands(command_text(init))
-        if argv[0] == "kafka-topics" and "--create" in argv
+        if argv[0] == "topics" and "--create" in argv
     ]
-    assert len(creates) == 1, "init-topics must run exactly one `kafka-topics --create`"
+    assert len(creates) == 1, "init-topics must run the image's `topics --create` once"
     argv = creates[0]
     assert "--if-not-exists" in argv
     assert option(argv, "--topic") == settings.TEST_TOPIC
     assert option(argv, "--partitions") == str(settings.TEST_TOPIC_PARTITIONS)
     assert option(argv, "--replication-factor") == str(settings.TEST_TOPIC_RF)
     bootstrap = option(argv, "--bootstrap-server")
-    assert bootstrap in {f"kafka-{i}:{INTERNAL_PORT}" for i in BROKER_IDS}
+    assert bootstrap == ",".join(f"kafka-{i}:{INTERNAL_PORT}" for i in BROKER_IDS)
