@@ -23,14 +23,14 @@ console: setup
 	@.venv/bin/kconsole
 
 test: setup
-	@.venv/bin/ruff check kconsole tests jobs bench
+	@.venv/bin/ruff check kconsole tests jobs bench compose
 	@.venv/bin/lint-imports --no-cache >/dev/null
 	@.venv/bin/mypy
 	@.venv/bin/python -m pytest
 
 lint: setup
-	@.venv/bin/ruff check kconsole tests jobs bench
-	@.venv/bin/ruff format --check kconsole tests jobs bench
+	@.venv/bin/ruff check kconsole tests jobs bench compose
+	@.venv/bin/ruff format --check kconsole tests jobs bench compose
 	@.venv/bin/mypy
 	@.venv/bin/lint-imports
 

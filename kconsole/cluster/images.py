@@ -1,6 +1,6 @@
 """The images of the compose clusters: Apache Kafka from the jars kconsole already resolves.
 
-    kconsole-kafka:<version>   compose/kafka/Dockerfile on a Java 17 base image, with the jars of
+    kconsole-kafka:<version>   compose/kafka-image/Dockerfile on a Java 17 base image, with the jars of
                                that Kafka version from the per-user cache (ensure_kafka_jars:
                                the same ones the local cluster runs, ZooKeeper included on 3.x)
     kconsole-jre:17            compose/jre/Dockerfile: openjdk-17-jre-headless from Debian's
@@ -206,9 +206,9 @@ def _apt_entries(sources: Iterable[Path]) -> Iterator[tuple[str, list[str]]]:
 
 @contextmanager
 def _kafka_context(compose_dir: Path, lib: Path) -> Iterator[Path]:
-    """A build context: compose/kafka's files plus libs/ with the resolved jars (hard links
+    """A build context: compose/kafka-image's files plus libs/ with the resolved jars (hard links
     where the file system allows, else copies)."""
-    source = compose_dir / "kafka"
+    source = compose_dir / "kafka-image"
     if not (source / "Dockerfile").exists():
         raise ClusterError(f"no {source / 'Dockerfile'}: run this from a kconsole checkout")
     with tempfile.TemporaryDirectory(prefix="kconsole-image-") as tmp:

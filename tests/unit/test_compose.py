@@ -3,7 +3,7 @@
 No Docker engine is needed: the file's `${VAR:-default}` variables are filled in as Compose does
 (defaults, or the values a test gives), it is parsed with PyYAML (whose safe_load resolves the
 `<<: *anchor` merges) and compared with kconsole.cluster.settings and broker_properties(). The
-image's entrypoint (compose/kafka/kafka-entrypoint, run by bash here) turns each broker's
+image's entrypoint (compose/kafka-image/kafka-entrypoint, run by bash here) turns each broker's
 environment into its server.properties, which must be the embedded broker's.
 """
 
@@ -28,7 +28,7 @@ COMPOSE_FILE = Path(__file__).resolve().parents[2] / "compose" / "docker-compose
 BROKER_IDS = list(range(1, settings.DEFAULT_BROKERS + 1))
 INTERNAL_PORT = 29092
 ZK_CONTAINER_PORT = 2181
-ENTRYPOINT = COMPOSE_FILE.parent / "kafka" / "kafka-entrypoint"
+ENTRYPOINT = COMPOSE_FILE.parent / "kafka-image" / "kafka-entrypoint"
 # The first port of the kernel's default ephemeral range (net.ipv4.ip_local_port_range).
 EPHEMERAL_LOW = 32768
 _VARIABLE = re.compile(r"\$\{(?P<name>[A-Z0-9_]+)(?::-(?P<default>[^}]*))?\}")
@@ -410,7 +410,7 @@ def test_healthchecks_use_the_images_own_check(services: dict[str, dict[str, Any
     for broker_id in BROKER_IDS:
         test = broker(services, broker_id)["healthcheck"]["test"]
         assert test == ["CMD", "kafka-healthcheck", "kafka", str(INTERNAL_PORT)]
-    assert (COMPOSE_FILE.parent / "kafka" / "kafka-healthcheck").exists()
+    assert (COMPOSE_FILE.parent / "kafka-image" / "kafka-healthcheck").exists()
 
 
 def test_depends_on_waits_for_healthy_services(services: dict[str, dict[str, Any]]) -> None:
