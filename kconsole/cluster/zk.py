@@ -111,6 +111,8 @@ class ZkReader:
         self.watch = watch
         self.controller: int | None = None
         self.controller_epoch: int | None = None
+        # The zxid of the /controller_epoch read (its last change), -1 before any read.
+        self._epoch_zxid = -1
         self.controller_since: float | None = None
         self.brokers: dict[int, dict[str, Any]] = {}
         self.topics: dict[str, dict[str, Any]] = {}
@@ -173,9 +175,19 @@ class ZkReader:
         except (ValueError, KeyError, TypeError):
             self.controller = None
         self.controller_since = stat.ctime / 1000.0
+        # A controller registers /controller and bumps /controller_epoch in one transaction
+        # (one zxid), but their watches fire and are read one by one: a /controller newer
+        # than the epoch read means that epoch is the previous controller's. Read it now, so
+        # the new controller is never shown with its predecessor's epoch.
+        czxid = getattr(stat, "czxid", None)
+        if isinstance(czxid, int) and czxid > self._epoch_zxid:
+            self.read_controller_epoch()
 
     def read_controller_epoch(self) -> None:
         got = self._get("/controller_epoch")
+        if got is not None:
+            mzxid = getattr(got[1], "mzxid", None)
+            self._epoch_zxid = mzxid if isinstance(mzxid, int) else self._epoch_zxid
         try:
             self.controller_epoch = int(got[0]) if got else None
         except ValueError:
@@ -301,8 +313,8 @@ class ZkReader:
     def read_all(self) -> None:
         """Read (and watch) the whole tree."""
         self._re_read = None  # the next snapshot() says nothing about what changed
-        self.read_controller()
         self.read_controller_epoch()
+        self.read_controller()
         self.brokers.clear()
         self.read_broker_ids()
         self.topics.clear()

@@ -211,3 +211,36 @@ def test_the_group_poll_waits_for_a_burst_to_be_read(monkeypatch: pytest.MonkeyP
     watcher.stop()  # never started: stop only releases the waiter
     waiter.join(5)
     assert not waiter.is_alive()
+
+
+class _ElectionZk:
+    """/controller and /controller_epoch as ZooKeeper holds them after an election: both
+    written by one transaction (zxid 40); the epoch was 1 at zxid 10 before it."""
+
+    def __init__(self) -> None:
+        self.epoch = (b"1", SimpleNamespace(mzxid=10))
+        self.asked: list[str] = []
+
+    def get(self, path: str, watch: object = None) -> tuple[bytes, object]:
+        self.asked.append(path)
+        if path == "/controller_epoch":
+            return self.epoch
+        assert path == "/controller", path
+        return b'{"brokerid": 3}', SimpleNamespace(ctime=2_000, czxid=40)
+
+
+def test_a_new_controller_is_never_shown_with_its_predecessors_epoch() -> None:
+    """Seen on a compose cluster: the /controller watch was read first and the console said
+    "controller is broker 3, epoch 1 (was broker 1)" before "epoch 2". A /controller newer
+    than the epoch read makes the reader read the epoch again at once."""
+    zk = _ElectionZk()
+    reader = zkmod.ZkReader(zk)  # type: ignore[arg-type]
+    reader.read_controller_epoch()  # the old epoch, read before the election
+    assert reader.controller_epoch == 1
+    zk.epoch = (b"2", SimpleNamespace(mzxid=40))  # the election's transaction
+    reader.read_path("/controller")  # its watch fired first
+    assert (reader.controller, reader.controller_epoch) == (3, 2)
+    assert zk.asked == ["/controller_epoch", "/controller", "/controller_epoch"]
+    zk.asked.clear()
+    reader.read_path("/controller")  # nothing newer: no extra read
+    assert zk.asked == ["/controller"]
