@@ -1,8 +1,9 @@
 """The images of the compose clusters: Apache Kafka from the jars kconsole already resolves.
 
-    kconsole-kafka:<version>   compose/kafka-image/Dockerfile on a Java 17 base image, with the jars of
-                               that Kafka version from the per-user cache (ensure_kafka_jars:
-                               the same ones the local cluster runs, ZooKeeper included on 3.x)
+    kconsole-kafka:<version>   compose/kafka-image/Dockerfile on a Java 17 base image, with the
+                               jars of that Kafka version from the per-user cache
+                               (ensure_kafka_jars: the same ones the local cluster runs,
+                               ZooKeeper included on 3.x)
     kconsole-jre:17            compose/jre/Dockerfile: openjdk-17-jre-headless from Debian's
                                packages, on
     kconsole-debian:bookworm   a minimal Debian made here: `debootstrap --variant=minbase
