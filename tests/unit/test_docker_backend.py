@@ -16,6 +16,7 @@ import copy
 import functools
 import inspect
 import json
+import re
 import socket
 import threading
 import time
@@ -56,7 +57,9 @@ NO_ENGINE = "unix:///nonexistent/kconsole-test/docker.sock"
 
 @functools.cache
 def compose_services() -> dict[str, Any]:
-    services = yaml.safe_load(COMPOSE_FILE.read_text())["services"]
+    # Compose's interpolation with no variable set: ${NAME:-default} is the default
+    text = re.sub(r"\$\{[A-Za-z0-9_]+:-([^}]*)\}", r"\1", COMPOSE_FILE.read_text())
+    services = yaml.safe_load(text)["services"]
     assert isinstance(services, dict)
     return services
 
