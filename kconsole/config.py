@@ -9,6 +9,7 @@ file is TOML, by default `config.toml` in the per-user config dir (`kconsole --c
     refresh = 1.0                   # seconds between cluster-data polls
     group_refresh = 2.0             # seconds between consumer-group polls
     backend = "auto"                # auto | local | docker | none
+    compose_project = "kconsole"    # the docker backend's compose project (docker compose -p)
 
     [client]                        # librdkafka properties, e.g. SASL/SSL
     "security.protocol" = "SASL_SSL"
@@ -20,6 +21,10 @@ file is TOML, by default `config.toml` in the per-user config dir (`kconsole --c
     [clusters.prod]                 # a named cluster: `kconsole --cluster prod`
     bootstrap = "prod1:9093,prod2:9093"
     read_only = true                # also applies whenever the bootstrap names one of these
+
+The compose project the docker backend acts on is, in that order: --compose-project,
+KCONSOLE_COMPOSE_PROJECT, `compose_project` in the config file, Compose's own
+COMPOSE_PROJECT_NAME, else "kconsole".
 
 Read-only is decided once, here, with the reason (which flag, variable or file said so); the
 command layer refuses every modifying action with that reason.
@@ -48,6 +53,9 @@ from kconsole.defaults import HOST, ZK_PORT, default_bootstrap
 from kconsole.errors import ClusterError
 
 BACKENDS = ("auto", "local", "docker", "none")
+DEFAULT_COMPOSE_PROJECT = "kconsole"  # kconsole.cluster.docker.DEFAULT_PROJECT, as Compose -p
+# A Compose project name, as Compose checks one given with -p or COMPOSE_PROJECT_NAME.
+_COMPOSE_PROJECT = re.compile(r"[a-z0-9][a-z0-9_-]*")
 _PORT = re.compile(r"[0-9]{1,5}")  # ASCII digits only: int() also reads "٣" (and "²" breaks it)
 _READ_ONLY_ON = ("1", "true", "yes")
 _READ_ONLY_OFF = ("", "0", "false", "no")
@@ -59,6 +67,7 @@ _EXPECTED = {
     "refresh": "a number of seconds like 1.0",
     "group_refresh": "a number of seconds like 2.0",
     "backend": f"one of {', '.join(map(json.dumps, BACKENDS))}",
+    "compose_project": 'a string like "kconsole" (a docker compose project name)',
     "cluster_dir": 'a string like "~/kafka/local" (a directory)',
     "client": 'a table of librdkafka properties like {"security.protocol" = "SSL"}',
     "cluster": "a string naming a [clusters.NAME] entry",
@@ -119,6 +128,8 @@ class Settings:
     # the brokers), so it is known while every broker is down. Last: positional construction
     # keeps its order.
     bootstrap_controller: str = ""
+    # The docker compose project whose broker containers the docker backend acts on.
+    compose_project: str = DEFAULT_COMPOSE_PROJECT
 
     def __post_init__(self) -> None:
         found = _Problems()
@@ -127,6 +138,7 @@ class Settings:
             ("zookeeper", self.zookeeper),
             ("bootstrap_controller", self.bootstrap_controller),
             ("backend", self.backend),
+            ("compose_project", self.compose_project),
             ("refresh", self.refresh_s),
             ("group_refresh", self.group_refresh_s),
         ):
@@ -149,7 +161,8 @@ class Settings:
 
 def value_problems(key: str, value: Any) -> list[str]:
     """What is wrong with `value` for the setting `key` (a config file key: bootstrap,
-    zookeeper, backend, refresh, group_refresh), each as a phrase; empty when it is fine."""
+    zookeeper, backend, compose_project, refresh, group_refresh), each as a phrase; empty when
+    it is fine."""
     if key in ("refresh", "group_refresh"):
         if not 0.1 <= _seconds(value) <= 3600:
             return [f"must be between 0.1 and 3600 seconds, not {_shown(value, kind=False)}"]
@@ -158,12 +171,28 @@ def value_problems(key: str, value: Any) -> list[str]:
         if value not in BACKENDS:
             return [f"must be one of {', '.join(BACKENDS)}, not {value!r}"]
         return []
+    if key == "compose_project":
+        what = compose_project_problem(value)
+        return [what] if what else []
     if key == "bootstrap" and not value.strip():
         return ['must not be empty: servers like "host:9092,host2:9092"']
     if key in ("zookeeper", "bootstrap_controller") and not value:
         return []
     hosts = value.split("/")[0] if key == "zookeeper" else value  # ZooKeeper's chroot
     return [what for hp in hosts.split(",") if (what := _host_port_problem(hp.strip()))]
+
+
+def compose_project_problem(name: str) -> str:
+    """What is wrong with `name` as a docker compose project name, as Compose checks it
+    ("" when it is fine)."""
+    if not name:
+        return 'must not be empty: a docker compose project name like "kconsole"'
+    if not _COMPOSE_PROJECT.fullmatch(name):
+        return (
+            f"{_shown(name, kind=False)} is not a docker compose project name: only lowercase "
+            "letters, digits, dashes and underscores, starting with a letter or a digit"
+        )
+    return ""
 
 
 def _host_port_problem(hp: str) -> str:
@@ -206,6 +235,7 @@ _CLUSTER_KEYS: dict[str, Any] = {
     "refresh": (int, float),
     "group_refresh": (int, float),
     "backend": str,
+    "compose_project": str,
     "cluster_dir": str,
     "client": dict,
 }
@@ -336,6 +366,7 @@ def _apply_table(settings: Settings, data: dict[str, Any], origin: str = "") -> 
         refresh_s=_seconds(data.get("refresh", settings.refresh_s)),
         group_refresh_s=_seconds(data.get("group_refresh", settings.group_refresh_s)),
         backend=data.get("backend", settings.backend),
+        compose_project=data.get("compose_project", settings.compose_project),
         cluster_dir=data.get("cluster_dir", settings.cluster_dir),
         client={
             **settings.client,
@@ -382,6 +413,7 @@ def load_settings(
     zookeeper: str | None = None,
     client_props: tuple[str, ...] = (),
     backend: str | None = None,
+    compose_project: str | None = None,
     read_only: bool | None = None,
     refresh: float | None = None,
     group_refresh: float | None = None,
@@ -438,6 +470,7 @@ def load_settings(
         "KCONSOLE_ZOOKEEPER": "zookeeper",
         "KCONSOLE_BOOTSTRAP_CONTROLLER": "bootstrap_controller",
         "KCONSOLE_BACKEND": "backend",
+        "KCONSOLE_COMPOSE_PROJECT": "compose_project",
     }
     for var, attr in env_map.items():
         if var in env:
@@ -447,6 +480,18 @@ def load_settings(
             if not problems:
                 settings = replace(settings, **{attr: env[var]})  # type: ignore[arg-type]
                 sources.append(var)
+    # Compose's own variable, the project `docker compose` itself would use: under every
+    # setting of kconsole's own, and only checked when it is the one used.
+    configured = "compose_project" in data or "compose_project" in profiles.get(name, {})
+    project_given = compose_project is not None or "KCONSOLE_COMPOSE_PROJECT" in env
+    if env.get("COMPOSE_PROJECT_NAME") and not (configured or project_given):
+        var = "COMPOSE_PROJECT_NAME"
+        problems = value_problems("compose_project", env[var])
+        for what in problems:
+            found.add(var, var, what)
+        if not problems:
+            settings = replace(settings, compose_project=env[var])
+            sources.insert(1, var)
     if env.get("KCONSOLE_CLUSTER_DIR"):
         settings = replace(settings, cluster_dir=Path(env["KCONSOLE_CLUSTER_DIR"]))
         sources.append("KCONSOLE_CLUSTER_DIR")
@@ -468,6 +513,7 @@ def load_settings(
             bootstrap_controller,
         ),
         ("--backend", "backend", "backend", backend),
+        ("--compose-project", "compose_project", "compose_project", compose_project),
         ("--refresh", "refresh", "refresh_s", refresh),
         ("--group-refresh", "group_refresh", "group_refresh_s", group_refresh),
     ):

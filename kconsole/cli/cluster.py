@@ -27,6 +27,7 @@ from kconsole.cluster.settings import (
     ZOOKEEPER_VERSION,
 )
 from kconsole.commands.views import KRaftView, LocalView
+from kconsole.config import DEFAULT_COMPOSE_PROJECT
 from kconsole.errors import ClusterError
 
 if TYPE_CHECKING:
@@ -52,28 +53,43 @@ def cluster(ctx: click.Context, state_dir: Path | None) -> None:
     containers instead; up, down, status and logs are the local cluster's only."""
     ctx.obj["state_dir"] = state_dir or ctx.obj["settings"].cluster_dir
     sub = ctx.invoked_subcommand
-    if ctx.obj["settings"].backend == "docker" and sub in LOCAL_ONLY:
-        fail(ClusterError(LOCAL_ONLY[sub]))
+    settings = ctx.obj["settings"]
+    if settings.backend == "docker" and sub in LOCAL_ONLY:
+        fail(ClusterError(local_only(sub, settings.compose_project)))
 
 
 _DOCKER_BROKERS = (
     "; its brokers: `kconsole --backend docker cluster stop|kill|pause|resume|start ID`"
 )
-# What to run instead, for a command of the local cluster only, when the backend is docker.
-LOCAL_ONLY = {
-    "up": "`cluster up` starts the local cluster only, and the backend is docker: start the "
-    "compose cluster with `make compose-up` (docker compose -f compose/docker-compose.yml up "
-    "-d), or pass --backend local to start the local one" + _DOCKER_BROKERS,
-    "down": "`cluster down` stops the local cluster only, and the backend is docker: stop the "
-    "compose cluster with `make compose-down` (docker compose -f compose/docker-compose.yml "
-    "down -v), or pass --backend local to stop the local one" + _DOCKER_BROKERS,
-    "status": "`cluster status` shows the local cluster only, and the backend is docker: run "
-    "`docker compose -f compose/docker-compose.yml ps`, or `kconsole --backend docker "
-    "describe` for the brokers as Kafka sees them (--backend local: the local cluster's status)",
-    "logs": "`cluster logs` prints the local cluster's logs only, and the backend is docker: "
-    "run `docker compose -f compose/docker-compose.yml logs kafka-N` (or zookeeper), or pass "
-    "--backend local for the local cluster's",
-}
+# The commands of the local cluster only, refused when the backend is docker.
+LOCAL_ONLY = ("up", "down", "status", "logs")
+
+
+def local_only(sub: str, project: str) -> str:
+    """What to run instead of `cluster SUB`, a command of the local cluster only, when the
+    backend is docker (acting on the compose `project`)."""
+    compose = f"docker compose -p {project} -f compose/docker-compose.yml"
+
+    def run(args: str, target: str) -> str:
+        # the Makefile's compose targets act on the project kconsole
+        if project == DEFAULT_COMPOSE_PROJECT:
+            return f"`make {target}` ({compose} {args})"
+        return f"`{compose} {args}`"
+
+    return {
+        "up": "`cluster up` starts the local cluster only, and the backend is docker: start the "
+        f"compose cluster with {run('up -d', 'compose-up')}, or pass --backend local to "
+        "start the local one" + _DOCKER_BROKERS,
+        "down": "`cluster down` stops the local cluster only, and the backend is docker: stop "
+        f"the compose cluster with {run('down -v', 'compose-down')}, or pass --backend "
+        "local to stop the local one" + _DOCKER_BROKERS,
+        "status": "`cluster status` shows the local cluster only, and the backend is docker: "
+        f"run `{compose} ps`, or `kconsole --backend docker describe` for the brokers as Kafka "
+        "sees them (--backend local: the local cluster's status)",
+        "logs": "`cluster logs` prints the local cluster's logs only, and the backend is docker: "
+        f"run `{compose} logs kafka-N` (or zookeeper), or pass --backend local for the local "
+        "cluster's",
+    }[sub]
 
 
 def _local(ctx: click.Context) -> LocalView | KRaftView:

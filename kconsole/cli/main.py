@@ -94,8 +94,16 @@ class _LibraryLog(logging.FileHandler):
     type=click.Choice(BACKENDS),
     default=None,
     help="How brokers are controlled, by the console, drills and `cluster stop|kill|pause|resume|"
-    "start` (default auto: the local cluster if kconsole started it; docker: the compose "
-    "project's containers).",
+    "start` (default auto: the local cluster if kconsole started it and a process of it runs, "
+    "else the compose project's containers if they publish the bootstrap ports; docker: the "
+    "compose project's containers).",
+)
+@click.option(
+    "--compose-project",
+    default=None,
+    metavar="NAME",
+    help="The docker compose project whose broker containers the docker backend acts on "
+    "(KCONSOLE_COMPOSE_PROJECT; default COMPOSE_PROJECT_NAME, else kconsole).",
 )
 @click.option("--refresh", type=float, default=None, help="Seconds between cluster polls (1).")
 @click.option(
@@ -118,6 +126,7 @@ def main(
     client_props: tuple[str, ...],
     config_path: Path | None,
     backend: str | None,
+    compose_project: str | None,
     refresh: float | None,
     group_refresh: float | None,
     read_only: bool | None,
@@ -139,6 +148,7 @@ def main(
             bootstrap_controller=bootstrap_controller,
             client_props=client_props,
             backend=backend,
+            compose_project=compose_project,
             read_only=read_only,
             refresh=refresh,
             group_refresh=group_refresh,

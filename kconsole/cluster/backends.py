@@ -4,10 +4,14 @@
     local   the embedded local cluster in settings.cluster_dir (it must have a cluster.json),
             in the mode it was created in: ZooKeeper (LocalBrokerControl) or KRaft
             (KRaftNodeControl, controllers included)
-    docker  the broker containers of a docker compose project
+    docker  the broker containers of a docker compose project (settings.compose_project)
     auto    local when kconsole started the cluster the settings point at (every bootstrap
-            server is one of its brokers, whatever their number), else docker when the compose
-            project's brokers publish the bootstrap ports, else none
+            server is one of its brokers, whatever their number) and one of its processes
+            runs; else docker when the compose project's brokers publish the bootstrap ports;
+            else that local cluster, stopped (so `cluster start` still works on it); else none
+
+A stopped local cluster left behind in the state dir does not hide live compose containers on
+the same ports: the console would show every broker "unreachable" through the local backend.
 
 Acting on the wrong cluster is the failure to avoid: "auto" only picks a backend whose brokers
 are the ones the console shows.
@@ -22,7 +26,6 @@ from typing import TYPE_CHECKING
 from kconsole.cluster.control import BrokerControl
 from kconsole.cluster.docker import (
     CONNECT_TIMEOUT_S,
-    DEFAULT_PROJECT,
     DockerBrokerControl,
     Registrations,
 )
@@ -34,6 +37,7 @@ from kconsole.cluster.local import LocalCluster
 from kconsole.cluster.local_control import LocalBrokerControl
 from kconsole.cluster.local_probes import read_registrations, zk_client
 from kconsole.cluster.local_spec import LocalClusterSpec
+from kconsole.cluster.procs import ProcState
 
 if TYPE_CHECKING:  # the cluster layer does not depend on the settings module at run time
     from kconsole.config import Settings
@@ -53,10 +57,12 @@ __all__ = [
 def choose_backend(
     settings: Settings,
     *,
-    project: str = DEFAULT_PROJECT,
+    project: str | None = None,
     docker_timeout: float = CONNECT_TIMEOUT_S,
 ) -> tuple[BrokerControl | None, str]:
-    """(the control, what it acts on) or (None, why broker control is disabled)."""
+    """(the control, what it acts on) or (None, why broker control is disabled). The docker
+    backend acts on the compose `project`, default settings.compose_project."""
+    project = project or settings.compose_project
     if settings.backend == "none":
         return None, "broker control disabled by configuration (backend = none)"
     if settings.backend == "local":
@@ -71,25 +77,57 @@ def choose_backend(
 
     # auto
     local, why_not_local = _local_cluster(settings)
+    stopped_local: BrokerControl | None = None  # serves the bootstrap, but nothing of it runs
     if local is not None:
         if serves(local.spec.bootstrap, settings.bootstrap):
-            return _local_control(local), f"local cluster in {local.state_dir}"
-        why_not_local = (
-            f"the local cluster in {local.state_dir} serves {local.spec.bootstrap}, "
-            f"not {settings.bootstrap}"
-        )
+            local_control = _local_control(local)
+            if _any_running(local_control):
+                return local_control, f"local cluster in {local.state_dir}"
+            stopped_local = local_control
+            why_not_local = f"the local cluster in {local.state_dir} has no process running"
+        else:
+            why_not_local = (
+                f"the local cluster in {local.state_dir} serves {local.spec.bootstrap}, "
+                f"not {settings.bootstrap}"
+            )
     control, why_not_docker = DockerBrokerControl.discover(
         project, timeout=docker_timeout, registrations=zk_registrations(settings.zookeeper)
     )
     if control is not None:
         mismatch = _bootstrap_not_published(control, settings.bootstrap)
         if mismatch is None:
-            return control, why_not_docker
+            if stopped_local is None:
+                return control, why_not_docker
+            return control, (
+                f"{why_not_docker}: {why_not_local}; docker compose project {project!r} "
+                "publishes the bootstrap ports"
+            )
         why_not_docker = mismatch
+    if stopped_local is not None and local is not None:
+        # Nothing else serves the bootstrap: the stopped local cluster, so that `cluster
+        # start` (and the console's start key) still act on it.
+        return stopped_local, (
+            f"local cluster in {local.state_dir} (no process running; no docker compose "
+            f"project {project!r} serves the bootstrap servers instead: {why_not_docker})"
+        )
     return None, (
         f"kconsole did not start this cluster ({why_not_local}) and no docker compose project "
         f"{project!r} was found serving it: {why_not_docker}"
     )
+
+
+def _any_running(control: BrokerControl) -> bool:
+    """True when a process of the local cluster runs (or is paused): a broker's, or for
+    KRaft any node's, controllers included. A state that cannot be read counts as running:
+    the local cluster is then kept, as before the docker backend was asked at all."""
+    try:
+        if isinstance(control, KRaftNodeControl):
+            states = control.node_states()
+        else:
+            states = control.states()
+    except (ClusterError, OSError):
+        return True
+    return any(s in (ProcState.RUNNING, ProcState.PAUSED) for s in states.values())
 
 
 def zk_registrations(zk_connect: str, timeout: float = 5.0) -> Registrations | None:

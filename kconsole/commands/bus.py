@@ -505,7 +505,8 @@ def _control_factory(settings: Settings, backend: str | None, cluster_dir: Path)
         from kconsole.cluster.backends import choose_backend
 
         return choose_backend(
-            replace(settings, backend=backend or settings.backend, cluster_dir=cluster_dir)
+            replace(settings, backend=backend or settings.backend, cluster_dir=cluster_dir),
+            project=settings.compose_project,
         )
 
     return pick

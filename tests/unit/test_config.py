@@ -221,3 +221,110 @@ class TestCommandLine:
             '  foo.bar (from -X): No such configuration property: "foo.bar"',
         ]
         assert not state.exists()  # no console log, no audit line, no cluster dir
+
+
+class TestComposeProject:
+    """The docker backend's compose project: --compose-project > KCONSOLE_COMPOSE_PROJECT >
+    compose_project in the config file > COMPOSE_PROJECT_NAME (Compose's own) > kconsole."""
+
+    def test_precedence(self, tmp_path: Path) -> None:
+        cfg = tmp_path / "c.toml"
+        cfg.write_text('compose_project = "from-file"\n[clusters.lab]\ncompose_project = "lab"\n')
+        compose = {"COMPOSE_PROJECT_NAME": "from_compose"}
+        both = {**compose, "KCONSOLE_COMPOSE_PROJECT": "from-env"}
+        assert load_settings(env={}).compose_project == "kconsole"
+        assert load_settings(env=compose).compose_project == "from_compose"
+        assert "COMPOSE_PROJECT_NAME" in load_settings(env=compose).source
+        assert load_settings(env=compose, config_path=cfg).compose_project == "from-file"
+        lab = load_settings(env=compose, config_path=cfg, cluster="lab")
+        assert lab.compose_project == "lab"
+        assert load_settings(env=both, config_path=cfg).compose_project == "from-env"
+        flagged = load_settings(env=both, config_path=cfg, compose_project="from-flag")
+        assert flagged.compose_project == "from-flag"
+        assert load_settings(env={}, compose_project="0lab").compose_project == "0lab"
+
+    def test_compose_project_name_is_under_a_config_file_without_the_key(
+        self, tmp_path: Path
+    ) -> None:
+        cfg = tmp_path / "c.toml"
+        cfg.write_text('backend = "docker"\n')
+        s = load_settings(env={"COMPOSE_PROJECT_NAME": "lab"}, config_path=cfg)
+        assert s.compose_project == "lab" and s.backend == "docker"
+
+    @pytest.mark.parametrize("name", ["Kafka", "-lab", "_lab", "lab.1", "lab 1", "läb", ""])
+    def test_invalid_names_are_refused_as_compose_refuses_them(self, name: str) -> None:
+        with pytest.raises(ConfigError) as err:
+            load_settings(env={}, compose_project=name)
+        (problem,) = err.value.problems
+        if name:
+            assert problem == (
+                f"--compose-project: {name!r} is not a docker compose project name: only "
+                "lowercase letters, digits, dashes and underscores, starting with a letter or "
+                "a digit"
+            )
+        else:
+            assert problem == (
+                "--compose-project: must not be empty: a docker compose project name like "
+                '"kconsole"'
+            )
+
+    def test_every_origin_is_named(self, tmp_path: Path) -> None:
+        cfg = tmp_path / "c.toml"
+        cfg.write_text(
+            'compose_project = "Lab"\n[clusters.x]\ncompose_project = 3\n'
+            '[clusters.y]\ncompose_project = "y.z"\n'
+        )
+        with pytest.raises(ConfigError) as err:
+            load_settings(
+                config_path=cfg,
+                env={"KCONSOLE_COMPOSE_PROJECT": "-env"},
+                compose_project="Flag",
+            )
+        assert list(err.value.problems) == [
+            f"compose_project (from {cfg}): 'Lab' is not a docker compose project name: only "
+            "lowercase letters, digits, dashes and underscores, starting with a letter or a digit",
+            f'clusters.x.compose_project (from {cfg}): must be a string like "kconsole" (a '
+            "docker compose project name), not the integer 3",
+            f"clusters.y.compose_project (from {cfg}): 'y.z' is not a docker compose project "
+            "name: only lowercase letters, digits, dashes and underscores, starting with a "
+            "letter or a digit",
+            "KCONSOLE_COMPOSE_PROJECT: '-env' is not a docker compose project name: only "
+            "lowercase letters, digits, dashes and underscores, starting with a letter or a digit",
+            "--compose-project: 'Flag' is not a docker compose project name: only lowercase "
+            "letters, digits, dashes and underscores, starting with a letter or a digit",
+        ]
+
+    def test_an_invalid_compose_project_name_is_refused_only_when_used(self) -> None:
+        bad = {"COMPOSE_PROJECT_NAME": "My Project"}
+        with pytest.raises(ConfigError) as err:
+            load_settings(env=bad)
+        assert err.value.problems == (
+            "COMPOSE_PROJECT_NAME: 'My Project' is not a docker compose project name: only "
+            "lowercase letters, digits, dashes and underscores, starting with a letter or a digit",
+        )
+        assert load_settings(env=bad, compose_project="lab").compose_project == "lab"
+        over = {**bad, "KCONSOLE_COMPOSE_PROJECT": "lab"}
+        assert load_settings(env=over).compose_project == "lab"
+        # an empty one is not set (as Compose reads it)
+        assert load_settings(env={"COMPOSE_PROJECT_NAME": ""}).compose_project == "kconsole"
+
+    def test_settings_made_directly_check_it(self) -> None:
+        assert Settings(compose_project="lab_2-x").compose_project == "lab_2-x"
+        with pytest.raises(ConfigError) as err:
+            Settings(compose_project="Lab")
+        assert err.value.problems == (
+            "compose_project: 'Lab' is not a docker compose project name: only lowercase "
+            "letters, digits, dashes and underscores, starting with a letter or a digit",
+        )
+
+    def test_the_command_line_refuses_a_bad_one(self, tmp_path: Path) -> None:
+        state = tmp_path / "state"
+        env = {"KCONSOLE_STATE_DIR": str(state), "KCONSOLE_CONFIG": ""}
+        res = CliRunner().invoke(main, ["--compose-project", "Kafka Lab", "describe"], env=env)
+        assert res.exit_code == 2, res.output
+        assert res.output.splitlines() == [
+            "error: a problem in the configuration; nothing was started:",
+            "  --compose-project: 'Kafka Lab' is not a docker compose project name: only "
+            "lowercase letters, digits, dashes and underscores, starting with a letter or a digit",
+        ]
+        assert not state.exists()

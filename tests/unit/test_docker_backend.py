@@ -16,6 +16,7 @@ import copy
 import functools
 import inspect
 import json
+import re
 import socket
 import threading
 import time
@@ -26,13 +27,14 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import docker
+import psutil
 import pytest
 import requests
 import yaml
 from docker.api.client import APIClient
 from docker.models.containers import Container, ContainerCollection
 
-from kconsole.cluster.backends import choose_backend, serves
+from kconsole.cluster.backends import choose_backend, open_local, serves
 from kconsole.cluster.control import BrokerAction, BrokerControl
 from kconsole.cluster.docker import (
     STOP_TIMEOUT_S,
@@ -43,7 +45,7 @@ from kconsole.cluster.docker import (
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.local import LocalCluster, LocalClusterSpec
 from kconsole.cluster.local_control import LocalBrokerControl
-from kconsole.cluster.procs import ProcState
+from kconsole.cluster.procs import PidRecord, ProcState
 from kconsole.config import Settings
 
 COMPOSE_FILE = Path(__file__).resolve().parents[2] / "compose" / "docker-compose.yml"
@@ -56,7 +58,9 @@ NO_ENGINE = "unix:///nonexistent/kconsole-test/docker.sock"
 
 @functools.cache
 def compose_services() -> dict[str, Any]:
-    services = yaml.safe_load(COMPOSE_FILE.read_text())["services"]
+    # Compose's interpolation with no variable set: ${NAME:-default} is the default
+    text = re.sub(r"\$\{[A-Za-z0-9_]+:-([^}]*)\}", r"\1", COMPOSE_FILE.read_text())
+    services = yaml.safe_load(text)["services"]
     assert isinstance(services, dict)
     return services
 
@@ -729,8 +733,19 @@ def test_real_sdk_container_removed_during_listing_is_skipped(
 
 
 def started_local_cluster(path: Path, **spec: Any) -> Path:
+    """A local cluster's state dir as `cluster up` leaves it, with none of its processes
+    running (see running())."""
     LocalCluster(path, LocalClusterSpec(**spec)).write_configs()
     return path
+
+
+def running(state_dir: Path, name: str = "broker-1") -> Path:
+    """`name` of the local cluster in `state_dir` running: its pid file names a live process
+    (this test's own, which it is not, but the backend choice only asks whether it runs)."""
+    cluster = open_local(state_dir)
+    me = psutil.Process()
+    cluster.process(name).pid_file.write_text(PidRecord(me.pid, me.create_time()).to_json())
+    return state_dir
 
 
 def test_backend_none(tmp_path: Path) -> None:
@@ -769,7 +784,7 @@ def test_backend_docker_without_an_engine(tmp_path: Path) -> None:
 def test_auto_picks_the_local_cluster_kconsole_started(
     tmp_path: Path, server: FakeEngineServer
 ) -> None:
-    started_local_cluster(tmp_path)
+    running(started_local_cluster(tmp_path))
     control, _ = choose_backend(Settings(backend="auto", cluster_dir=tmp_path))
     assert isinstance(control, LocalBrokerControl)
     assert not server.requests  # the engine was not even asked
@@ -780,7 +795,7 @@ def test_auto_picks_the_local_cluster_whatever_its_broker_count(
 ) -> None:
     """`cluster up --brokers 4` (the README's set-up for reassigning): the default bootstrap
     servers are three of its four brokers, so the console can act on it."""
-    started_local_cluster(tmp_path, brokers=4)
+    running(started_local_cluster(tmp_path, brokers=4), "broker-4")
     control, what = choose_backend(Settings(backend="auto", cluster_dir=tmp_path))
     assert isinstance(control, LocalBrokerControl), what
     assert not server.requests
@@ -830,6 +845,106 @@ def test_auto_with_another_local_cluster_and_no_engine(tmp_path: Path) -> None:
         reason
     )
     assert "no Docker engine" in reason
+
+
+def test_auto_picks_live_compose_brokers_over_a_stopped_local_cluster(
+    tmp_path: Path, server: FakeEngineServer
+) -> None:
+    """A local cluster left behind (4 brokers, every process stopped) serves the bootstrap
+    servers on paper, but the compose project's running containers publish those ports: the
+    console must act on (and show the states of) the containers, not 4 stopped processes."""
+    started_local_cluster(tmp_path, brokers=4)
+    control, what = choose_backend(Settings(backend="auto", cluster_dir=tmp_path))
+    assert isinstance(control, DockerBrokerControl), what
+    assert control.project == "kconsole"
+    assert control.states() == {b: ProcState.RUNNING for b in (1, 2, 3)}
+    assert (
+        f"the local cluster in {tmp_path} has no process running; docker compose project "
+        "'kconsole' publishes the bootstrap ports" in what
+    )
+
+
+def test_auto_keeps_a_running_local_cluster_over_compose_brokers(
+    tmp_path: Path, server: FakeEngineServer
+) -> None:
+    running(started_local_cluster(tmp_path, brokers=4), "broker-2")
+    control, what = choose_backend(Settings(backend="auto", cluster_dir=tmp_path))
+    assert isinstance(control, LocalBrokerControl), what
+    assert what == f"local cluster in {tmp_path}"
+    assert not server.requests
+
+
+def test_auto_keeps_a_paused_local_cluster(
+    tmp_path: Path, server: FakeEngineServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A paused broker is a process of the cluster (frozen, not gone)."""
+    running(started_local_cluster(tmp_path))
+    monkeypatch.setattr(psutil.Process, "status", lambda self: psutil.STATUS_STOPPED)
+    assert LocalCluster(tmp_path).process("broker-1").state() is ProcState.PAUSED
+    control, what = choose_backend(Settings(backend="auto", cluster_dir=tmp_path))
+    assert isinstance(control, LocalBrokerControl), what
+    assert not server.requests
+
+
+def test_auto_keeps_a_stopped_local_cluster_when_nothing_else_serves_it(tmp_path: Path) -> None:
+    """No engine: the stopped local cluster is still the backend, so `cluster start` works."""
+    started_local_cluster(tmp_path)
+    control, what = choose_backend(Settings(backend="auto", cluster_dir=tmp_path))
+    assert isinstance(control, LocalBrokerControl), what
+    assert what.startswith(f"local cluster in {tmp_path} (no process running; no docker")
+    assert "'kconsole'" in what and "no Docker engine" in what
+
+
+def test_auto_keeps_a_stopped_local_cluster_when_compose_publishes_other_ports(
+    tmp_path: Path, server: FakeEngineServer
+) -> None:
+    started_local_cluster(tmp_path, base_port=29092, zk_port=24181)
+    settings = Settings(
+        backend="auto", cluster_dir=tmp_path, bootstrap="127.0.0.1:29092,127.0.0.1:29093"
+    )
+    control, what = choose_backend(settings)
+    assert isinstance(control, LocalBrokerControl), what
+    assert "no process running" in what and "publish 19092, 19093, 19094" in what
+
+
+def test_auto_looks_for_the_configured_compose_project(
+    tmp_path: Path, server: FakeEngineServer
+) -> None:
+    started_local_cluster(tmp_path)
+    settings = Settings(backend="auto", cluster_dir=tmp_path, compose_project="other")
+    control, what = choose_backend(settings)
+    assert isinstance(control, DockerBrokerControl), what
+    assert control.project == "other"
+    assert control.states() == {b: ProcState.PAUSED for b in (1, 2, 3)}
+    assert "docker compose project 'other' publishes the bootstrap ports" in what
+    settings = Settings(backend="auto", cluster_dir=tmp_path / "none", compose_project="absent")
+    control, reason = choose_backend(settings)
+    assert control is None
+    assert "no docker compose project 'absent' was found" in reason
+    assert "no broker containers of docker compose project 'absent'" in reason
+
+
+def test_backend_docker_acts_on_the_configured_compose_project(
+    tmp_path: Path, server: FakeEngineServer
+) -> None:
+    control, what = choose_backend(
+        Settings(backend="docker", cluster_dir=tmp_path, compose_project="other")
+    )
+    assert isinstance(control, DockerBrokerControl) and control.project == "other"
+    assert what == "docker compose project 'other' (brokers 1, 2, 3)"
+    # an explicit project beats the settings'
+    control, _ = choose_backend(
+        Settings(backend="docker", cluster_dir=tmp_path, compose_project="other"),
+        project="kconsole",
+    )
+    assert isinstance(control, DockerBrokerControl) and control.project == "kconsole"
+
+
+def test_the_default_compose_project_is_the_backends() -> None:
+    from kconsole.cluster.docker import DEFAULT_PROJECT
+    from kconsole.config import DEFAULT_COMPOSE_PROJECT
+
+    assert DEFAULT_COMPOSE_PROJECT == DEFAULT_PROJECT == Settings().compose_project
 
 
 # ------------------------------------------------------------------------------------------
@@ -958,17 +1073,21 @@ def test_an_action_without_its_effect_is_an_error(
 # ------------------------------------------------------------------------------------------
 
 
-def docker_cli(tmp_path: Path, *args: str) -> tuple[int, str, list[dict[str, Any]]]:
-    """`kconsole --backend docker cluster --state-dir <empty> ARGS`; (exit, output, audit)."""
+def docker_cli(
+    tmp_path: Path, *args: str, options: tuple[str, ...] = (), env: dict[str, str] | None = None
+) -> tuple[int, str, list[dict[str, Any]]]:
+    """`kconsole --backend docker OPTIONS cluster --state-dir <empty> ARGS`, with `env` added;
+    (exit, output, audit)."""
     from click.testing import CliRunner
 
     from kconsole.cli import main
     from kconsole.commands.auditlog import AuditLog
 
-    env = {"KCONSOLE_STATE_DIR": str(tmp_path / "state"), "KCONSOLE_CONFIG": ""}
+    env = {"KCONSOLE_STATE_DIR": str(tmp_path / "state"), "KCONSOLE_CONFIG": "", **(env or {})}
     res = CliRunner().invoke(
         main,
         [
+            *options,
             "--backend",
             "docker",
             "--bootstrap",
@@ -1072,8 +1191,8 @@ def test_cli_without_the_compose_project_refuses(tmp_path: Path) -> None:
     [
         (["up"], "make compose-up"),
         (["down"], "make compose-down"),
-        (["status"], "docker compose -f compose/docker-compose.yml ps"),
-        (["logs", "2"], "docker compose -f compose/docker-compose.yml logs"),
+        (["status"], "docker compose -p kconsole -f compose/docker-compose.yml ps"),
+        (["logs", "2"], "docker compose -p kconsole -f compose/docker-compose.yml logs kafka-N"),
     ],
 )
 def test_cli_local_only_commands_say_what_to_run_instead(
@@ -1083,6 +1202,69 @@ def test_cli_local_only_commands_say_what_to_run_instead(
     assert code == 1
     assert "the backend is docker" in out and instead in out
     assert not (tmp_path / "local").exists() and audit == []
+
+
+@pytest.mark.parametrize(
+    ("options", "env", "project"),
+    [
+        ((), {}, "kconsole"),
+        ((), {"COMPOSE_PROJECT_NAME": "from_compose"}, "from_compose"),
+        ((), {"KCONSOLE_COMPOSE_PROJECT": "from-env"}, "from-env"),
+        (("--compose-project", "lab"), {"KCONSOLE_COMPOSE_PROJECT": "from-env"}, "lab"),
+    ],
+)
+def test_cli_the_compose_project_reaches_discovery(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    options: tuple[str, ...],
+    env: dict[str, str],
+    project: str,
+) -> None:
+    asked: list[str] = []
+    real = DockerBrokerControl.discover
+
+    def discover(project: str = "unset", **kwargs: Any) -> Any:
+        asked.append(project)
+        return real(project, **kwargs)  # DOCKER_HOST: no engine
+
+    monkeypatch.delenv("COMPOSE_PROJECT_NAME", raising=False)
+    monkeypatch.delenv("KCONSOLE_COMPOSE_PROJECT", raising=False)
+    monkeypatch.setattr(DockerBrokerControl, "discover", staticmethod(discover))
+    code, out, audit = docker_cli(tmp_path, "stop", "2", "--yes", options=options, env=env)
+    assert asked == [project]
+    assert code == 1 and "broker control is not available: no Docker engine" in out
+    assert [(e["command"], e["outcome"]) for e in audit] == [("broker.stop", "refused")]
+
+
+def test_cli_the_compose_project_names_the_containers_acted_on(
+    engine: Engine, server: FakeEngineServer, tmp_path: Path
+) -> None:
+    """--compose-project other: the other project's containers (all paused), not kconsole's."""
+    code, out, _ = docker_cli(tmp_path, "resume", "2", options=("--compose-project", "other"))
+    assert code == 0, out
+    assert engine.find("other-kafka-2-1")["State"]["Status"] == "running"
+    assert engine.find("kconsole-kafka-2-1")["State"]["Status"] == "running"
+    posts = [p for m, p, _ in server.requests if m == "POST"]
+    other = engine.find("other-kafka-2-1")["Id"]
+    assert posts and all(other in p for p in posts), posts
+
+
+@pytest.mark.parametrize(
+    ("sub", "instead"),
+    [
+        (["up"], "`docker compose -p lab -f compose/docker-compose.yml up -d`"),
+        (["down"], "`docker compose -p lab -f compose/docker-compose.yml down -v`"),
+        (["status"], "`docker compose -p lab -f compose/docker-compose.yml ps`"),
+        (["logs", "2"], "`docker compose -p lab -f compose/docker-compose.yml logs kafka-N`"),
+    ],
+)
+def test_cli_local_only_commands_name_the_compose_project(
+    tmp_path: Path, sub: list[str], instead: str
+) -> None:
+    code, out, _ = docker_cli(tmp_path, *sub, options=("--compose-project", "lab"))
+    assert code == 1
+    flat = " ".join(out.split())  # as wrapped for the terminal, if it is
+    assert instead in flat and "make compose-" not in flat  # the Makefile's is kconsole
 
 
 def test_cli_a_controller_node_is_not_a_compose_broker(

@@ -7,18 +7,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import psutil
 import pytest
 from click.testing import CliRunner
 
 from kconsole.cli import main as cli
 from kconsole.cluster.backends import choose_backend, cluster_mode, open_local
+from kconsole.cluster.docker import DockerBrokerControl
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.kraft import KRaftCluster
 from kconsole.cluster.kraft_control import KRaftNodeControl
 from kconsole.cluster.kraft_spec import KRaftSpec
 from kconsole.cluster.local import LocalCluster
 from kconsole.cluster.local_spec import LocalClusterSpec
-from kconsole.cluster.procs import ProcState
+from kconsole.cluster.procs import PidRecord, ProcState
 from kconsole.config import Settings
 
 
@@ -239,9 +241,13 @@ class TestStoppedCluster:
         assert code == 1
         assert "no log yet" in out and "controller-1001" in out
 
-    def test_the_backend_of_a_kraft_state_dir(self, tmp_path: Path) -> None:
+    def test_the_backend_of_a_kraft_state_dir(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         """The console's broker keys get the KRaft nodes' control, by the same protocol the
         ZooKeeper-mode cluster's has; its states are the brokers' (controllers apart)."""
+        # stopped, and no compose project on its ports: the local cluster all the same
+        monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/kconsole-test/docker.sock")
         d = kraft_dir(tmp_path / "local")
         settings = Settings(backend="auto", cluster_dir=d)  # the default bootstrap 19092-19094
         control, what = choose_backend(settings)
@@ -254,6 +260,76 @@ class TestStoppedCluster:
         control, why = choose_backend(other, docker_timeout=0.5)
         assert not isinstance(control, KRaftNodeControl)
         assert control is not None or "serves 127.0.0.1:19092" in why
+
+
+class FakeComposeProject:
+    """What choose_backend asks of a docker compose project's control."""
+
+    def __init__(self, ports: set[int]):
+        self.ports = ports
+
+    def published_ports(self) -> set[int]:
+        return self.ports
+
+
+class TestAutoBackendOfAKRaftStateDir:
+    """ "auto" and a KRaft local cluster on the compose project's ports: the local one while
+    any of its nodes runs (a controller is enough), else the compose brokers."""
+
+    @pytest.fixture
+    def discovered(self, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+        """The projects docker discovery was asked for; it finds brokers on 19092-19094."""
+        asked: list[str] = []
+
+        def discover(project: str, **_: object) -> tuple[object, str]:
+            asked.append(project)
+            return FakeComposeProject({19092, 19093, 19094}), f"docker compose project {project!r}"
+
+        monkeypatch.setattr(DockerBrokerControl, "discover", staticmethod(discover))
+        return asked
+
+    @staticmethod
+    def run_node(state_dir: Path, name: str) -> None:
+        me = psutil.Process()
+        pid_file = open_local(state_dir).process(name).pid_file
+        pid_file.parent.mkdir(parents=True, exist_ok=True)
+        pid_file.write_text(PidRecord(me.pid, me.create_time()).to_json())
+
+    def test_a_running_controller_keeps_the_local_cluster(
+        self, tmp_path: Path, discovered: list[str]
+    ) -> None:
+        d = kraft_dir(tmp_path / "local")
+        self.run_node(d, "controller-1002")
+        control, what = choose_backend(Settings(backend="auto", cluster_dir=d))
+        assert isinstance(control, KRaftNodeControl), what
+        assert what == f"local cluster in {d}"
+        assert discovered == []  # docker was not even asked
+
+    def test_no_node_running_gives_the_compose_brokers(
+        self, tmp_path: Path, discovered: list[str]
+    ) -> None:
+        d = kraft_dir(tmp_path / "local")
+        settings = Settings(backend="auto", cluster_dir=d, compose_project="kafka-lab")
+        control, what = choose_backend(settings)
+        assert isinstance(control, FakeComposeProject), what
+        assert discovered == ["kafka-lab"]
+        assert what == (
+            f"docker compose project 'kafka-lab': the local cluster in {d} has no process "
+            "running; docker compose project 'kafka-lab' publishes the bootstrap ports"
+        )
+
+    def test_no_node_running_and_compose_elsewhere_keeps_the_local_cluster(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(
+            DockerBrokerControl,
+            "discover",
+            staticmethod(lambda project, **_: (FakeComposeProject({9092}), "found")),
+        )
+        d = kraft_dir(tmp_path / "local")
+        control, what = choose_backend(Settings(backend="auto", cluster_dir=d))
+        assert isinstance(control, KRaftNodeControl), what
+        assert "no process running" in what and "publish 9092" in what
 
 
 class TestQuorumReading:
