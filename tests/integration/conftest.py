@@ -7,6 +7,8 @@ import json
 import os
 import socket
 import subprocess
+import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +23,7 @@ from kconsole.cluster.kraft import KRaftCluster, KRaftUpTimes
 from kconsole.cluster.local import LocalCluster, LocalClusterSpec, partitions_fully_in_sync
 from kconsole.cluster.procs import ProcState
 from kconsole.cluster.settings import KAFKA_VERSION, KRAFT_KAFKA_VERSION, TEST_TOPIC
-from tests.integration.docker_support import Engine, NoEngine, start_engine, watched
+from tests.integration.docker_support import Engine, NoEngine, start_engine, start_watchdog
 from tests.waiting import wait_until
 
 
@@ -218,30 +220,92 @@ def kraft_healthy(kraft: tuple[KRaftCluster, KRaftUpTimes]) -> Iterator[KRaftClu
 # ------------------------------------------------------------------------------------------
 
 
+class _DockerWarmUp:
+    """The engine and the images, made in a thread from the end of collection on: installing
+    the packages, starting dockerd and building the images (about a minute on a new machine,
+    mostly waiting for downloads and the engine) overlaps the tests that run before the
+    real-engine ones instead of adding to the run. The fixtures below wait for it."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.engine: Engine | None = None
+        self.error: BaseException | None = None
+        self.images: dict[str, str] = {}
+        self.seconds = 0.0
+        self.dog: subprocess.Popen[bytes] | None = None
+        self.thread = threading.Thread(target=self._run, name="docker-warm-up", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        t0 = time.monotonic()
+        try:
+            self.engine = start_engine(self.workdir)
+            # stops that dockerd if pytest dies before its teardown
+            self.dog = start_watchdog(self.engine, [])
+            client = docker_connect()
+            try:
+                versions = (KAFKA_VERSION, KRAFT_KAFKA_VERSION)
+                self.engine.notes += build_images(client, versions)
+                self.images = {v: kafka_image(v) for v in versions}
+            finally:
+                client.close()
+        except BaseException as exc:  # handed to the fixture, which skips or fails with it
+            self.error = exc
+        self.seconds = time.monotonic() - t0
+
+    def wait(self) -> Engine:
+        self.thread.join()
+        if isinstance(self.error, NoEngine):
+            pytest.skip(f"no Docker engine: {self.error}")
+        if self.error is not None:
+            raise self.error
+        assert self.engine is not None
+        return self.engine
+
+    def stop(self) -> None:
+        self.thread.join()
+        if self.engine is not None:
+            self.engine.stop()
+        if self.dog is not None:
+            self.dog.terminate()
+            self.dog.wait(10)
+            self.dog = None
+
+
+_WARM_UP: list[_DockerWarmUp] = []
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the Docker warm-up when a collected test needs the engine."""
+    if any("docker_engine" in getattr(item, "fixturenames", ()) for item in session.items):
+        workdir = Path(tempfile.mkdtemp(prefix="kconsole-docker-"))
+        _WARM_UP.append(_DockerWarmUp(workdir))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The dockerd this run started is stopped even when no real-engine test ran."""
+    while _WARM_UP:
+        _WARM_UP.pop().stop()
+
+
 @pytest.fixture(scope="session")
-def docker_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+def docker_engine() -> Iterator[Engine]:
     """A Docker engine that answers: the running one, or a dockerd this run starts (installing
-    Debian's packages first on a root machine that lacks them) and stops by its PID at the end.
-    Skips, saying why, only where no engine can be started."""
+    Debian's packages first on a root machine that lacks them) and stops by its PID at the end,
+    with kconsole's compose images built. Skips, saying why, only where no engine can be
+    started."""
+    if not _WARM_UP:  # collected without the hook's help (a plugin reordering items)
+        _WARM_UP.append(_DockerWarmUp(Path(tempfile.mkdtemp(prefix="kconsole-docker-"))))
+    warm = _WARM_UP[0]
+    engine = warm.wait()
     try:
-        engine = start_engine(tmp_path_factory.mktemp("docker"))
-    except NoEngine as exc:
-        pytest.skip(f"no Docker engine: {exc}")
-    try:
-        with watched(engine, []):
-            yield engine
+        yield engine
     finally:
-        engine.stop()
+        warm.stop()
 
 
 @pytest.fixture(scope="session")
 def docker_images(docker_engine: Engine) -> dict[str, str]:
     """Kafka version -> the compose image, built by kconsole's own builder when missing (on a
     JRE image built from Debian packages where no registry answers)."""
-    client = docker_connect()
-    try:
-        for line in build_images(client, (KAFKA_VERSION, KRAFT_KAFKA_VERSION)):
-            docker_engine.notes.append(line)
-    finally:
-        client.close()
-    return {v: kafka_image(v) for v in (KAFKA_VERSION, KRAFT_KAFKA_VERSION)}
+    return dict(_WARM_UP[0].images)
