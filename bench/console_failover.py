@@ -1,20 +1,30 @@
 """Delay from a broker stop (or kill) to the console's SCREEN showing the new leaders.
 
     .venv/bin/python bench/console_failover.py [--runs 5] [--kill-runs 3]
+    .venv/bin/python bench/console_failover.py --compose [--runs 5] [--kill-runs 3] [--idle 30]
 
-Starts its own throw-away 3-broker cluster on free ports in a temporary dir (bench/_cluster.py),
-and always takes it down again. The real console runs headless (Textual's run_test) on the
+Starts its own throw-away 3-broker cluster and always takes it down again: by default the local
+cluster, on free ports in a temporary dir (bench/_cluster.py); with --compose the docker compose
+cluster (compose/docker-compose.yml, a project of its own on free ports, bench/_compose.py), its
+brokers stopped, killed and started through the engine (DockerBrokerControl: docker stop,
+docker kill, docker start) and the console's broker states read from the engine, as the console
+does against a compose project. The real console runs headless (Textual's run_test) on the
 live ClusterObserver. Each run:
 
   1. the victim is the current leader of test-topic/0 on the app's snapshot;
   2. t0, then `stop_broker` (SIGTERM, controlled shutdown) or `kill_broker` (SIGKILL) on a thread,
-     so the app's loop keeps running;
+     so the app's loop keeps running (compose: `docker stop` / `docker kill` of its container);
   3. every 10 ms: has the partitions table (rows keyed "test-topic/<p>") got, in the leader cell
      of every partition the victim led, a leader that is neither the victim nor offline?
      Also recorded: when ZooKeeper said so (our own kazoo watch on each partition's state znode),
      when the app's snapshot said so, and when the stop/kill call returned (the process exited);
   4. the broker is started again, ISR waited for (with a deadline), a preferred-leader election
      puts every leader back, and the screen is waited for before the next run.
+
+With --compose it also measures what the compose mode costs a user: `compose up -d` to every
+broker healthy, test-topic created and in sync; and, once the runs are done and the cluster is
+settled, the console process's CPU (every thread) over --idle seconds in --idle-runs windows, its
+RSS, and each container's CPU and memory over the same seconds from the engine's stats API.
 
 Prints Markdown tables (per run, then median / min / max).
 """
@@ -23,26 +33,38 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import logging
 import os
+import re
 import shlex
 import statistics
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import psutil
 from _cluster import describe_ports, temporary_cluster, to_stderr
 from _common import code_revision, elect_preferred, load
+from _compose import ComposeCluster, temporary_compose
 from confluent_kafka import TopicPartition
 from kazoo.client import KazooClient
 
+from kconsole.cluster.backends import zk_registrations
+from kconsole.cluster.control import BrokerAction
+from kconsole.cluster.docker import DockerBrokerControl
 from kconsole.cluster.local import LocalCluster
 from kconsole.cluster.local_control import LocalBrokerControl
+from kconsole.cluster.local_probes import partitions_fully_in_sync, zk_client
+from kconsole.cluster.procs import ProcState
 from kconsole.cluster.settings import TEST_TOPIC
 from kconsole.config import Settings
 from kconsole.models import BrokerState, ClusterSnapshot
@@ -110,6 +132,95 @@ class TimedObserver(ClusterObserver):
         if publish and probe is not None:
             probe(snap)
         return snap
+
+
+# -- the cluster under test: the local one or a compose project --------------------------------
+class Target:
+    """What a run needs of the cluster: its addresses, the console's settings and broker
+    states, and stop / kill / start of one broker (blocking: called on a thread)."""
+
+    describe = ""  # ports, for the report
+    bootstrap = ""
+    zk_connect = ""
+    broker_ids: list[int] = []
+    settings: Settings
+    states: Callable[[], dict[int, ProcState]]  # the console's broker states (its backend's)
+
+    def act(self, action: str, victim: int) -> None:
+        raise NotImplementedError
+
+    def start(self, victim: int) -> None:
+        raise NotImplementedError
+
+    def wait_isr_full(self, deadline: float) -> None:
+        raise NotImplementedError
+
+
+class LocalTarget(Target):
+    """The local cluster's processes (SIGTERM / SIGKILL / start by bench/_cluster.py)."""
+
+    def __init__(self, cluster: LocalCluster) -> None:
+        spec = cluster.spec
+        self.cluster = cluster
+        self.describe = describe_ports(spec)
+        self.bootstrap, self.zk_connect, self.broker_ids = (
+            spec.bootstrap,
+            spec.zk_connect,
+            spec.broker_ids,
+        )
+        self.settings = Settings(
+            bootstrap=spec.bootstrap,
+            zookeeper=spec.zk_connect,
+            backend="local",
+            cluster_dir=cluster.state_dir,
+        )
+        self.states = LocalBrokerControl(cluster).states
+
+    def act(self, action: str, victim: int) -> None:
+        if action == "stop":
+            self.cluster.stop_broker(victim)
+        else:
+            self.cluster.kill_broker(victim)
+
+    def start(self, victim: int) -> None:
+        self.cluster.start_broker(victim, timeout=120.0)
+
+    def wait_isr_full(self, deadline: float) -> None:
+        self.cluster.wait_isr_full(TEST_TOPIC, deadline)
+
+
+class ComposeTarget(Target):
+    """A compose project's containers, through the console's own DockerBrokerControl; a start
+    is done once the broker registered in ZooKeeper again (after a kill, once the killed
+    broker's session expired)."""
+
+    def __init__(self, cluster: ComposeCluster) -> None:
+        self.cluster = cluster
+        self.describe = cluster.describe()
+        self.bootstrap, self.zk_connect = cluster.bootstrap, cluster.zk_connect
+        self.broker_ids = cluster.broker_ids
+        self.settings = Settings(
+            bootstrap=cluster.bootstrap, zookeeper=cluster.zk_connect, backend="docker"
+        )
+        self.control = DockerBrokerControl(
+            project=cluster.project,
+            registrations=zk_registrations(cluster.zk_connect),
+            register_timeout=120.0,
+        )
+        self.states = self.control.states
+
+    def act(self, action: str, victim: int) -> None:
+        self.control.act(BrokerAction.STOP if action == "stop" else BrokerAction.KILL, victim)
+
+    def start(self, victim: int) -> None:
+        self.control.act(BrokerAction.START, victim, progress=to_stderr)
+
+    def wait_isr_full(self, deadline: float) -> None:
+        with zk_client(self.zk_connect, 10.0) as zk:
+            while not partitions_fully_in_sync(zk, TEST_TOPIC):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"timed out waiting for every {TEST_TOPIC} replica in ISR")
+                time.sleep(0.1)
 
 
 # -- what the app shows -----------------------------------------------------------------------
@@ -200,7 +311,7 @@ def watch_leaders(zk: KazooClient, victim: int, parts: list[int], run: Run) -> N
 async def one_run(
     app: KConsoleApp,
     observer: TimedObserver,
-    cluster: LocalCluster,
+    target: Target,
     zk: KazooClient,
     stalls: LoopStalls,
     action: str,
@@ -221,10 +332,7 @@ async def one_run(
             run.published_s = time.monotonic() - t0
 
     def act() -> float:
-        if action == "stop":
-            cluster.stop_broker(victim)
-        else:
-            cluster.kill_broker(victim)
+        target.act(action, victim)
         return time.monotonic()
 
     t0 = time.monotonic()
@@ -248,68 +356,144 @@ async def one_run(
     return run
 
 
-async def restore(app: KConsoleApp, cluster: LocalCluster, victim: int) -> float:
+async def restore(app: KConsoleApp, target: Target, victim: int) -> float:
     """Start the victim again, wait for full ISR, put leaders back; seconds it took."""
     t0 = time.monotonic()
-    await asyncio.to_thread(cluster.start_broker, victim, timeout=120.0)
-    await asyncio.to_thread(cluster.wait_isr_full, TEST_TOPIC, time.monotonic() + 120.0)
-    await settle(app, cluster)
+    await asyncio.to_thread(target.start, victim)
+    await asyncio.to_thread(target.wait_isr_full, time.monotonic() + 120.0)
+    await settle(app, target)
     return time.monotonic() - t0
 
 
-async def settle(app: KConsoleApp, cluster: LocalCluster) -> None:
+async def settle(app: KConsoleApp, target: Target) -> None:
     count = len(
         [p for p in (app.snapshot.partitions if app.snapshot else ()) if p.topic == TEST_TOPIC]
     )
     await asyncio.to_thread(
         elect_preferred,
-        cluster.spec.bootstrap,
+        target.bootstrap,
         [TopicPartition(TEST_TOPIC, p) for p in range(count or 4)],
     )
     await wait_for(
-        lambda: settled(app, cluster.spec.broker_ids), 120.0, "the screen to show a healthy cluster"
+        lambda: settled(app, target.broker_ids), 120.0, "the screen to show a healthy cluster"
     )
+
+
+# -- idle (compose) ----------------------------------------------------------------------------
+@dataclass
+class Idle:
+    """The console process's CPU per window (% of one core, every thread), its RSS, and each
+    container's CPU (% of one core) and memory over the whole idle time."""
+
+    console_cpu_pct: list[float] = field(default_factory=list)
+    console_rss_mib: float = float("nan")
+    seconds: float = float("nan")
+    containers: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+def container_samples(project: str) -> dict[str, dict[str, Any]]:
+    """Service -> the engine's one-shot stats of its running container (cumulative CPU ns,
+    the engine's time of the read), read in parallel."""
+    import docker
+
+    client = docker.from_env(timeout=30)
+    try:
+        found = client.containers.list(
+            filters={"label": f"com.docker.compose.project={project}", "status": "running"}
+        )
+        with ThreadPoolExecutor(max(len(found), 1)) as pool:
+            stats = pool.map(lambda c: c.stats(stream=False, one_shot=True), found)
+            return {
+                c.labels.get("com.docker.compose.service", c.name): st
+                for c, st in zip(found, stats, strict=True)
+            }
+    finally:
+        client.close()
+
+
+def _read_at(stats: dict[str, Any]) -> float:
+    """The stats' `read` time (RFC 3339 with nanoseconds) as epoch seconds."""
+    m = re.match(r"^(.*T\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)$", str(stats["read"]))
+    assert m is not None, f"unexpected stats time {stats['read']!r}"
+    zone = "+00:00" if m.group(3) == "Z" else m.group(3)
+    return datetime.fromisoformat(m.group(1) + (m.group(2) or ".0")[:7] + zone).timestamp()
+
+
+def container_usage(first: dict[str, Any], last: dict[str, Any]) -> dict[str, float]:
+    """CPU (% of one core) between two samples (by the engine's own read times); memory at the
+    last (MiB): `usage` minus the inactive file cache (what `docker stats` shows), and the
+    anonymous memory (RSS)."""
+    cpu0 = first["cpu_stats"]["cpu_usage"]["total_usage"]
+    cpu1 = last["cpu_stats"]["cpu_usage"]["total_usage"]
+    mem = last.get("memory_stats") or {}
+    stats = mem.get("stats") or {}
+    inactive = stats.get("total_inactive_file", stats.get("inactive_file", 0))
+    rss = stats.get("rss", stats.get("anon", float("nan")))  # cgroup v1, v2
+    return {
+        "cpu_pct": 100 * (cpu1 - cpu0) / 1e9 / (_read_at(last) - _read_at(first)),
+        "mem_mib": (mem.get("usage", 0) - inactive) / 2**20,
+        "rss_mib": rss / 2**20,
+    }
+
+
+async def measure_idle(app: KConsoleApp, project: str, seconds: float, windows: int) -> Idle:
+    """Nothing changing: the console's CPU in `windows` windows of `seconds / windows`, and the
+    containers' from engine samples taken just before and after (off the app's loop)."""
+    me = psutil.Process()
+    out = Idle(seconds=0.0)
+    first = await asyncio.to_thread(container_samples, project)
+    for _ in range(windows):
+        c0, w0 = me.cpu_times(), time.monotonic()
+        await asyncio.sleep(seconds / windows)
+        c1, wall = me.cpu_times(), time.monotonic() - w0
+        out.console_cpu_pct.append(100 * ((c1.user - c0.user) + (c1.system - c0.system)) / wall)
+        out.seconds += wall
+    last = await asyncio.to_thread(container_samples, project)
+    out.console_rss_mib = me.memory_info().rss / 2**20
+    for svc in sorted(set(first) & set(last)):
+        out.containers[svc] = container_usage(first[svc], last[svc])
+    return out
 
 
 # -- main -------------------------------------------------------------------------------------
-async def drive(cluster: LocalCluster, args: argparse.Namespace) -> tuple[list[Run], list[float]]:
-    spec = cluster.spec
-    settings = Settings(
-        bootstrap=spec.bootstrap,
-        zookeeper=spec.zk_connect,
-        backend="local",
-        cluster_dir=cluster.state_dir,
-    )
-    observer = TimedObserver(settings, proc_states=LocalBrokerControl(cluster).states)
+async def drive(
+    target: Target, args: argparse.Namespace
+) -> tuple[list[Run], list[float], Idle | None]:
+    settings = target.settings
+    observer = TimedObserver(settings, proc_states=target.states)
     app = make_app(observer, refresh_s=settings.refresh_s, group_refresh_s=settings.group_refresh_s)
     app.animation_level = "none"
-    zk = KazooClient(hosts=spec.zk_connect, timeout=10)
+    zk = KazooClient(hosts=target.zk_connect, timeout=10)
     await asyncio.to_thread(zk.start, 30)
     stalls = LoopStalls()
     runs: list[Run] = []
     restores: list[float] = []
+    idle: Idle | None = None
     try:
         async with app.run_test(size=(160, 48)) as pilot:
             stalls.start()
             await wait_for(lambda: app.snapshot is not None, 60.0, "the first snapshot")
-            await settle(app, cluster)
+            await settle(app, target)
             await pilot.pause()
             plan = [("stop", i) for i in range(1, args.runs + 1)]
             plan += [("kill", i) for i in range(1, args.kill_runs + 1)]
             for action, n in plan:
-                run = await one_run(app, observer, cluster, zk, stalls, action, n, args.timeout)
+                run = await one_run(app, observer, target, zk, stalls, action, n, args.timeout)
                 runs.append(run)
                 print(
                     f"{action} {n}: broker {run.victim} -> screen {run.screen_s:.3f} s "
                     f"(zk {run.zk_s:.3f} s, exit {run.exited_s:.3f} s)",
                     file=sys.stderr,
                 )
-                restores.append(await restore(app, cluster, run.victim))
+                restores.append(await restore(app, target, run.victim))
+            if isinstance(target, ComposeTarget) and args.idle > 0:
+                idle = await measure_idle(app, target.cluster.project, args.idle, args.idle_runs)
+                print(f"idle: console {idle.console_cpu_pct} % of a core", file=sys.stderr)
     finally:
         stalls.stop()
         zk.stop()
         zk.close()
-    return runs, restores
+    return runs, restores, idle
 
 
 def ms(x: float) -> str:
@@ -349,6 +533,7 @@ def report(
     runs: list[Run], restores: list[float], args: argparse.Namespace, revision: str, ports: str
 ) -> None:
     cmd = " ".join(shlex.quote(a) for a in [".venv/bin/python", *sys.argv])
+    via = "docker " if args.compose else ""  # compose: the engine stops and kills
     mem = psutil.virtual_memory().total / 2**30
     print(f"command: `{cmd}`  ")
     print(f"code: {revision}  ")
@@ -366,14 +551,14 @@ def report(
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in runs:
         print(
-            f"| {r.n} | {'SIGTERM (stop)' if r.action == 'stop' else 'SIGKILL (kill)'} "
+            f"| {r.n} | {f'SIGTERM ({via}stop)' if r.action == 'stop' else f'SIGKILL ({via}kill)'} "
             f"| {r.victim} | {'yes' if r.was_controller else 'no'} "
             f"| {','.join(map(str, r.partitions))} | {s3(r.exited_s)} | {s3(r.zk_s)} "
             f"| {s3(r.published_s)} | {s3(r.snapshot_s)} | **{s3(r.screen_s)}** "
             f"| {ms(r.screen_s - r.zk_s)} | {r.stall_ms:.0f} |"
         )
     print()
-    for action, name in (("stop", "stop (SIGTERM)"), ("kill", "kill (SIGKILL)")):
+    for action, name in (("stop", f"{via}stop (SIGTERM)"), ("kill", f"{via}kill (SIGKILL)")):
         sel = [r for r in runs if r.action == action]
         if sel:
             print("\n".join(summary(name, sel)))
@@ -385,11 +570,58 @@ def report(
         )
 
 
+def compose_report(cluster: ComposeCluster, idle: Idle | None) -> None:
+    """What the compose mode costs: its start, and the console and containers at idle."""
+    steps = ", ".join(f"{k} {v:.1f} s" for k, v in cluster.up_steps.items())
+    tool = " ".join([Path(cluster.command[0]).name, *cluster.command[1:]])
+    print(
+        f"\nCompose start (`{tool} up -d` to every "
+        f"broker container healthy, test-topic created and its ISR full): **{cluster.up_s:.1f} s** "
+        f"({steps})."
+    )
+    if idle is None:
+        return
+    cpu = idle.console_cpu_pct
+    print(
+        f"\nIdle, after the runs, the cluster settled, nothing changing ({idle.seconds:.0f} s): "
+        f"console process (all threads, broker states read from the engine every 0.25 s) "
+        f"{', '.join(f'{v:.2f}' for v in cpu)} % of a core in {len(cpu)} windows "
+        f"(median {statistics.median(cpu):.2f}), RSS {idle.console_rss_mib:.0f} MiB.\n"
+    )
+    if idle.containers:
+        print("| container (engine stats API) | CPU over the idle time (% of a core) "
+              "| memory, usage - inactive file (MiB) | RSS (MiB) |")  # fmt: skip
+        print("|---|---:|---:|---:|")
+        for svc, u in idle.containers.items():
+            print(f"| {svc} | {u['cpu_pct']:.1f} | {u['mem_mib']:.0f} | {u['rss_mib']:.0f} |")
+        tot = {k: sum(u[k] for u in idle.containers.values()) for k in ("cpu_pct", "mem_mib")}
+        tot_rss = sum(u["rss_mib"] for u in idle.containers.values())
+        print(f"| **all** | {tot['cpu_pct']:.1f} | {tot['mem_mib']:.0f} | {tot_rss:.0f} |")
+
+
+@contextmanager
+def cluster_under_test(args: argparse.Namespace) -> Iterator[Target]:
+    """The throw-away cluster of this run (local, or compose with --compose), always down after."""
+    if args.compose:
+        with temporary_compose("kcbench-failover", progress=to_stderr) as compose:
+            yield ComposeTarget(compose)
+    else:
+        with temporary_cluster("kc-bench-failover-", progress=to_stderr) as (cluster, _tmp):
+            yield LocalTarget(cluster)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5, help="stop (SIGTERM) runs")
     ap.add_argument("--kill-runs", type=int, default=3, help="kill (SIGKILL) runs")
     ap.add_argument("--timeout", type=float, default=90.0, help="per-run deadline, seconds")
+    ap.add_argument(
+        "--compose", action="store_true", help="the docker compose cluster, not the local one"
+    )
+    ap.add_argument(
+        "--idle", type=float, default=30.0, help="--compose: idle seconds measured after the runs"
+    )
+    ap.add_argument("--idle-runs", type=int, default=3, help="--compose: windows of --idle")
     ap.add_argument(
         "--json", type=Path, help="also write every run's figures here (bench/suite.py)"
     )
@@ -398,13 +630,19 @@ def main() -> None:
     logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
     revision = code_revision()
     load_start = load()
-    with temporary_cluster("kc-bench-failover-", progress=to_stderr) as (cluster, _tmp):
-        ports = describe_ports(cluster.spec)
-        runs, restores = asyncio.run(drive(cluster, args))
+    with cluster_under_test(args) as target:
+        ports = target.describe
+        runs, restores, idle = asyncio.run(drive(target, args))
     if args.json is not None:
         keep: tuple[str, ...] = ("action", "n", "victim", "was_controller", "exited_s", "zk_s")
         keep += ("published_s", "snapshot_s", "screen_s", "stall_ms")
-        args.json.write_text(json.dumps([{k: getattr(r, k) for k in keep} for r in runs], indent=1))
+        rows = [{k: getattr(r, k) for k in keep} for r in runs]
+        data: Any = rows
+        if isinstance(target, ComposeTarget):
+            data = {"runs": rows, "up_s": target.cluster.up_s, "up_steps": target.cluster.up_steps}
+            if idle is not None:
+                data["idle"] = dataclasses.asdict(idle)
+        args.json.write_text(json.dumps(data, indent=1))
     report(
         runs,
         restores,
@@ -412,6 +650,8 @@ def main() -> None:
         f"{revision}  \nload average (1 min): {load_start} at start, {load()} at end",
         ports,
     )
+    if isinstance(target, ComposeTarget):
+        compose_report(target.cluster, idle)
 
 
 if __name__ == "__main__":

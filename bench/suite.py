@@ -12,6 +12,8 @@ Sections (each is also a script of its own in bench/):
   terminal-scale-nice  the same again with the brokers' JVMs at nice 10: how much of change ->
              screen is the brokers taking the console's CPU on this small machine (no targets)
   failover   graceful stop of a partition leader: ZooKeeper's time and the screen's
+  compose-failover  the same on the docker compose cluster (docker stop / docker kill), plus
+             `compose up -d` to a healthy cluster and the console's and containers' idle cost
   kraft-failover  a KRaft cluster of its own (3 controllers + 3 brokers): idle CPU, RSS, and
              change -> screen minus Kafka's own time for a killed active controller and a
              paused broker (fenced, leaders moved, ISR shrunk)
@@ -390,6 +392,67 @@ def section_failover(smoke: bool, charts: Path) -> Section:
     return s
 
 
+def section_compose_failover(smoke: bool, charts: Path) -> Section:
+    out, path = script(
+        "console_failover.py", "--compose", "--runs", "5", "--kill-runs", "3",
+        "--idle", "30", "--idle-runs", "3",
+    )  # fmt: skip
+    data = json.loads(path.read_text())
+    s = Section(
+        "Failover observed on the docker compose cluster: docker stop / docker kill of a "
+        "partition leader (headless console)"
+    )
+    for action, what in (("stop", "docker stop"), ("kill", "docker kill")):
+        runs = [r for r in data["runs"] if r["action"] == action]
+        if not runs:
+            continue
+        zk = [r["zk_s"] * 1000 for r in runs]
+        screen = [r["screen_s"] * 1000 for r in runs]
+        own = [b - a for a, b in zip(zk, screen, strict=True)]
+        s.figures += [
+            Figure(f"compose, leader {what}: Kafka's own time ({action} -> ZooKeeper names "
+                   "new leaders)", "ms", zk),
+            Figure(f"compose, leader {what}: {action} -> new leaders on screen", "ms", screen),
+            Figure(f"compose, leader {what}: kconsole's share (screen - ZooKeeper)", "ms", own,
+                   100.0 if action == "stop" else None),
+        ]  # fmt: skip
+    s.figures.append(
+        Figure("compose: `up -d` -> brokers healthy, test-topic created, ISR full", "s",
+               [data["up_s"]])
+    )  # fmt: skip
+    idle = data.get("idle")
+    if idle:
+        cores = f"(of {os.cpu_count()} cores)"
+        s.figures += [
+            Figure(f"compose: idle, console process (all threads) {cores}", "% of a core",
+                   idle["console_cpu_pct"]),
+            Figure("compose: console RSS", "MiB", [idle["console_rss_mib"]]),
+            Figure(f"compose: idle, all containers (engine stats) {cores}", "% of a core",
+                   [sum(c["cpu_pct"] for c in idle["containers"].values())]),
+            Figure("compose: all containers' memory (usage - inactive file)", "MiB",
+                   [sum(c["mem_mib"] for c in idle["containers"].values())]),
+        ]  # fmt: skip
+    s.text = (
+        "Method: bench/console_failover.py --compose brings compose/docker-compose.yml up as a "
+        "project of its own (bench/_compose.py: free host ports in 25000-25999, `down -v` "
+        "always, a reaper process if the script dies) and times `up -d` until every broker "
+        "container is healthy, the one-shot topic creator has exited 0 and ZooKeeper has every "
+        "broker registered and test-topic's ISR full. The real console then runs headless on "
+        "the live ClusterObserver, its broker states read from the engine as against any "
+        "compose project; each run stops (docker stop: SIGTERM, controlled shutdown) or kills "
+        "(docker kill: SIGKILL) the leader of test-topic/0 through kconsole's "
+        "DockerBrokerControl and times, from the call, ZooKeeper naming new leaders (a kazoo "
+        "watch of our own), the observer, the app's snapshot and the partitions table's leader "
+        "cells (polled every 10 ms); the broker is started again (docker start, after a kill "
+        "once its ZooKeeper session expired; done when it registered), ISR and preferred "
+        "leaders restored and the screen settled before the next run. The per-run logic is the "
+        "local failover section's, shared. Then, nothing changing, the console process's CPU "
+        "(every thread) in three 10 s windows, and each container's CPU and memory over the "
+        "same time from the engine's stats API.\n\n" + out
+    )
+    return s
+
+
 KRAFT_CHANGES = (  # kraft_failover.py's change names, the figure's name
     ("quorum leader", "quorum leader change (kill the active controller) -> brokers pane"),
     ("broker fenced", "broker fenced (pause a broker) -> brokers pane"),
@@ -587,6 +650,7 @@ SECTIONS: dict[str, Callable[[bool, Path], Section]] = {
     "terminal-scale": section_terminal_scale,
     "terminal-scale-nice": section_terminal_scale_nice,
     "failover": section_failover,
+    "compose-failover": section_compose_failover,
     "kraft-failover": section_kraft_failover,
     "kraft-scale": section_kraft_scale,
     "produce": section_produce,
