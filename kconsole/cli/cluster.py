@@ -17,6 +17,7 @@ from kconsole.cluster import jars
 from kconsole.cluster.control import BrokerAction
 from kconsole.cluster.jars import kafka_major
 from kconsole.cluster.kraft_spec import CONTROLLER_BASE_PORT, KRaftSpec
+from kconsole.cluster.local_security import SECURITY_MODES, SecurityFiles, security_summary
 from kconsole.cluster.local_spec import LocalClusterSpec, parse_set_options
 from kconsole.cluster.local_status import ClusterStatus
 from kconsole.cluster.procs import tail_lines
@@ -150,6 +151,25 @@ def _local(ctx: click.Context) -> LocalView | KRaftView:
     help="Seconds to wait for the cluster to be ready (default 120; 240 in KRaft mode).",
 )
 @click.option("--no-topic", is_flag=True, help=f"Do not create {TEST_TOPIC}.")
+@click.option(
+    "--security",
+    type=click.Choice(SECURITY_MODES),
+    default=None,
+    help="plaintext (the default), sasl-scram (SASL_PLAINTEXT listeners, SCRAM-SHA-512 users "
+    "kconsole and kconsole-broker) or ssl (TLS listeners, a throwaway CA in the state dir). "
+    "ZooKeeper mode. Default: the cluster's own, else plaintext.",
+)
+@click.option(
+    "--mtls", is_flag=True, help="With --security ssl: brokers require a client certificate."
+)
+@click.option(
+    "--password-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="With --security sasl-scram: the client user's password, from this file (its first "
+    "line; read when needed, never copied). Default: one generated into the state dir, "
+    "readable only by you.",
+)
 @click.pass_context
 def up(
     ctx: click.Context,
@@ -164,6 +184,9 @@ def up(
     controller_port: int | None,
     timeout: float | None,
     no_topic: bool,
+    security: str | None,
+    mtls: bool,
+    password_file: Path | None,
 ) -> None:
     """Start the local cluster (only what is not running) and wait until ready.
 
@@ -187,6 +210,11 @@ def up(
             ]
             if zk_overrides:
                 unsupported.append("--set zk:...")
+            if security not in (None, "plaintext") or mtls or password_file is not None:
+                raise ClusterError(
+                    "--security, --mtls and --password-file are for a ZooKeeper-mode local "
+                    "cluster; a secured KRaft one is not built yet"
+                )
             if unsupported:
                 raise ClusterError(
                     f"{', '.join(unsupported)}: ZooKeeper-mode options, not for a KRaft cluster"
@@ -212,6 +240,13 @@ def up(
                 kafka_version=version,
                 overrides={**base.overrides, **overrides} if sets else base.overrides,
                 zk_overrides={**base.zk_overrides, **zk_overrides} if sets else base.zk_overrides,
+                security=security if security is not None else base.security,
+                mtls=mtls or (base.mtls if security is None else False),
+                password_file=(
+                    str(password_file.expanduser().resolve())
+                    if password_file is not None
+                    else (base.password_file if security in (None, base.security) else "")
+                ),
             )
         if not jars.kafka_jars_ready(spec.kafka_version):
             click.echo(f"fetching Kafka {spec.kafka_version} jars with Maven (first run only)...")
@@ -373,6 +408,9 @@ def _print_status(st: ClusterStatus) -> None:
     click.echo(f"state dir:  {st.state_dir}")
     click.echo(f"zookeeper:  {spec.zk_connect}")
     click.echo(f"bootstrap:  {spec.bootstrap}")
+    if spec.security != "plaintext":
+        files = SecurityFiles(st.state_dir, spec.password_file)
+        click.echo(f"security:   {security_summary(spec.security, spec.mtls, files)}")
     ctl = str(st.controller) if st.controller is not None else "none"
     click.echo(f"controller: {ctl}" + (f"   ({st.zk_error})" if st.zk_error else ""))
     click.echo("")

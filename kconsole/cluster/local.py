@@ -37,6 +37,7 @@ from kconsole.cluster.local_probes import (
     wait_for,
     zk_ruok,
 )
+from kconsole.cluster.local_security import SASL_SCRAM, ensure_scram_users
 from kconsole.cluster.local_spec import (
     LOG4J_PROPERTIES,
     ZK_PREFIX,
@@ -198,6 +199,11 @@ class LocalCluster(LocalClusterDir):
                 # taken and exit: wait for those registrations to expire first.
                 stale = self._stale_owners(zk, [_broker_id(n) for n in brokers], deadline)
                 self._wait_stale_expired(zk, stale, say)
+                if self.spec.security == SASL_SCRAM and brokers:
+                    live = [n for n in result.already_running + result.resumed if n != "zookeeper"]
+                    made = ensure_scram_users(zk, self.security_files(), overwrite=not live)
+                    if made:
+                        say(f"SCRAM users {', '.join(made)} written to ZooKeeper")
                 for name in brokers:
                     say(f"starting {name} on port {self.port_of(name)}")
                     self._spawn(name, lib)
@@ -229,8 +235,9 @@ class LocalCluster(LocalClusterDir):
             return False
         data = Path("/")  # the data dir is the same on both sides; only the rest may differ
         same_zk = zookeeper_properties(saved, data) == zookeeper_properties(self.spec, data)
+        files = self.security_files()
         return same_zk and all(
-            broker_properties(saved, b, data) == broker_properties(self.spec, b, data)
+            broker_properties(saved, b, data, files) == broker_properties(self.spec, b, data, files)
             for b in saved.broker_ids
         )
 
@@ -343,7 +350,12 @@ class LocalCluster(LocalClusterDir):
 
         # log_level 0: brokers still binding their ports are expected here, not worth printing.
         admin = AdminClient(
-            {"bootstrap.servers": self.spec.bootstrap, "socket.timeout.ms": 5000, "log_level": 0}
+            {
+                "bootstrap.servers": self.spec.bootstrap,
+                "socket.timeout.ms": 5000,
+                "log_level": 0,
+                **self.client_config(),
+            }
         )
         created = False
         while True:
@@ -382,7 +394,11 @@ class LocalCluster(LocalClusterDir):
             for bid, port in list(pending.items()):
                 # A client bootstrapped with one broker asks that broker first.
                 admin = AdminClient(
-                    {"bootstrap.servers": f"{self.spec.host}:{port}", "log_level": 0}
+                    {
+                        "bootstrap.servers": f"{self.spec.host}:{port}",
+                        "log_level": 0,
+                        **self.client_config(),
+                    }
                 )
                 try:
                     md = admin.list_topics(topic, timeout=3).topics.get(topic)

@@ -20,6 +20,15 @@ from typing import Generic, Protocol, TypeVar
 
 from kconsole.cluster import jars, local_probes
 from kconsole.cluster.errors import ClusterError
+from kconsole.cluster.local_security import (
+    SASL_SCRAM,
+    SSL,
+    SecurityFiles,
+    client_properties,
+    ensure_certificates,
+    ensure_passwords,
+    resolve_password_files,
+)
 from kconsole.cluster.local_spec import (
     LOG4J_PROPERTIES,
     LocalClusterSpec,
@@ -150,11 +159,33 @@ class LocalClusterDir(StateDir[LocalClusterSpec]):
         (zk_dir / "zoo.cfg").write_text(
             render_properties(zookeeper_properties(self.spec, zk_dir / "data"))
         )
+        files = self.security_files()
+        if self.spec.security == SASL_SCRAM:
+            ensure_passwords(files)
+        elif self.spec.security == SSL:
+            ensure_certificates(files, self.spec.host, self.spec.mtls)
         for bid in self.spec.broker_ids:
             bdir = self.proc_dir(f"broker-{bid}")
             (bdir / "data").mkdir(parents=True, exist_ok=True)
-            props = broker_properties(self.spec, bid, bdir / "data")
-            (bdir / "server.properties").write_text(render_properties(props))
+            props = broker_properties(self.spec, bid, bdir / "data", files)
+            conf = bdir / "server.properties"
+            if self.spec.security == SASL_SCRAM:  # it holds the brokers' own password
+                conf.touch(mode=0o600)
+                conf.chmod(0o600)
+            conf.write_text(render_properties(props))
+
+    def security_files(self) -> SecurityFiles:
+        """Where this cluster's secrets and certificates are (kconsole.cluster.local_security)."""
+        return SecurityFiles(self.state_dir, self.spec.password_file)
+
+    def client_properties(self) -> dict[str, str]:
+        """What a client of this cluster sets (librdkafka names; a password by its file)."""
+        return client_properties(self.spec.security, self.spec.mtls, self.security_files())
+
+    def client_config(self) -> dict[str, str]:
+        """client_properties() with any password read from its file: for this cluster's own
+        clients (the test topic, the readiness checks), never written anywhere."""
+        return resolve_password_files(self.client_properties())
 
     def _argv(self, name: str, lib: Path) -> list[str]:
         d = self.proc_dir(name)

@@ -7,10 +7,17 @@ shared log4j.properties.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from kconsole.cluster.errors import ClusterError
+from kconsole.cluster.local_security import (
+    PLAINTEXT,
+    SecurityFiles,
+    broker_security_properties,
+    check_security,
+    listener_protocol,
+)
 from kconsole.cluster.settings import (
     BROKER_BASE_PORT,
     DEFAULT_BROKERS,
@@ -53,8 +60,15 @@ class LocalClusterSpec:
     kafka_version: str = KAFKA_VERSION
     overrides: dict[str, str] = field(default_factory=dict)
     zk_overrides: dict[str, str] = field(default_factory=dict)
+    # plaintext | sasl-scram | ssl (kconsole.cluster.local_security); mTLS with ssl only
+    security: str = PLAINTEXT
+    mtls: bool = False
+    # the user's own file holding the client user's password ("" = one generated in the
+    # state dir); kept as a path, never read into this spec
+    password_file: str = ""
 
     def __post_init__(self) -> None:
+        check_security(self.security, self.mtls)
         if not 1 <= self.brokers <= 32:
             raise ClusterError(f"--brokers must be between 1 and 32, not {self.brokers}")
         if not 0 <= self.racks <= self.brokers:
@@ -126,15 +140,19 @@ def parse_set_options(items: list[str] | tuple[str, ...]) -> tuple[dict[str, str
     return broker, zk
 
 
-def broker_properties(spec: LocalClusterSpec, broker_id: int, data_dir: Path) -> dict[str, str]:
-    """The server.properties of one broker, as a dict (overrides applied last)."""
+def broker_properties(
+    spec: LocalClusterSpec, broker_id: int, data_dir: Path, security: SecurityFiles | None = None
+) -> dict[str, str]:
+    """The server.properties of one broker, as a dict (overrides applied last). A secured
+    spec needs its `security` files (the brokers' password goes into the properties)."""
     port = spec.broker_ports()[broker_id]
+    name = listener_protocol(spec.security)
     props = {
         "broker.id": str(broker_id),
-        "listeners": f"PLAINTEXT://{spec.host}:{port}",
-        "advertised.listeners": f"PLAINTEXT://{spec.host}:{port}",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT",
-        "inter.broker.listener.name": "PLAINTEXT",
+        "listeners": f"{name}://{spec.host}:{port}",
+        "advertised.listeners": f"{name}://{spec.host}:{port}",
+        "listener.security.protocol.map": f"{name}:{name}",
+        "inter.broker.listener.name": name,
         "zookeeper.connect": spec.zk_connect,
         "zookeeper.connection.timeout.ms": "18000",
         "log.dirs": str(data_dir),
@@ -146,6 +164,10 @@ def broker_properties(spec: LocalClusterSpec, broker_id: int, data_dir: Path) ->
     rack = spec.rack_of(broker_id)
     if rack:
         props["broker.rack"] = rack
+    if spec.security != PLAINTEXT:
+        if security is None:
+            raise ClusterError(f"a {spec.security} cluster's broker settings need its secrets")
+        props.update(broker_security_properties(spec.security, spec.mtls, security))
     props.update(drill_settings(spec.brokers))
     props.update(spec.overrides)
     return props
@@ -192,7 +214,8 @@ def broker_session_timeout_ms(spec: LocalClusterSpec, broker_id: int) -> int:
     """The ZooKeeper session timeout a broker gets: the broker's zookeeper.session.timeout.ms
     clamped to ZooKeeper's minSessionTimeout..maxSessionTimeout (2 and 20 x tickTime unless
     zoo.cfg sets them), as ZooKeeper negotiates it."""
-    props = broker_properties(spec, broker_id, Path("/"))
+    # the settings asked about do not depend on the listener's security
+    props = broker_properties(replace(spec, security=PLAINTEXT, mtls=False), broker_id, Path("/"))
     zk = zookeeper_properties(spec, Path("/"))
     try:
         wanted = int(props.get("zookeeper.session.timeout.ms", KAFKA_DEFAULT_SESSION_TIMEOUT_MS))
