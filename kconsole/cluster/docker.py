@@ -40,7 +40,7 @@ import requests
 from kconsole.cluster import kraft_probes
 from kconsole.cluster.control import BrokerAction
 from kconsole.cluster.errors import ClusterError
-from kconsole.cluster.kraft import UNFENCED_LINE
+from kconsole.cluster.kraft import QUORUM_GRACE_S, UNFENCED_LINE
 from kconsole.cluster.kraft_probes import QuorumState
 from kconsole.cluster.procs import ProcState
 from kconsole.cluster.settings import ZK_TICK_TIME_MS
@@ -256,7 +256,9 @@ def connect(timeout: float = CALL_TIMEOUT_S) -> Any:
 
 
 class DockerBrokerControl:
-    """BrokerControl for the broker containers of one docker compose project."""
+    """BrokerControl for the node containers of one docker compose project: its brokers, and
+    on a KRaft project its controllers too (by node id, as KRaftNodeControl: `states()` has the
+    brokers, `node_states()` every node, `label()` and `resolve_node()` name them)."""
 
     name = "docker"
 
@@ -306,7 +308,6 @@ class DockerBrokerControl:
             if probe is None:
                 probe = connect(timeout)
             found = cls(probe, project)._brokers()
-            controllers = cls(probe, project)._controllers() if found else {}
         except ClusterError as exc:
             return None, exc.message
         finally:
@@ -319,10 +320,7 @@ class DockerBrokerControl:
             )
         ids = ", ".join(map(str, sorted(found)))
         control = cls(client, project, registrations=registrations, kraft=kraft)
-        ctl = (
-            f"; KRaft controllers {', '.join(map(str, sorted(controllers)))}" if controllers else ""
-        )
-        return control, f"docker compose project {project!r} (brokers {ids}{ctl})"
+        return control, f"docker compose project {project!r} (brokers {ids})"
 
     @property
     def client(self) -> Any:
@@ -444,6 +442,8 @@ class DockerBrokerControl:
                     f"{self.project!r} (brokers with containers: {known}{ctl})"
                 )
         _check_fits(action, what, c)
+        if action is BrokerAction.STOP and what.startswith("broker") and is_kraft(c.attrs):
+            self._refuse_stop_without_leader(broker_id)
         try:
             return self._do(action, broker_id, what, c, progress or self.progress)
         except _ENGINE_ERRORS as exc:
@@ -517,6 +517,31 @@ class DockerBrokerControl:
             f"{before}broker {broker_id} started (docker start; {where}) and registered in "
             f"ZooKeeper after {self._monotonic() - t0:.1f} s{session}"
         )
+
+    def _refuse_stop_without_leader(self, broker_id: int) -> None:
+        """A KRaft broker's controlled shutdown asks the quorum leader to move its leaders away
+        and waits for an answer that cannot come when none leads: refused, as the local KRaft
+        backend refuses it, after QUORUM_GRACE_S for an election under way."""
+        if self.kraft is None:
+            return
+        deadline = self._monotonic() + QUORUM_GRACE_S
+        while self._quorum() is None:
+            if self._monotonic() >= deadline:
+                raise ClusterError(
+                    f"not stopping broker {broker_id}: no controller answers as quorum leader (a "
+                    "majority of the controllers is down, or an election is under way), so its "
+                    "controlled shutdown would hang until docker kills it. Start a controller "
+                    f"first, or stop it without a controlled shutdown: `kconsole --backend "
+                    f"docker cluster kill {broker_id}`"
+                )
+            self._sleep(REGISTER_POLL_S)
+
+    def _quorum(self) -> QuorumState | None:
+        assert self.kraft is not None
+        try:
+            return self.kraft.quorum(self.controller_addresses())
+        except Exception:  # an election, or the engine briefly busy: ask again
+            return None
 
     def _start_kraft(
         self, node_id: int, what: str, c: _Container, progress: Progress | None
@@ -601,12 +626,7 @@ class DockerBrokerControl:
         return False
 
     def _back_in_quorum(self, node_id: int, wall: float) -> tuple[int, int] | None:
-        assert self.kraft is not None
-        try:
-            state = self.kraft.quorum(self.controller_addresses())
-        except Exception:  # an election, or the engine briefly busy: ask again
-            return None
-        return kraft_probes.back_in_quorum(state, node_id, int(wall * 1000))
+        return kraft_probes.back_in_quorum(self._quorum(), node_id, int(wall * 1000))
 
     def _read_registrations(self) -> dict[int, int | None]:
         assert self.registrations is not None

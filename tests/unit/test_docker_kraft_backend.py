@@ -265,10 +265,7 @@ def test_fake_logs_has_the_sdk_signature() -> None:
 def test_discovery_states_and_labels(engine: Engine) -> None:
     control, what = DockerBrokerControl.discover("kconsole", client=FakeClient(engine))
     assert control is not None, what
-    assert (
-        what
-        == "docker compose project 'kconsole' (brokers 1, 2, 3; KRaft controllers 1001, 1002, 1003)"
-    )
+    assert what == "docker compose project 'kconsole' (brokers 1, 2, 3)"
     running = ProcState.RUNNING
     assert control.states() == {1: running, 2: running, 3: running}  # brokers only
     set_status(engine, "kconsole-controller-2-1", "exited")
@@ -351,6 +348,20 @@ def test_controller_stop_kill_pause_resume(engine: Engine, clock: Clock) -> None
     with pytest.raises(ClusterError, match="controller 1003 is already running"):
         control.act(BrokerAction.START, 1003)
     assert "broker 2 stopped (docker stop, controlled shutdown" in control.act(BrokerAction.STOP, 2)
+
+
+def test_a_broker_stop_without_a_quorum_leader_is_refused(engine: Engine, clock: Clock) -> None:
+    """As the local KRaft backend: its controlled shutdown would wait for a leader that cannot
+    answer; an election under way (a leader within QUORUM_GRACE_S) is waited for."""
+    with pytest.raises(ClusterError, match=r"not stopping broker 2: no controller answers"):
+        control_for(engine, clock, Reads([None], [{}])).act(BrokerAction.STOP, 2)
+    assert acts(engine) == [] and clock.now - T0 >= 6.0
+    reads = Reads([None, None, quorum(1001, 0)], [{}])
+    said = control_for(engine, clock, reads).act(BrokerAction.STOP, 2)
+    assert said.startswith("broker 2 stopped (docker stop, controlled shutdown")
+    # a controller's stop needs no leader
+    control_for(engine, clock, Reads([None], [{}])).act(BrokerAction.STOP, 1001)
+    assert acts(engine) == [("stop", "kconsole-kafka-2-1"), ("stop", "kconsole-controller-1-1")]
 
 
 def test_unknown_node_names_the_controllers(engine: Engine, clock: Clock) -> None:
