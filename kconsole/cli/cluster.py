@@ -559,7 +559,7 @@ def _zk_mode_broker(text: str, what: str, extra: str = "", *, docker: bool = Fal
         return int(num)
     if kind == "controller":
         raise ClusterError(
-            "the docker compose cluster runs in ZooKeeper mode: it has no controller nodes (its "
+            "this docker compose cluster runs in ZooKeeper mode: it has no controller nodes (its "
             "controller is one of the brokers, `kconsole --backend docker describe` names it)"
             if docker
             else "this local cluster runs in ZooKeeper mode: it has no controller nodes (its "
@@ -580,8 +580,14 @@ def _broker_command(action: BrokerAction) -> click.Command:
         door = commands(ctx, backend=None if chosen in ("docker", "none") else "local")
         try:
             if chosen in ("docker", "none"):
-                # compose brokers: ZooKeeper mode
-                node_id = _zk_mode_broker(node, "NODE", docker=chosen == "docker")
+                # a KRaft compose project names its controllers (controller:1001); a
+                # ZooKeeper-mode one has brokers only
+                found = door.resolve_node(node) if chosen == "docker" else None
+                node_id = (
+                    found
+                    if found is not None
+                    else _zk_mode_broker(node, "NODE", docker=chosen == "docker")
+                )
             else:
                 view = door.local_view()
                 if isinstance(view, KRaftView):
@@ -605,8 +611,9 @@ def _broker_command(action: BrokerAction) -> click.Command:
     }[action]
     doc += (
         " NODE: a broker id (2); in KRaft mode a controller is controller:ID (controller:1001)."
-        " --backend docker: the broker's container in the compose project (docker stop, kill,"
-        " pause, unpause, start; a start waits until the broker registers in ZooKeeper)."
+        " --backend docker: the node's container in the compose project (docker stop, kill,"
+        " pause, unpause, start; a start waits until the broker registers in ZooKeeper, in"
+        " KRaft until it is unfenced, a controller until it is back in the quorum)."
     )
     command.__doc__ = doc
     return click.command(action.value, help=doc)(command)

@@ -4,7 +4,10 @@
     local   the embedded local cluster in settings.cluster_dir (it must have a cluster.json),
             in the mode it was created in: ZooKeeper (LocalBrokerControl) or KRaft
             (KRaftNodeControl, controllers included)
-    docker  the broker containers of a docker compose project (settings.compose_project)
+    docker  the node containers of a docker compose project (settings.compose_project):
+            brokers, and in KRaft mode the controllers too (a start verified through the
+            bootstrap servers and the --bootstrap-controller controllers, or the controllers'
+            published ports)
     auto    local when kconsole started the cluster the settings point at (every bootstrap
             server is one of its brokers, whatever their number) and one of its processes
             runs; else docker when the compose project's brokers publish the bootstrap ports;
@@ -27,6 +30,7 @@ from kconsole.cluster.control import BrokerControl
 from kconsole.cluster.docker import (
     CONNECT_TIMEOUT_S,
     DockerBrokerControl,
+    KRaftReads,
     Registrations,
 )
 from kconsole.cluster.errors import ClusterError
@@ -48,6 +52,7 @@ __all__ = [
     "LocalBrokerControl",
     "choose_backend",
     "cluster_mode",
+    "kraft_reads",
     "open_local",
     "serves",
     "zk_registrations",
@@ -72,7 +77,10 @@ def choose_backend(
         return _local_control(local), f"local cluster in {local.state_dir}"
     if settings.backend == "docker":
         return DockerBrokerControl.discover(
-            project, timeout=docker_timeout, registrations=zk_registrations(settings.zookeeper)
+            project,
+            timeout=docker_timeout,
+            registrations=zk_registrations(settings.zookeeper),
+            kraft=kraft_reads(settings),
         )
 
     # auto
@@ -91,7 +99,10 @@ def choose_backend(
                 f"not {settings.bootstrap}"
             )
     control, why_not_docker = DockerBrokerControl.discover(
-        project, timeout=docker_timeout, registrations=zk_registrations(settings.zookeeper)
+        project,
+        timeout=docker_timeout,
+        registrations=zk_registrations(settings.zookeeper),
+        kraft=kraft_reads(settings),
     )
     if control is not None:
         mismatch = _bootstrap_not_published(control, settings.bootstrap)
@@ -142,6 +153,13 @@ def zk_registrations(zk_connect: str, timeout: float = 5.0) -> Registrations | N
             return {bid: r.owner for bid, r in read_registrations(zk).items()}
 
     return read
+
+
+def kraft_reads(settings: Settings) -> KRaftReads:
+    """How the docker backend verifies a KRaft node's start: the console's bootstrap servers
+    (a broker unfenced) and --bootstrap-controller (a controller back in the quorum; when not
+    given, the controller containers' published ports). Unused on a ZooKeeper-mode project."""
+    return KRaftReads(settings.bootstrap, settings.bootstrap_controller)
 
 
 def serves(brokers: str, bootstrap: str) -> bool:

@@ -1,20 +1,27 @@
-"""BrokerControl for the docker compose cluster (compose/docker-compose.yml).
+"""BrokerControl for the docker compose clusters (compose/docker-compose.yml, ZooKeeper mode;
+compose/docker-compose.kraft.yml, KRaft with dedicated controllers).
 
-Broker containers are found by their labels, never by name: Compose labels every container with
-`com.docker.compose.project` and `com.docker.compose.service`, and the compose file adds
-`dev.kconsole.role=broker` and `dev.kconsole.broker-id=N`. The engine does the signalling:
+Node containers are found by their labels, never by name: Compose labels every container with
+`com.docker.compose.project` and `com.docker.compose.service`, and the compose files add
+`dev.kconsole.role=broker` and `dev.kconsole.broker-id=N` to brokers, and in KRaft
+`dev.kconsole.role=controller` to controllers, with `dev.kconsole.node-id=N` on every node
+(controllers are acted on by node id, as with the local KRaft cluster: `controller:1001` on the
+command line). The engine does the signalling:
 
     stop    docker stop: SIGTERM, Kafka's controlled shutdown, SIGKILL after `stop_timeout`
     kill    docker kill: SIGKILL
     pause   docker pause: the cgroup freezer (the JVM freezes with its sockets open)
     resume  docker unpause
     start   docker start (the broker registers in ZooKeeper a few seconds later); after a
-            docker kill, only once the killed broker's ZooKeeper session has expired
+            docker kill of a ZooKeeper-mode broker, only once its ZooKeeper session has expired
 
 Each action is reported done only for an effect seen: the container's status read back after
-the call (and for a stop its exit code), and for a start the broker's own registration (read
-through `registrations`, ZooKeeper's /brokers/ids, as the local backend does) while its
-container runs. Every engine failure becomes a ClusterError carrying the engine's own message.
+the call (and for a stop its exit code), and for a start, while its container runs: in ZooKeeper
+mode the broker's own registration (read through `registrations`, ZooKeeper's /brokers/ids, as
+the local backend does); in KRaft (`kraft`), as the local KRaft backend verifies it, a broker
+that logged its unfencing since the start and that the cluster's metadata has unfenced, a
+controller that fetched from the quorum leader and caught up since the start. Every engine
+failure becomes a ClusterError carrying the engine's own message.
 """
 
 from __future__ import annotations
@@ -22,14 +29,19 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Mapping
+from contextlib import suppress
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
 import docker
 import requests
 
+from kconsole.cluster import kraft_probes
 from kconsole.cluster.control import BrokerAction
 from kconsole.cluster.errors import ClusterError
+from kconsole.cluster.kraft import QUORUM_GRACE_S, UNFENCED_LINE
+from kconsole.cluster.kraft_probes import QuorumState
 from kconsole.cluster.procs import ProcState
 from kconsole.cluster.settings import ZK_TICK_TIME_MS
 
@@ -39,6 +51,8 @@ SERVICE_LABEL = "com.docker.compose.service"
 ONEOFF_LABEL = "com.docker.compose.oneoff"  # `docker compose run` containers
 ROLE_LABEL = "dev.kconsole.role"
 BROKER_ID_LABEL = "dev.kconsole.broker-id"
+NODE_ID_LABEL = "dev.kconsole.node-id"  # every KRaft node; a controller is known by it alone
+ROLES = ("broker", "controller")
 
 # Finding out whether an engine answers: a missing socket fails at once, but DOCKER_HOST may
 # name a host that never answers, and the SDK's default timeout is 60 s.
@@ -81,6 +95,48 @@ Registrations = Callable[[], "Mapping[int, int | None]"]
 # How long a started broker has to register (the local backend's default too).
 REGISTER_TIMEOUT_S = 90.0
 REGISTER_POLL_S = 0.25
+# A KRaft node's container: the entrypoint formats its storage and runs it in KRaft mode.
+KRAFT_ENV = "KAFKA_PROCESS_ROLES"
+
+
+def _addresses(servers: str) -> list[tuple[str, int]]:
+    """HOST:PORT,... -> [(host, port)] (malformed entries skipped)."""
+    out = []
+    for item in servers.split(","):
+        host, _, port = item.strip().rpartition(":")
+        if host and port.isdigit():
+            out.append((host.strip("[]"), int(port)))
+    return out
+
+
+@dataclass
+class KRaftReads:
+    """How the docker backend verifies a KRaft node's start, with the reads the local KRaft
+    backend uses (kconsole.cluster.kraft_probes): the quorum as its leader describes it
+    (DescribeQuorum, asked of the controllers directly) and every registered broker's fencing
+    (DescribeCluster through the brokers).
+
+    `bootstrap` is the console's bootstrap servers; `bootstrap_controller` its
+    --bootstrap-controller, when given (else the controllers' published host ports)."""
+
+    bootstrap: str
+    bootstrap_controller: str = ""
+    timeout_s: float = 2.0
+
+    def quorum(self, controllers: list[tuple[str, int]]) -> QuorumState | None:
+        """The quorum as its leader describes it, asking `controllers` (the configured ones
+        first); None while no controller answers as leader."""
+        asked = list(dict.fromkeys([*_addresses(self.bootstrap_controller), *controllers]))
+        for host, port in asked:
+            state = kraft_probes.quorum_from_controllers(host, [port], self.timeout_s)
+            if state is not None:
+                return state
+        return None
+
+    def fencing(self) -> dict[int, bool]:
+        """Every registered broker's id -> fenced (raises when no broker answers)."""
+        with kraft_probes.broker_admin(self.bootstrap, int(self.timeout_s * 1000)) as admin:
+            return kraft_probes.broker_fencing(admin)
 
 
 class _Container(Protocol):
@@ -100,6 +156,7 @@ class _Container(Protocol):
     def unpause(self) -> None: ...
     def start(self) -> None: ...
     def reload(self) -> None: ...
+    def logs(self, **kwargs: Any) -> bytes: ...
 
 
 def proc_state(status: str) -> ProcState:
@@ -113,6 +170,17 @@ def proc_state(status: str) -> ProcState:
     if status == "paused":
         return ProcState.PAUSED
     return ProcState.STOPPED
+
+
+def node_id_of(labels: Mapping[str, str]) -> int | None:
+    """A node's id: `dev.kconsole.node-id`, else (a broker) its broker id."""
+    raw = labels.get(NODE_ID_LABEL)
+    if raw is not None:
+        try:
+            return int(raw)
+        except ValueError:
+            return None
+    return broker_id_of(labels) if labels.get(ROLE_LABEL) == "broker" else None
 
 
 def broker_id_of(labels: Mapping[str, str]) -> int | None:
@@ -130,6 +198,11 @@ def broker_id_of(labels: Mapping[str, str]) -> int | None:
 def _env(attrs: Mapping[str, Any]) -> dict[str, str]:
     env = (attrs.get("Config") or {}).get("Env") or []
     return dict(item.partition("=")[::2] for item in env if isinstance(item, str))
+
+
+def is_kraft(attrs: Mapping[str, Any]) -> bool:
+    """Whether the container runs a KRaft node (its entrypoint sets process.roles)."""
+    return bool(_env(attrs).get(KRAFT_ENV))
 
 
 def _finished_at(attrs: Mapping[str, Any]) -> float | None:
@@ -151,8 +224,8 @@ def stale_session_left_s(attrs: Mapping[str, Any], now: float) -> float:
     ZooKeeper expires a session at most the session timeout (KAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS,
     as ZooKeeper grants it) plus one tick after the last heartbeat, which came before the kill."""
     state = attrs.get("State") or {}
-    if state.get("ExitCode") != SIGKILL_EXIT:
-        return 0.0
+    if state.get("ExitCode") != SIGKILL_EXIT or is_kraft(attrs):
+        return 0.0  # a KRaft broker has no ZooKeeper session: nothing to wait for
     finished = _finished_at(attrs)
     if finished is None:
         return 0.0
@@ -183,7 +256,9 @@ def connect(timeout: float = CALL_TIMEOUT_S) -> Any:
 
 
 class DockerBrokerControl:
-    """BrokerControl for the broker containers of one docker compose project."""
+    """BrokerControl for the node containers of one docker compose project: its brokers, and
+    on a KRaft project its controllers too (by node id, as KRaftNodeControl: `states()` has the
+    brokers, `node_states()` every node, `label()` and `resolve_node()` name them)."""
 
     name = "docker"
 
@@ -199,6 +274,7 @@ class DockerBrokerControl:
         registrations: Registrations | None = None,
         register_timeout: float = REGISTER_TIMEOUT_S,
         monotonic: Callable[[], float] = time.monotonic,
+        kraft: KRaftReads | None = None,
     ):
         self._client = client  # None: docker.from_env() on first use
         self.project = project
@@ -210,6 +286,8 @@ class DockerBrokerControl:
         self.registrations = registrations
         self.register_timeout = register_timeout
         self._monotonic = monotonic
+        # KRaft nodes: how a start is verified (None: as far as the container runs, said so)
+        self.kraft = kraft
 
     # -- discovery ------------------------------------------------------------------------
     @classmethod
@@ -220,6 +298,7 @@ class DockerBrokerControl:
         client: Any = None,
         timeout: float = CONNECT_TIMEOUT_S,
         registrations: Registrations | None = None,
+        kraft: KRaftReads | None = None,
     ) -> tuple[DockerBrokerControl | None, str]:
         """The control when an engine answers (within `timeout` s) and has broker containers
         of `project`; otherwise (None, the reason). With no `client`, the probe uses its own
@@ -240,7 +319,7 @@ class DockerBrokerControl:
                 f"(labels {PROJECT_LABEL}={project}, {ROLE_LABEL}=broker)"
             )
         ids = ", ".join(map(str, sorted(found)))
-        control = cls(client, project, registrations=registrations)
+        control = cls(client, project, registrations=registrations, kraft=kraft)
         return control, f"docker compose project {project!r} (brokers {ids})"
 
     @property
@@ -251,7 +330,18 @@ class DockerBrokerControl:
 
     def _brokers(self) -> dict[int, _Container]:
         """Broker id -> container, found by label (other projects and one-off runs ignored)."""
-        filters = {"label": [f"{PROJECT_LABEL}={self.project}", f"{ROLE_LABEL}=broker"]}
+        return self._role("broker")
+
+    def _controllers(self) -> dict[int, _Container]:
+        """KRaft controller node id -> container (none in a ZooKeeper-mode project)."""
+        return self._role("controller")
+
+    def _nodes(self) -> dict[int, _Container]:
+        """Every node's id -> container, brokers and controllers."""
+        return {**self._controllers(), **self._brokers()}
+
+    def _role(self, role: str) -> dict[int, _Container]:
+        filters = {"label": [f"{PROJECT_LABEL}={self.project}", f"{ROLE_LABEL}={role}"]}
         try:
             # Not sparse: sparse containers lack .labels and .name. ignore_removed: a
             # container removed between the list and its inspect is skipped, not an error.
@@ -264,11 +354,11 @@ class DockerBrokerControl:
         found: dict[int, _Container] = {}
         for c in containers:
             labels = c.labels
-            if labels.get(PROJECT_LABEL) != self.project or labels.get(ROLE_LABEL) != "broker":
+            if labels.get(PROJECT_LABEL) != self.project or labels.get(ROLE_LABEL) != role:
                 continue
             if labels.get(ONEOFF_LABEL, "").lower() == "true":
                 continue
-            bid = broker_id_of(labels)
+            bid = broker_id_of(labels) if role == "broker" else node_id_of(labels)
             if bid is None:
                 continue
             # Two containers for one broker (a scaled service): prefer the live one.
@@ -278,40 +368,97 @@ class DockerBrokerControl:
 
     def published_ports(self) -> set[int]:
         """Host ports the broker containers publish (configured, so stopped ones count too)."""
-        ports: set[int] = set()
-        for c in self._brokers().values():
-            bindings = (c.attrs.get("HostConfig") or {}).get("PortBindings") or {}
-            for entries in bindings.values():
-                for entry in entries or ():
-                    port = str(entry.get("HostPort") or "")
-                    if port.isdigit():
-                        ports.add(int(port))
-        return ports
+        return {port for c in self._brokers().values() for _host, port in _published(c)}
+
+    def controller_addresses(self) -> list[tuple[str, int]]:
+        """(host, port) where the host reaches each KRaft controller (its published ports;
+        an unspecified or 0.0.0.0 host is 127.0.0.1), by node id."""
+        return [addr for _nid, c in sorted(self._controllers().items()) for addr in _published(c)]
 
     # -- BrokerControl --------------------------------------------------------------------
     def states(self) -> dict[int, ProcState]:
+        """Process state per broker id (KRaft controllers are in node_states())."""
         return {bid: proc_state(c.status) for bid, c in sorted(self._brokers().items())}
+
+    def node_states(self) -> dict[int, ProcState]:
+        """Process state per node id, KRaft controllers included."""
+        return {nid: proc_state(c.status) for nid, c in sorted(self._nodes().items())}
+
+    def label(self, node_id: int) -> str:
+        """'broker 2' or 'controller 1001' (ClusterError: no such node in the project)."""
+        if node_id in self._brokers():
+            return f"broker {node_id}"
+        if node_id in self._controllers():
+            return f"controller {node_id}"
+        raise ClusterError(f"no node {node_id} in docker compose project {self.project!r}")
+
+    def resolve_node(self, text: str) -> int | None:
+        """The node id a user names, as the local KRaft cluster takes it: a broker by its id
+        (`2`, `broker:2`), a controller as `controller:1001`. None when the project has no
+        controller containers (ZooKeeper mode: brokers are named by id alone). ClusterError,
+        naming the nodes, when `text` is none of them."""
+        controllers = sorted(self._controllers())
+        if not controllers:
+            return None
+        brokers = sorted(self._brokers())
+        kind, sep, num = text.strip().lower().partition(":")
+        if not sep:
+            kind, num = "", kind
+        names = f"brokers {', '.join(map(str, brokers))}; " + ", ".join(
+            f"controller:{i}" for i in controllers
+        )
+        if num.isdigit() and kind in ("", "broker", "controller"):
+            nid = int(num)
+            if kind in ("", "broker") and nid in brokers:
+                return nid
+            if kind == "controller" and nid in controllers:
+                return nid
+            if not kind and nid in controllers:
+                raise ClusterError(
+                    f"{nid} is a controller: name it controller:{nid} (brokers are named by "
+                    "their id alone)"
+                )
+        raise ClusterError(
+            f"no node {text!r} in docker compose project {self.project!r}; nodes: {names}"
+        )
 
     def act(self, action: BrokerAction, broker_id: int, progress: Progress | None = None) -> str:
         brokers = self._brokers()
         c = brokers.get(broker_id)
+        what = f"broker {broker_id}"
         if c is None:
-            known = ", ".join(map(str, sorted(brokers))) or "none"
-            raise ClusterError(
-                f"broker {broker_id} has no container in docker compose project "
-                f"{self.project!r} (brokers with containers: {known})"
-            )
-        _check_fits(action, broker_id, c)
+            controllers = self._controllers()
+            c = controllers.get(broker_id)
+            what = f"controller {broker_id}"
+            if c is None:
+                known = ", ".join(map(str, sorted(brokers))) or "none"
+                ctl = (
+                    f"; controllers: {', '.join(map(str, sorted(controllers)))}"
+                    if controllers
+                    else ""
+                )
+                raise ClusterError(
+                    f"broker {broker_id} has no container in docker compose project "
+                    f"{self.project!r} (brokers with containers: {known}{ctl})"
+                )
+        _check_fits(action, what, c)
+        if action is BrokerAction.STOP and what.startswith("broker") and is_kraft(c.attrs):
+            self._refuse_stop_without_leader(broker_id)
         try:
-            return self._do(action, broker_id, c, progress or self.progress)
+            return self._do(action, broker_id, what, c, progress or self.progress)
         except _ENGINE_ERRORS as exc:
             raise ClusterError(
-                f"docker could not {action.value} broker {broker_id} (container {c.name}): "
+                f"docker could not {action.value} {what} (container {c.name}): "
                 f"{engine_message(exc)}"
             ) from exc
 
     def _do(
-        self, action: BrokerAction, broker_id: int, c: _Container, progress: Progress | None
+        self,
+        action: BrokerAction,
+        broker_id: int,
+        what: str,
+        c: _Container,
+        progress: Progress | None,
     ) -> str:
         where = f"container {c.name}"
         if action is BrokerAction.STOP:
@@ -320,27 +467,30 @@ class DockerBrokerControl:
             secs = time.monotonic() - t0
             c.reload()
             code = (c.attrs.get("State") or {}).get("ExitCode")
+            how = "controlled shutdown" if what.startswith("broker") else "SIGTERM"
             if code == 137:
                 return (
-                    f"broker {broker_id} stopped: it did not exit within {self.stop_timeout} s "
+                    f"{what} stopped: it did not exit within {self.stop_timeout} s "
                     f"of SIGTERM, so docker killed it ({where}, exit code 137)"
                 )
             return (
-                f"broker {broker_id} stopped (docker stop, controlled shutdown, exited after "
+                f"{what} stopped (docker stop, {how}, exited after "
                 f"{secs:.1f} s; {where}, exit code {code})"
             )
         if action is BrokerAction.KILL:
             c.kill()
-            _check_now(c, action, broker_id, ("exited", "dead"))
-            return f"broker {broker_id} killed (docker kill, SIGKILL; {where})"
+            _check_now(c, action, what, ("exited", "dead"))
+            return f"{what} killed (docker kill, SIGKILL; {where})"
         if action is BrokerAction.PAUSE:
             c.pause()
-            _check_now(c, action, broker_id, ("paused",))
-            return f"broker {broker_id} paused (docker pause, cgroup freezer; {where})"
+            _check_now(c, action, what, ("paused",))
+            return f"{what} paused (docker pause, cgroup freezer; {where})"
         if action is BrokerAction.RESUME:
             c.unpause()
-            _check_now(c, action, broker_id, ("running",))
-            return f"broker {broker_id} resumed (docker unpause; {where})"
+            _check_now(c, action, what, ("running",))
+            return f"{what} resumed (docker unpause; {where})"
+        if is_kraft(c.attrs):
+            return self._start_kraft(broker_id, what, c, progress)
         waited = self._wait_for_killed_session(broker_id, c, progress)
         stale = self._read_registrations() if self.registrations is not None else {}
         t0 = self._monotonic()
@@ -367,6 +517,116 @@ class DockerBrokerControl:
             f"{before}broker {broker_id} started (docker start; {where}) and registered in "
             f"ZooKeeper after {self._monotonic() - t0:.1f} s{session}"
         )
+
+    def _refuse_stop_without_leader(self, broker_id: int) -> None:
+        """A KRaft broker's controlled shutdown asks the quorum leader to move its leaders away
+        and waits for an answer that cannot come when none leads: refused, as the local KRaft
+        backend refuses it, after QUORUM_GRACE_S for an election under way."""
+        if self.kraft is None:
+            return
+        deadline = self._monotonic() + QUORUM_GRACE_S
+        while self._quorum() is None:
+            if self._monotonic() >= deadline:
+                raise ClusterError(
+                    f"not stopping broker {broker_id}: no controller answers as quorum leader (a "
+                    "majority of the controllers is down, or an election is under way), so its "
+                    "controlled shutdown would hang until docker kills it. Start a controller "
+                    f"first, or stop it without a controlled shutdown: `kconsole --backend "
+                    f"docker cluster kill {broker_id}`"
+                )
+            self._sleep(REGISTER_POLL_S)
+
+    def _quorum(self) -> QuorumState | None:
+        assert self.kraft is not None
+        try:
+            return self.kraft.quorum(self.controller_addresses())
+        except Exception:  # an election, or the engine briefly busy: ask again
+            return None
+
+    def _start_kraft(
+        self, node_id: int, what: str, c: _Container, progress: Progress | None
+    ) -> str:
+        """docker start of a KRaft node, verified as the local KRaft backend verifies a start:
+        a broker logged its unfencing since the start (its own log, so an old registration
+        still unfenced is not taken for it) and the metadata has it unfenced; a controller
+        fetched from the quorum leader and caught up since the start."""
+        where = f"container {c.name}"
+        if progress is not None:
+            progress(f"starting {what}; waiting until it is back in its role")
+        wall = self._clock()
+        t0 = self._monotonic()
+        c.start()
+        c.reload()
+        if c.status != "running":
+            raise ClusterError(
+                f"{what}: docker started {where} but it is {c.status} (see `docker logs {c.name}`)"
+            )
+        if self.kraft is None:
+            return (
+                f"{what} started (docker start; {where}), container running; not verified "
+                "further (no KRaft reads configured)"
+            )
+        is_broker = what.startswith("broker")
+        deadline = t0 + self.register_timeout
+        while True:
+            if is_broker:
+                if self._unfenced_since(node_id, c, wall):
+                    took = self._monotonic() - t0
+                    return (
+                        f"{what} started (docker start; {where}), registered and unfenced "
+                        f"after {took:.1f} s"
+                    )
+            else:
+                found = self._back_in_quorum(node_id, wall)
+                if found is not None:
+                    took = self._monotonic() - t0
+                    leader, lag = found
+                    if leader == node_id:
+                        return (
+                            f"{what} started (docker start; {where}), quorum leader after "
+                            f"{took:.1f} s"
+                        )
+                    return (
+                        f"{what} started (docker start; {where}), back in the quorum after "
+                        f"{took:.1f} s (fetching from leader {leader} and caught up since it "
+                        f"started; {lag} record(s) behind at that read)"
+                    )
+            c.reload()
+            if c.status != "running":
+                raise ClusterError(
+                    f"{what}: container {c.name} is {c.status} "
+                    f"{self._monotonic() - t0:.1f} s after docker start, before it was back "
+                    f"(see `docker logs {c.name}`)"
+                )
+            if self._monotonic() >= deadline:
+                want = (
+                    "registered and unfenced"
+                    if is_broker
+                    else "fetching from the quorum leader and caught up"
+                )
+                raise ClusterError(
+                    f"{what}: container {c.name} is running but was not seen {want} within "
+                    f"{self.register_timeout:.0f} s of docker start (see `docker logs {c.name}`)"
+                )
+            self._sleep(REGISTER_POLL_S)
+
+    def _unfenced_since(self, node_id: int, c: _Container, wall: float) -> bool:
+        """Whether the broker logged its unfencing since `wall` (its container's log) and the
+        cluster's metadata has it registered and unfenced."""
+        assert self.kraft is not None
+        try:
+            logs = c.logs(stdout=True, stderr=True, since=wall)
+        except _ENGINE_ERRORS:
+            return False
+        text = logs.decode(errors="replace") if isinstance(logs, bytes) else str(logs)
+        if UNFENCED_LINE not in text:
+            return False
+        with suppress(Exception):  # another broker stopping, or a read too slow: ask again
+            return self.kraft.fencing().get(node_id) is False
+        return False
+
+    def _back_in_quorum(self, node_id: int, wall: float) -> tuple[int, int] | None:
+        return kraft_probes.back_in_quorum(self._quorum(), node_id, int(wall * 1000))
 
     def _read_registrations(self) -> dict[int, int | None]:
         assert self.registrations is not None
@@ -429,36 +689,47 @@ class DockerBrokerControl:
         return self._clock() - t0
 
 
+def _published(c: _Container) -> list[tuple[str, int]]:
+    """(host ip, host port) of every port the container publishes (configured bindings)."""
+    out = []
+    bindings = (c.attrs.get("HostConfig") or {}).get("PortBindings") or {}
+    for entries in bindings.values():
+        for entry in entries or ():
+            port = str(entry.get("HostPort") or "")
+            if port.isdigit():
+                host = str(entry.get("HostIp") or "")
+                out.append((host if host not in ("", "0.0.0.0", "::") else "127.0.0.1", int(port)))
+    return out
+
+
 def _rank(c: _Container) -> int:
     return 0 if c.status in ("running", "paused", "restarting") else 1
 
 
-def _check_now(c: _Container, action: BrokerAction, broker_id: int, want: tuple[str, ...]) -> None:
+def _check_now(c: _Container, action: BrokerAction, what: str, want: tuple[str, ...]) -> None:
     """The effect, read back: the container's status after the call is one of `want`."""
     c.reload()
     if c.status not in want:
         raise ClusterError(
-            f"docker {action.value} of broker {broker_id} returned, but container {c.name} is "
+            f"docker {action.value} of {what} returned, but container {c.name} is "
             f"{c.status}, not {' or '.join(want)}"
         )
 
 
-def _check_fits(action: BrokerAction, broker_id: int, c: _Container) -> None:
+def _check_fits(action: BrokerAction, what: str, c: _Container) -> None:
     status = c.status
     if action in _FITS.get(status, frozenset()):
         return
     where = f"container {c.name}"
     if status == "dead":
         hint = "the engine failed to remove it; `docker rm` it and run `docker compose up -d`"
-        raise ClusterError(f"cannot {action.value} broker {broker_id}: {where} is dead ({hint})")
+        raise ClusterError(f"cannot {action.value} {what}: {where} is dead ({hint})")
     if status == "removing":
-        raise ClusterError(f"cannot {action.value} broker {broker_id}: {where} is being removed")
+        raise ClusterError(f"cannot {action.value} {what}: {where} is being removed")
     if action is BrokerAction.START:
-        raise ClusterError(f"broker {broker_id} is already {status} ({where})")
+        raise ClusterError(f"{what} is already {status} ({where})")
     if action is BrokerAction.RESUME:
-        raise ClusterError(f"broker {broker_id} is not paused ({where} is {status})")
+        raise ClusterError(f"{what} is not paused ({where} is {status})")
     if action is BrokerAction.PAUSE and status == "paused":
-        raise ClusterError(f"broker {broker_id} is already paused ({where})")
-    raise ClusterError(
-        f"cannot {action.value} broker {broker_id}: it is not running ({where} is {status})"
-    )
+        raise ClusterError(f"{what} is already paused ({where})")
+    raise ClusterError(f"cannot {action.value} {what}: it is not running ({where} is {status})")

@@ -664,15 +664,7 @@ class KRaftCluster(StateDir[KRaftSpec]):
     def _back_in_quorum(self, node_id: int, since_ms: int) -> tuple[int, int] | None:
         """(leader, lag) once the quorum leader says `node_id` fetched from it and was caught
         up after `since_ms` (or `node_id` leads); None until then."""
-        state = self.quorum(timeout_s=1.0)
-        if state is None:
-            return None
-        if state.leader_id == node_id:
-            return state.leader_id, 0
-        voter = state.voter(node_id)
-        if voter is None or voter.last_fetch_ms < since_ms or voter.last_caught_up_ms < since_ms:
-            return None
-        return state.leader_id, state.lag(node_id) or 0
+        return kraft_probes.back_in_quorum(self.quorum(timeout_s=1.0), node_id, since_ms)
 
     def _unfenced_since(self, node: KRaftNode, log: Path, offset: int) -> bool:
         """Whether the broker logged its unfencing after `offset` of its log and the cluster's

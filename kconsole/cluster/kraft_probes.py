@@ -100,6 +100,22 @@ def quorum_from_controllers(
     return None
 
 
+def back_in_quorum(
+    state: QuorumState | None, node_id: int, since_ms: int
+) -> tuple[int, int] | None:
+    """(leader, lag) once `state` (the quorum as its leader describes it) says `node_id`
+    fetched from the leader and was caught up after `since_ms` (wall-clock ms), or `node_id`
+    leads; None until then: how a controller started again is seen back in the quorum."""
+    if state is None:
+        return None
+    if state.leader_id == node_id:
+        return state.leader_id, 0
+    voter = state.voter(node_id)
+    if voter is None or voter.last_fetch_ms < since_ms or voter.last_caught_up_ms < since_ms:
+        return None
+    return state.leader_id, state.lag(node_id) or 0
+
+
 @contextmanager
 def broker_admin(bootstrap: str, timeout_ms: int = 5000) -> Iterator[Any]:
     """A kafka-python KafkaAdminClient on the brokers, closed on exit."""

@@ -159,6 +159,14 @@ class Commands(ReassignCommands):
         states = getattr(control, "node_states", None)
         return states if callable(states) else control.states
 
+    def resolve_node(self, text: str) -> int | None:
+        """The node id `text` names as the broker control knows its nodes (the docker backend
+        on a KRaft project: `2`, `controller:1001`; ClusterError naming them when it is none);
+        None when the control names brokers by their id alone, or there is none."""
+        control = self._control()
+        resolve = getattr(control, "resolve_node", None)
+        return resolve(text) if callable(resolve) else None
+
     def jobs_view(self) -> JobsView | None:
         """The job runs, read-only (None: no job manager)."""
         return JobsView(self.jobs) if self.jobs is not None else None
