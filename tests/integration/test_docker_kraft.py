@@ -8,9 +8,7 @@ ephemeral range (the compose file's port variables), and always ends with `down 
 takes it down when pytest dies first).
 
 The node actions use DockerBrokerControl directly (its start verification is the point); the
-reads and the drill use the CLI. The drill needs the backend to act on this project: through
-`--compose-project` where the CLI has it, else by setting the docker backend's default project
-for this in-process run (see `project_flag`).
+reads and the drill use the CLI, the drill on this project through `--compose-project`.
 """
 
 from __future__ import annotations
@@ -242,24 +240,7 @@ def parallel(calls: list[Callable[[], str]]) -> list[str]:
     return out
 
 
-@pytest.fixture
-def project_flag(kraft: KRaftCompose, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """How the CLI names this compose project: `--compose-project NAME` where the CLI has the
-    flag; without it, the docker backend's default project, set for this in-process run."""
-    if any("--compose-project" in p.opts for p in cli.params):
-        return ["--compose-project", kraft.project.name]
-    from kconsole.cluster import backends
-
-    defaults = dict(backends.choose_backend.__kwdefaults__ or {})
-    monkeypatch.setattr(
-        backends.choose_backend, "__kwdefaults__", {**defaults, "project": kraft.project.name}
-    )
-    return []
-
-
-def test_kill_drill_on_the_quorum_leader_loses_nothing(
-    kraft: KRaftCompose, project_flag: list[str], tmp_path: Path
-) -> None:
+def test_kill_drill_on_the_quorum_leader_loses_nothing(kraft: KRaftCompose, tmp_path: Path) -> None:
     """`drill run --fault kill --target active-controller` through the docker backend: the
     quorum leader is killed and started again by the drill (verified back in the quorum), and
     no acknowledged record is lost."""
@@ -268,7 +249,8 @@ def test_kill_drill_on_the_quorum_leader_loses_nothing(
     res = kraft.cli(
         "--backend",
         "docker",
-        *project_flag,
+        "--compose-project",
+        kraft.project.name,
         "drill",
         "run",
         "--yes",
