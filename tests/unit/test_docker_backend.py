@@ -264,12 +264,52 @@ class FakeContainers:
         return [FakeContainer(self._engine, a) for a in self._engine.listing(all, labels)]
 
 
+class FakeApi:
+    """docker.APIClient (DockerClient.api), as far as kconsole uses it: the container list as
+    the engine answers GET /containers/json, labels and state in each entry."""
+
+    def __init__(self, engine: Engine, containers: FakeContainers):
+        self._engine = engine
+        self._containers = containers
+
+    def containers(
+        self,
+        quiet: bool = False,
+        all: bool = False,
+        trunc: bool = False,
+        latest: bool = False,
+        since: str | None = None,
+        before: str | None = None,
+        limit: int = -1,
+        size: bool = False,
+        filters: dict[str, Any] | None = None,
+    ) -> list[dict[str, Any]]:
+        assert set(filters or {}) <= {"label"}, f"unexpected filters {filters}"
+        self._engine.calls.append(("api-list", "", {"all": all, "filters": filters}))
+        if self._containers.list_error is not None:
+            raise self._containers.list_error
+        labels = (filters or {}).get("label", [])
+        labels = [labels] if isinstance(labels, str) else labels
+        return [list_entry(a) for a in self._engine.listing(all, labels)]
+
+
+def list_entry(attrs: dict[str, Any]) -> dict[str, Any]:
+    """A container as GET /containers/json lists it."""
+    return {
+        "Id": attrs["Id"],
+        "Names": [attrs["Name"]],
+        "Labels": attrs["Config"].get("Labels") or {},
+        "State": attrs["State"]["Status"],
+    }
+
+
 class FakeDockerClient:
     """docker.DockerClient, as far as kconsole uses it."""
 
     def __init__(self, engine: Engine):
         self.engine = engine
         self.containers = FakeContainers(engine)
+        self.api = FakeApi(engine, self.containers)
         self.closed = False
 
     def close(self) -> None:
@@ -283,6 +323,7 @@ def params(fn: Any, drop: tuple[str, ...] = ()) -> list[tuple[str, Any, Any]]:
 
 def test_fake_has_the_sdk_signatures() -> None:
     assert params(FakeContainers.list) == params(ContainerCollection.list)
+    assert params(FakeApi.containers) == params(APIClient.containers)
     for method in ("kill", "pause", "unpause", "reload"):
         assert params(getattr(FakeContainer, method)) == params(getattr(Container, method))
     # stop(**kwargs) and start(**kwargs) forward to the low-level API.
@@ -339,11 +380,14 @@ def test_is_a_broker_control(control: DockerBrokerControl) -> None:
 
 def test_discovers_brokers_by_compose_labels(engine: Engine, control: DockerBrokerControl) -> None:
     assert control.states() == {1: ProcState.RUNNING, 2: ProcState.RUNNING, 3: ProcState.RUNNING}
-    (list_call,) = [c for c in engine.calls if c[0] == "list"]
-    assert list_call[2] == {
-        "all": True,
-        "filters": {"label": ["com.docker.compose.project=kconsole", "dev.kconsole.role=broker"]},
-    }
+    # one engine call: the list carries labels and states (the console asks 4 times a second)
+    assert engine.calls == [
+        (
+            "api-list",
+            "",
+            {"all": True, "filters": {"label": ["com.docker.compose.project=kconsole"]}},
+        )
+    ]
     # ZooKeeper and init-topics are not brokers; project "other" (all paused) is not ours.
     assert DockerBrokerControl(FakeDockerClient(engine), project="other").states() == {
         1: ProcState.PAUSED,
@@ -635,7 +679,7 @@ class FakeEngineServer:
         if method == "GET" and parts == ["containers", "json"]:
             filters = json.loads(query.get("filters", ["{}"])[0])
             listed = self.engine.listing(query.get("all") == ["1"], filters.get("label", []))
-            return self.reply(req, 200, [{"Id": a["Id"], "Names": [a["Name"]]} for a in listed])
+            return self.reply(req, 200, [list_entry(a) for a in listed])
         if len(parts) == 3 and parts[0] == "containers":
             try:
                 attrs = self.engine.find(parts[1])
@@ -677,13 +721,18 @@ def server(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeEngi
 def test_real_sdk_discovers_and_acts(engine: Engine, server: FakeEngineServer) -> None:
     control, what = DockerBrokerControl.discover("kconsole")
     assert control is not None, what
+    server.requests.clear()
     assert control.states() == {1: ProcState.RUNNING, 2: ProcState.RUNNING, 3: ProcState.RUNNING}
+    # the list alone, no inspect per container (the SDK's own /version first, once)
+    [(method, path, listing)] = [r for r in server.requests if r[1].startswith("containers")]
+    assert (method, path, listing["all"]) == ("GET", "containers/json", ["1"])
+    assert json.loads(listing["filters"][0]) == {"label": ["com.docker.compose.project=kconsole"]}
+    server.requests.clear()
+    assert control.published_ports() == {19092, 19093, 19094}
     listing = [q for m, p, q in server.requests if p == "containers/json"][-1]
-    assert listing["all"] == ["1"]
     assert json.loads(listing["filters"][0]) == {
         "label": ["com.docker.compose.project=kconsole", "dev.kconsole.role=broker"]
     }
-    assert control.published_ports() == {19092, 19093, 19094}
 
     server.requests.clear()
     assert "controlled shutdown" in control.act(BrokerAction.STOP, 2)
@@ -724,7 +773,7 @@ def test_real_sdk_container_removed_during_listing_is_skipped(
         return real_find(name_or_id)
 
     monkeypatch.setattr(engine, "find", find)
-    assert sorted(DockerBrokerControl().states()) == [1, 2]
+    assert DockerBrokerControl().published_ports() == {19092, 19093}
 
 
 # ------------------------------------------------------------------------------------------

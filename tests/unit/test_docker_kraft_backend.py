@@ -173,9 +173,31 @@ class FakeContainers:
         return out
 
 
+class FakeApi:
+    """docker.APIClient.containers: the list as the engine answers it (labels, state)."""
+
+    def __init__(self, engine: Engine):
+        self._engine = engine
+
+    def containers(
+        self, all: bool = False, filters: dict[str, Any] | None = None, **_: Any
+    ) -> list:
+        listed = FakeContainers(self._engine).list(all=all, filters=filters)
+        return [
+            {
+                "Id": c.id,
+                "Names": ["/" + c.name],
+                "Labels": c.labels,
+                "State": c.status,
+            }
+            for c in listed
+        ]
+
+
 class FakeClient:
     def __init__(self, engine: Engine):
         self.containers = FakeContainers(engine)
+        self.api = FakeApi(engine)
 
     def close(self) -> None:
         pass
