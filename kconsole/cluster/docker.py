@@ -261,6 +261,11 @@ class DockerBrokerControl:
     brokers, `node_states()` every node, `label()` and `resolve_node()` name them)."""
 
     name = "docker"
+    # How often the console reads the containers' states: each read is a call to the engine
+    # (about 1 ms of the console's CPU, more under load); at the local backend's 0.25 s that
+    # was 1.3 % of a core of an idle console in a real terminal (2.85 % against 1.55 % with
+    # no backend). A stop or kill shows in ZooKeeper and the metadata first anyway.
+    STATES_POLL_S = 1.0
 
     def __init__(
         self,

@@ -64,6 +64,10 @@ FEATURES_REFRESH_S = 30.0
 MODE_PROBE_S = 1.0
 
 
+# How often the backend's process states are read (the local backend: pid files and /proc).
+PROC_STATES_POLL_S = 0.25
+
+
 class ClusterObserver:
     """Live snapshots of one cluster; see the module docstring."""
 
@@ -458,11 +462,14 @@ class ClusterObserver:
 
     def _backend_loop(self) -> None:
         # Its own loop: an Admin poll can block for its whole timeout on a frozen broker, and
-        # "paused" must not wait for that.
+        # "paused" must not wait for that. A backend whose read costs more than a look at
+        # /proc says how often to ask (STATES_POLL_S: the docker one, a call to the engine).
+        owner = getattr(self.proc_states_fn, "__self__", None)
+        interval = float(getattr(owner, "STATES_POLL_S", PROC_STATES_POLL_S))
         while not self._stop.is_set():
             if self._read_proc_states():
                 self._publish()
-            self._stop.wait(0.25)
+            self._stop.wait(interval)
 
     def _admin_loop(self) -> None:
         reader = self._reader()

@@ -1322,3 +1322,27 @@ def test_cli_a_controller_node_is_not_a_compose_broker(
     code, out, audit = docker_cli(tmp_path, "stop", "controller:1001", "--yes")
     assert code == 1 and "docker compose cluster runs in ZooKeeper mode" in out
     assert audit == [] and not [r for r in server.requests if r[0] == "POST"]
+
+
+def test_the_console_reads_container_states_once_a_second(engine: Engine) -> None:
+    """The observer's backend loop asks the docker control at its STATES_POLL_S (each read
+    is an engine call), the local backend at the 0.25 s default."""
+    from kconsole.config import Settings
+    from kconsole.observer.threads import PROC_STATES_POLL_S, ClusterObserver
+
+    def waits(states: Any) -> list[float]:
+        obs = ClusterObserver(Settings(), proc_states=states)
+        seen: list[float] = []
+
+        def wait(timeout: float | None = None) -> bool:
+            seen.append(float(timeout or 0))
+            obs._stop.set()
+            return True
+
+        obs._stop.wait = wait  # type: ignore[method-assign]
+        obs._backend_loop()
+        return seen
+
+    docker_control = DockerBrokerControl(FakeDockerClient(engine))
+    assert waits(docker_control.states) == [DockerBrokerControl.STATES_POLL_S] == [1.0]
+    assert waits(lambda: {}) == [PROC_STATES_POLL_S] == [0.25]
