@@ -154,7 +154,7 @@ def _parse(c: Mapping[str, Any], origin: Mapping[str, str]) -> Security:
     protocol = text("security.protocol").upper() or "PLAINTEXT"
     if protocol not in PROTOCOLS:
         problem("security.protocol", f"{protocol!r} is not one of {', '.join(PROTOCOLS)}")
-    mech_key = "sasl.mechanism" if "sasl.mechanism" in c else "sasl.mechanisms"
+    mech_key = "sasl.mechanisms" if "sasl.mechanisms" in c else "sasl.mechanism"
     mechanism = text(mech_key).upper()
     if protocol in ("SASL_PLAINTEXT", "SASL_SSL") and not mechanism:
         mechanism = "GSSAPI"  # librdkafka's default: refused below
