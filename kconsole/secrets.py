@@ -170,6 +170,17 @@ def resolve_problems(
     return []
 
 
+def variables(props: Mapping[str, Any]) -> set[str]:
+    """The environment variables the values of `props` name (`${VAR}`)."""
+    return {
+        m.group(2)
+        for v in props.values()
+        if isinstance(v, str)
+        for m in _VARIABLE.finditer(v)
+        if not m.group(1)
+    }
+
+
 def _expand(key: str, value: str, env: Mapping[str, str], problem: Any) -> str | None:
     missing: list[str] = []
 

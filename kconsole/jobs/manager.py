@@ -40,6 +40,7 @@ from kconsole.jobs.client import (
 from kconsole.jobs.output import read_output_dir
 from kconsole.jobs.runs import JobRun, RunRecord, recorded_outcome
 from kconsole.jobs.specs import INTERNAL_OPTIONS, MASTER, JobError, JobSpec, get_job
+from kconsole.secrets import variables as secret_variables
 
 HISTORY = 120  # progress entries kept per run: two minutes at a 1 s trigger
 _REAP_GRACE_S = 5.0  # a process gone from view is reaped once its last threads have exited
@@ -204,8 +205,11 @@ class JobManager:
         env["PYTHONUNBUFFERED"] = "1"
         env.setdefault("PYSPARK_PYTHON", self.python)
         # Client properties (maybe secrets) travel in the run's secret file (CLIENT_FILE_ENV
-        # names it), never on the command line or in the environment.
+        # names it), never on the command line or in the environment: not even the variables
+        # the settings read their secrets from.
         env.pop(CLIENT_FILE_ENV, None)
+        for name in secret_variables(self.settings.client):
+            env.pop(name, None)
         return env
 
     # -- observe ----------------------------------------------------------------------------
