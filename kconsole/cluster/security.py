@@ -29,6 +29,7 @@ zookeeper.ssl.endpoint.identification.algorithm and zookeeper.enable.ssl.certifi
 from __future__ import annotations
 
 import base64
+import importlib.util
 import json
 import ssl
 import threading
@@ -485,6 +486,13 @@ def kazoo_args(
             sasl["password"] = z.get("zookeeper.sasl.password", "")
         elif mechanism != "GSSAPI":
             problem("zookeeper.sasl.mechanism", f"{mechanism!r} is not DIGEST-MD5 or GSSAPI")
+        if importlib.util.find_spec("puresasl") is None:  # kazoo's SASL needs it
+            key = next(k for k in z if k.startswith("zookeeper.sasl."))
+            problem(
+                key,
+                "ZooKeeper SASL needs the pure-sasl package, which is not installed "
+                "(pip install pure-sasl); zookeeper.auth=digest:USER:PASSWORD needs nothing",
+            )
         out["sasl_options"] = sasl
     tls = {k: v for k, v in z.items() if k.startswith("zookeeper.ssl.") or "ssl" in k}
     enable = z.get("zookeeper.ssl.enable", "true" if tls else "false").lower()

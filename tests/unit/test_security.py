@@ -7,6 +7,7 @@ KazooClient arguments. And the secrets they carry: from the environment or a fil
 from __future__ import annotations
 
 import base64
+import importlib.util
 import inspect
 import io
 import json
@@ -349,8 +350,13 @@ def test_kazoo_digest_auth() -> None:
     kazoo_accepts(args)
 
 
-def test_kazoo_sasl_digest_md5() -> None:
-    args = kazoo_args({"zookeeper.sasl.username": "ops", "zookeeper.sasl.password": "zpw"})
+def test_kazoo_sasl_digest_md5(monkeypatch: pytest.MonkeyPatch) -> None:
+    given = {"zookeeper.sasl.username": "ops", "zookeeper.sasl.password": "zpw"}
+    if importlib.util.find_spec("puresasl") is None:
+        with pytest.raises(ConfigError, match="needs the pure-sasl package"):
+            kazoo_args(given)
+        monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())
+    args = kazoo_args(given)
     assert args == {
         "sasl_options": {"mechanism": "DIGEST-MD5", "username": "ops", "password": "zpw"}
     }
