@@ -15,7 +15,8 @@ file is TOML, by default `config.toml` in the per-user config dir (`kconsole --c
     "security.protocol" = "SASL_SSL"
     "sasl.mechanism" = "SCRAM-SHA-512"
     "sasl.username" = "ops"
-    "sasl.password" = "..."
+    "sasl.password" = "${KAFKA_PASSWORD}"   # from the environment, or from a file:
+    # "sasl.password_file" = "~/.config/kconsole/kafka-password"
     "ssl.ca.location" = "/etc/kafka/ca.pem"
 
     [clusters.prod]                 # a named cluster: `kconsole --cluster prod`
@@ -25,6 +26,10 @@ file is TOML, by default `config.toml` in the per-user config dir (`kconsole --c
 The compose project the docker backend acts on is, in that order: --compose-project,
 KCONSOLE_COMPOSE_PROJECT, `compose_project` in the config file, Compose's own
 COMPOSE_PROJECT_NAME, else "kconsole".
+
+Client property values may name environment variables (`"${VAR}"`), and the secret ones
+(sasl.password, sasl.oauthbearer.client.secret, ssl.key.password, ...) may be read from a file
+(`"<key>_file" = PATH`): see kconsole.secrets. Their values never show in Settings' repr.
 
 Read-only is decided once, here, with the reason (which flag, variable or file said so); the
 command layer refuses every modifying action with that reason.
@@ -41,16 +46,16 @@ import math
 import os
 import re
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 import platformdirs
 
-from kconsole import paths
+from kconsole import paths, secrets
 from kconsole.defaults import HOST, ZK_PORT, default_bootstrap
-from kconsole.errors import ClusterError
+from kconsole.errors import ConfigError, config_error
 
 BACKENDS = ("auto", "local", "docker", "none")
 DEFAULT_COMPOSE_PROJECT = "kconsole"  # kconsole.cluster.docker.DEFAULT_PROJECT, as Compose -p
@@ -73,24 +78,6 @@ _EXPECTED = {
     "cluster": "a string naming a [clusters.NAME] entry",
     "clusters": "a table of [clusters.NAME] tables",
 }
-
-
-class ConfigError(ClusterError):
-    """The configuration is broken; the message says where and how. `problems` holds each
-    problem on its own (`NAME (from ORIGIN): WHAT`); the message lists them all, one a line."""
-
-    def __init__(self, message: str, *, problems: Sequence[str] = ()):
-        super().__init__(message)
-        self.problems = tuple(problems) or (message,)
-
-
-def config_error(problems: Sequence[str]) -> ConfigError:
-    """One ConfigError saying every problem in `problems`, one a line."""
-    head = "a problem" if len(problems) == 1 else f"{len(problems)} problems"
-    lines = "\n".join(f"  {p}" for p in problems)
-    return ConfigError(
-        f"{head} in the configuration; nothing was started:\n{lines}", problems=problems
-    )
 
 
 class _Problems:
@@ -146,8 +133,16 @@ class Settings:
                 found.add(key, key, what)
         found.raise_any()
 
+    def __repr__(self) -> str:
+        # Secrets never show: the client properties' secret values are masked.
+        shown = {f.name: getattr(self, f.name) for f in fields(self) if f.repr}
+        shown["client"] = secrets.masked(self.client)
+        return f"Settings({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+
     def kafka_config(self, **extra: Any) -> dict[str, Any]:
-        """librdkafka configuration for an admin/producer/consumer of this cluster."""
+        """The cluster's client properties as the user gave them (bootstrap.servers and the
+        client table and -X), secrets not resolved: kconsole.cluster.security resolves and
+        translates them for each client."""
         conf: dict[str, Any] = {"bootstrap.servers": self.bootstrap}
         conf.update(self.client)
         conf.update(extra)
@@ -536,7 +531,11 @@ def load_settings(
     if flags:
         sources.append("flags")
     settings = replace(settings, source=" < ".join(sources), **flags)
-    if check_client is not None and settings.client:
+    # Secrets from the environment and from files: every one must be there (read now, and
+    # again each time a client is made), said with the property and where it came from.
+    unresolved = secrets.resolve_problems(settings.client, settings.client_origin, env)
+    found.lines.extend(unresolved)
+    if check_client is not None and settings.client and not unresolved:
         try:
             check_client(settings.client, settings.client_origin)
         except ConfigError as exc:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class ClusterError(Exception):
     """A failure with a clear message and, where it helps, the relevant log lines."""
@@ -18,6 +20,24 @@ class ClusterError(Exception):
         where = f" ({self.log_path})" if self.log_path else ""
         tail = "\n".join(f"  | {line}" for line in self.log_lines)
         return f"{self.message}\nLast log lines{where}:\n{tail}"
+
+
+class ConfigError(ClusterError):
+    """The configuration is broken; the message says where and how. `problems` holds each
+    problem on its own (`NAME (from ORIGIN): WHAT`); the message lists them all, one a line."""
+
+    def __init__(self, message: str, *, problems: Sequence[str] = ()):
+        super().__init__(message)
+        self.problems = tuple(problems) or (message,)
+
+
+def config_error(problems: Sequence[str]) -> ConfigError:
+    """One ConfigError saying every problem in `problems`, one a line."""
+    head = "a problem" if len(problems) == 1 else f"{len(problems)} problems"
+    lines = "\n".join(f"  {p}" for p in problems)
+    return ConfigError(
+        f"{head} in the configuration; nothing was started:\n{lines}", problems=problems
+    )
 
 
 class Refused(ClusterError):

@@ -1,9 +1,10 @@
 """A job's options: the command line every job shares (each job adds its own), and the client
-properties kconsole hands over in the environment."""
+properties kconsole hands over in a file only the user can read."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import tempfile
@@ -148,17 +149,31 @@ def parser(
 
 
 def client_from_env(args: argparse.Namespace) -> list[str]:
-    """Client properties kconsole passes in KCONSOLE_JOB_CLIENT (kept off the command line, as
-    they may hold secrets): merged under the command line's -X / --admin-option."""
-    raw = os.environ.get("KCONSOLE_JOB_CLIENT")
-    if not raw:
+    """Client properties kconsole hands over in a file only the user can read, named by
+    KCONSOLE_JOB_CLIENT_FILE (kept off the command line and the environment, as they may hold
+    secrets): merged under the command line's -X / --admin-option / --conf. The file is removed
+    once read. Returns warnings."""
+    path = os.environ.pop("KCONSOLE_JOB_CLIENT_FILE", "")
+    if not path:
         return []
     try:
-        data = json.loads(raw)
-    except ValueError:
-        return ["KCONSOLE_JOB_CLIENT is not JSON: ignored"]
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as exc:
+        return [f"the client properties in {path} could not be read: {type(exc).__name__}"]
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    if not isinstance(data, dict):
+        return [f"the client properties in {path} are not a JSON object: ignored"]
     args.kafka_option = list((data.get("kafka") or {}).items()) + list(args.kafka_option)
     args.admin_option = list((data.get("admin") or {}).items()) + list(args.admin_option)
+    jvm = " ".join(f"-D{k}={v}" for k, v in (data.get("jvm") or {}).items())
+    if jvm:
+        given = dict(args.conf)
+        for which in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
+            given[which] = f"{given[which]} {jvm}" if given.get(which) else jvm
+        args.conf = list(given.items())
     left = data.get("untranslated") or []
     if left:
         return [f"client properties not passed to Spark's Kafka client: {', '.join(left)}"]

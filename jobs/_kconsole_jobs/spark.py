@@ -14,6 +14,7 @@ from .errors import JobFailure, coordinate_hint
 # Set by spark-submit for the Python driver it launches: then spark-submit's own --master,
 # --jars and --packages apply and the job does not override them.
 UNDER_SPARK_SUBMIT = "PYSPARK_GATEWAY_PORT" in os.environ
+_REDACT = r"(?i)secret|password|token|access[.]?key|jaas|keystore\.key"
 
 
 def build_session(name: str, master: str | None, args: argparse.Namespace) -> Any:
@@ -39,6 +40,11 @@ def build_session(name: str, master: str | None, args: argparse.Namespace) -> An
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
+        # Secrets in the Kafka options never reach the log or a plan string: Spark redacts
+        # options and settings whose name or value matches these (its defaults, plus the JAAS
+        # config's and the PEM key's names).
+        "spark.redaction.regex": _REDACT,
+        "spark.sql.redaction.options.regex": f"(?i)url|{_REDACT.removeprefix('(?i)')}",
     }
     if master and master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

@@ -1,4 +1,5 @@
-"""What every subcommand shares: failing with the right exit code, asking for a typed
+"""What every subcommand shares: failing with the right exit code (the error never shows a
+secret: kconsole.secrets.scrub), asking for a typed
 confirmation on the terminal, the command layer for these settings, following a file."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import NoReturn
 
 import click
 
+from kconsole import secrets
 from kconsole.commands import Commands, Confirm, yes
 from kconsole.errors import NotConfirmed, ReadOnlyError
 
@@ -21,15 +23,15 @@ EXIT_READ_ONLY = 4  # refused by read-only mode: distinct from every other failu
 def fail(exc: Exception) -> NoReturn:
     """Print `exc` and exit: 4 when read-only refused it, 1 otherwise."""
     if isinstance(exc, NotConfirmed) and not sys.stdin.isatty():
-        click.echo(f"error: {exc} (no terminal to ask; pass --yes)", err=True)
+        click.echo(secrets.scrub(f"error: {exc} (no terminal to ask; pass --yes)"), err=True)
     else:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(secrets.scrub(f"error: {exc}"), err=True)
     sys.exit(EXIT_READ_ONLY if isinstance(exc, ReadOnlyError) else EXIT_ERROR)
 
 
 def fail_config(exc: Exception) -> NoReturn:
     """Print a settings error and exit 2 (nothing was started)."""
-    click.echo(f"error: {exc}", err=True)
+    click.echo(secrets.scrub(f"error: {exc}"), err=True)
     sys.exit(EXIT_CONFIG)
 
 

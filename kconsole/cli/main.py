@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from kconsole import __version__, paths
+from kconsole import __version__, paths, secrets
 from kconsole.cli.common import commands, fail, fail_config
 from kconsole.config import BACKENDS, ConfigError, Settings, load_settings
 from kconsole.errors import ClusterError
@@ -20,6 +20,10 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 def _quiet_libraries() -> None:
     # kazoo logs every dropped connection as a warning; a stopped ZooKeeper is reported by us.
     logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
+    # No log line shows a secret kconsole has resolved (a password, a token, a key).
+    for root_handler in logging.getLogger().handlers:
+        if not any(isinstance(f, secrets.ScrubFilter) for f in root_handler.filters):
+            root_handler.addFilter(secrets.ScrubFilter())
     logging.getLogger("kazoo").setLevel(logging.CRITICAL)
     # librdkafka's connection errors are expected while a drill has a broker down.
     logging.getLogger("kconsole.rdkafka").setLevel(logging.CRITICAL)
@@ -32,6 +36,7 @@ def _quiet_libraries() -> None:
         old.close()
     handler = _LibraryLog(paths.state_dir() / "kconsole.log", delay=True)
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    handler.addFilter(secrets.ScrubFilter())
     kafka_python.addHandler(handler)
     kafka_python.setLevel(logging.WARNING)
     kafka_python.propagate = False
@@ -176,6 +181,7 @@ def _run_console(ctx: click.Context, settings: Settings) -> None:
         root.removeHandler(handler)
     handler = logging.FileHandler(log_file)
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    handler.addFilter(secrets.ScrubFilter())
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
 
@@ -207,8 +213,8 @@ def describe(ctx: click.Context, as_json: bool) -> None:
     states = commands(ctx).broker_states()
     snap = ClusterObserver(settings, proc_states=states).read_once()
     if as_json:
-        click.echo(snap.to_json(indent=2, default=str))
+        click.echo(secrets.scrub(snap.to_json(indent=2, default=str)))
     else:
-        click.echo(render_text(snap))
+        click.echo(secrets.scrub(render_text(snap)))
     if not any(s.ok for s in snap.sources):
         sys.exit(2)

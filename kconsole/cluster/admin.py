@@ -19,7 +19,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from kconsole.cluster import kafka_python
-from kconsole.cluster.clients import RDKAFKA_LOG, admin_config, kafka_python_config
+from kconsole.cluster.clients import RDKAFKA_LOG, admin_config, client_config, kafka_python_config
 from kconsole.cluster.groups import GroupReader
 from kconsole.errors import ClusterError
 from kconsole.models import BrokerConfig
@@ -306,7 +306,7 @@ def probe_cluster_id(config: dict[str, Any], timeout_s: float = 1.5) -> str | No
     hosts = [hp.rpartition(":") for hp in servers if ":" in hp]
     if not any(p.isdigit() and reachable(h.strip("[]"), int(p), 0.3) for h, _, p in hosts):
         return None  # nothing listens: do not wait for librdkafka's timeout
-    conf: dict[str, Any] = {**config, "logger": RDKAFKA_LOG}
+    conf: dict[str, Any] = {**client_config(config), "logger": RDKAFKA_LOG}
     admin = AdminClient(conf)
     try:
         return admin.list_topics(timeout=timeout_s).cluster_id

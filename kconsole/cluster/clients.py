@@ -4,7 +4,10 @@ Every producer kconsole creates (the produce command, the drill workload) comes 
 `producer_config`, every consumer that must stay out of consumer groups (the verifier, a
 tail without a group) from `groupless_consumer_config`, every librdkafka admin client from
 `admin_config`, and every kafka-python admin client's arguments from `kafka_python_config`.
-librdkafka's log lines go to the `kconsole.rdkafka` Python logger, never to the terminal.
+The security settings in them come from one translation, kconsole.cluster.security (which also
+resolves secrets from the environment and from files, each time a client is made).
+librdkafka's log lines go to the `kconsole.rdkafka` Python logger, never to the terminal, with
+every known secret scrubbed from them.
 """
 
 from __future__ import annotations
@@ -13,14 +16,20 @@ import logging
 import socket
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from kconsole.config import ConfigError, Settings
+from kconsole import secrets
+from kconsole.cluster import security
+from kconsole.errors import ConfigError, config_error
+
+if TYPE_CHECKING:  # the cluster layer does not depend on the settings module at run time
+    from kconsole.config import Settings
 
 # Every librdkafka client logs here: librdkafka never prints to the terminal.
 RDKAFKA_LOG = logging.getLogger("kconsole.rdkafka")
+RDKAFKA_LOG.addFilter(secrets.ScrubFilter())
 
 # Delivery-report errors of records purged at the end of a bounded flush: their outcome is
 # unknown (they may have reached the broker), never a failure.
@@ -58,10 +67,13 @@ def nothing_listens(servers: str, timeout: float = 1.0) -> str | None:
 
 
 def client_config(settings_or_config: Settings | Mapping[str, Any]) -> dict[str, Any]:
-    """librdkafka properties from Settings (bootstrap + -X) or a ready dict (copied)."""
-    if isinstance(settings_or_config, Settings):
-        return settings_or_config.kafka_config()
-    return dict(settings_or_config)
+    """librdkafka properties from Settings (bootstrap + -X) or a dict of them: secrets resolved,
+    checked and translated (kconsole.cluster.security.librdkafka_config); a new dict."""
+    if isinstance(settings_or_config, Mapping):
+        return security.librdkafka_config(settings_or_config)
+    return security.librdkafka_config(
+        settings_or_config.kafka_config(), settings_or_config.client_origin
+    )
 
 
 def admin_config(
@@ -74,27 +86,13 @@ def admin_config(
     return conf
 
 
-# librdkafka property -> kafka-python argument (the security settings users pass with -X).
-_KAFKA_PYTHON = {
-    "bootstrap.servers": "bootstrap_servers",
-    "security.protocol": "security_protocol",
-    "sasl.mechanism": "sasl_mechanism",
-    "sasl.mechanisms": "sasl_mechanism",
-    "sasl.username": "sasl_plain_username",
-    "sasl.password": "sasl_plain_password",
-    "ssl.ca.location": "ssl_cafile",
-    "ssl.certificate.location": "ssl_certfile",
-    "ssl.key.location": "ssl_keyfile",
-    "ssl.key.password": "ssl_password",
-    "client.id": "client_id",
-}
-
-
 def check_client_properties(client: Mapping[str, str], origin: Mapping[str, str]) -> None:
     """Refuse client properties librdkafka would refuse (an unknown name, a bad value), every
     one at once and each with where it came from (`origin`: "-X", "[client] in FILE", ...), before
     anything starts: a client made with them later would fail in a thread, far from the cause.
-    ConfigError says it."""
+    Secrets are resolved first (a missing variable or file is said, with the property), and
+    the settings must be ones every client of kconsole can use (kconsole.cluster.security).
+    ConfigError says it, never a secret's value."""
 
     def refusal(conf: Mapping[str, str]) -> str:
         try:
@@ -102,8 +100,27 @@ def check_client_properties(client: Mapping[str, str], origin: Mapping[str, str]
             Producer({"bootstrap.servers": "", "logger": RDKAFKA_LOG, **conf})
         except (KafkaException, ValueError, TypeError) as exc:
             err = exc.args[0] if exc.args else exc
-            return str(err.str() if hasattr(err, "str") else err)
+            return secrets.scrub(str(err.str() if hasattr(err, "str") else err))
         return ""
+
+    ours = security.problems(client, origin)
+    if ours:
+        # With them, librdkafka's own word on the properties the translation does not read.
+        rest = {
+            k: v
+            for k, v in client.items()
+            if k not in security.TRANSLATED_KEYS
+            and not k.startswith(security.ZOOKEEPER_PREFIX)
+            and not k.endswith(secrets.FILE_SUFFIX)
+            and "${" not in str(v)
+        }
+        theirs = [
+            f"{k} (from {origin.get(k, 'the settings')}): {why}"
+            for k, v in sorted(rest.items())
+            if (why := refusal({k: v})) and not why.startswith("Failed to create")
+        ]
+        raise config_error(ours + theirs)
+    client = security.librdkafka_config(client, origin)
 
     together = refusal(client) if client else ""
     if not together:
@@ -133,13 +150,9 @@ def kafka_python_config(
     config: Mapping[str, Any], timeout_s: float, *, client_id: str = "kconsole-groups"
 ) -> dict[str, Any]:
     """kafka-python client arguments for a librdkafka configuration (`client_id` unless the
-    configuration names its own)."""
+    configuration names its own): kconsole.cluster.security.kafka_python_args, with timeouts."""
     out: dict[str, Any] = {"request_timeout_ms": int(timeout_s * 1000)}
-    for key, value in config.items():
-        name = _KAFKA_PYTHON.get(key)
-        if name is None:
-            continue
-        out[name] = value.upper() if name == "security_protocol" else value
+    out.update(security.kafka_python_args(config))
     out.setdefault("client_id", client_id)
     # kafka-python waits 30 s for a first broker by default, whatever the request timeout:
     # with nothing answering, a read must fail in its own time, not half a minute later.

@@ -21,6 +21,8 @@ What they rely on, beyond kafka-python's public API:
 - `kafka.errors.IncompatibleBrokerVersion`: what `_manager.send` fails with when the broker's
   ApiVersions offer no version of the request's API this client can send (no ConsumerGroupDescribe
   before Kafka 3.7, no ShareGroupDescribe v1 before 4.1).
+- `kafka.net.sasl.oauth.AbstractTokenProvider`: what `sasl_oauth_token_provider` must be an
+  instance of (kafka-python has no client-credentials provider of its own).
 - `kafka.protocol.api_message.ApiMessage` subclassed with `load_json=` (kconsole.cluster.
   group_messages): a protocol class from a JSON message schema kafka-python does not ship.
 - Protocol response fields: ListOffsetsResponse `topics[].name`, `.partitions[].partition_index`,
@@ -39,6 +41,28 @@ from typing import Any
 TP = tuple[str, int]
 # Per leader: {(topic, partition): (error code, offset)}, or what the request failed with.
 LogEnds = dict[int, dict[TP, tuple[int, int]] | BaseException]
+
+
+def oauth_token_provider(creds: Any) -> Any:
+    """A kafka-python OAUTHBEARER token provider getting its tokens with the client-credentials
+    grant (kconsole.cluster.security.ClientCredentialsTokens, standard library only) for
+    `creds` (an OAuthClientCredentials)."""
+    from kafka.net.sasl.oauth import AbstractTokenProvider
+
+    from kconsole.cluster.security import ClientCredentialsTokens
+
+    class _ClientCredentials(AbstractTokenProvider):
+        def __init__(self) -> None:
+            super().__init__()
+            self.tokens = ClientCredentialsTokens(creds)
+
+        def __repr__(self) -> str:
+            return repr(self.tokens)
+
+        def token(self) -> str:
+            return self.tokens.token()
+
+    return _ClientCredentials()
 
 
 def admin_client(conf: Mapping[str, Any]) -> Any:

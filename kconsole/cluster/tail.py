@@ -28,7 +28,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from kconsole.cluster.clients import RDKAFKA_LOG, groupless_consumer_config
+from kconsole.cluster.clients import RDKAFKA_LOG, client_config, groupless_consumer_config
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.produce_request import check_topic_name
 from kconsole.config import Settings
@@ -296,7 +296,7 @@ class Tailer:
         if self.group_id is None:
             conf = groupless_consumer_config(self.settings)
         else:
-            conf = self.settings.kafka_config()
+            conf = client_config(self.settings)
             conf.update(
                 {
                     "logger": RDKAFKA_LOG,

@@ -19,7 +19,7 @@ import select
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,8 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError, SequentialThreadingHandler
 from kazoo.retry import KazooRetry
+
+from kconsole.cluster import security
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +66,13 @@ class _SelectHandler(SequentialThreadingHandler):
             return super().select(*args, **kwargs)
 
 
-def zk_client(hosts: str, **kwargs: Any) -> KazooClient:
-    """A kazoo client with the cheaper select above."""
-    return KazooClient(hosts=hosts, handler=_SelectHandler(), **kwargs)
+def zk_client(
+    hosts: str, client_props: Mapping[str, Any] | None = None, **kwargs: Any
+) -> KazooClient:
+    """A kazoo client with the cheaper select above, authenticated and over TLS as the
+    `zookeeper.*` properties among `client_props` say (kconsole.cluster.security.kazoo_args)."""
+    auth = security.kazoo_args(client_props) if client_props else {}
+    return KazooClient(hosts=hosts, handler=_SelectHandler(), **auth, **kwargs)
 
 
 @dataclass(frozen=True)
@@ -365,9 +371,11 @@ def _json(data: bytes) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def read_once(hosts: str, timeout: float = 5.0) -> ZkState:
+def read_once(
+    hosts: str, timeout: float = 5.0, client_props: Mapping[str, Any] | None = None
+) -> ZkState:
     """One read of the whole tree without watches (for `kconsole describe`)."""
-    client = zk_client(hosts, timeout=timeout, connection_retry=None)
+    client = zk_client(hosts, client_props, timeout=timeout, connection_retry=None)
     try:
         client.start(timeout=timeout)
         reader = ZkReader(client)
@@ -381,8 +389,16 @@ def read_once(hosts: str, timeout: float = 5.0) -> ZkState:
 class ZkWatcher:
     """Keeps a live ZkState from watches and hands every change to `on_change`."""
 
-    def __init__(self, hosts: str, on_change: OnChange, *, safety_reload_s: float = 30.0):
+    def __init__(
+        self,
+        hosts: str,
+        on_change: OnChange,
+        *,
+        safety_reload_s: float = 30.0,
+        client_props: Mapping[str, Any] | None = None,
+    ):
         self.hosts = hosts
+        self.client_props = dict(client_props or {})
         self.on_change = on_change
         self.safety_reload_s = safety_reload_s
         self._queue: queue.Queue[str] = queue.Queue()
@@ -409,6 +425,7 @@ class ZkWatcher:
     def start(self) -> None:
         self._client = zk_client(
             self.hosts,
+            self.client_props,
             timeout=10.0,  # session: survives a busy machine; the observer has no ephemeral nodes
             connection_retry=KazooRetry(max_tries=-1, delay=0.2, max_delay=2.0),
             command_retry=KazooRetry(max_tries=2, delay=0.1, max_delay=1.0),

@@ -2,7 +2,8 @@
 
 Append-only at `<state dir>/audit.jsonl` (KCONSOLE_STATE_DIR moves it). Each line is written
 with one write() on an O_APPEND descriptor, so lines from several kconsole processes never
-interleave. Secrets (passwords, tokens, keys) in the arguments are masked before writing.
+interleave. Secrets (passwords, tokens, keys) in the arguments are masked before writing, and
+every secret value kconsole has resolved (kconsole.secrets) is scrubbed from the whole entry.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kconsole import paths
+from kconsole import paths, secrets
 from kconsole.errors import ClusterError
 
 OUTCOMES = ("done", "refused", "failed")
@@ -102,10 +103,10 @@ class AuditLog:
             "bootstrap": bootstrap,
             "command": command,
             "target": target,
-            "args": mask(dict(args)),
+            "args": secrets.scrub_any(mask(dict(args))),
             "outcome": outcome,
-            "result": mask(dict(result)) if result else None,
-            "error": error or None,
+            "result": secrets.scrub_any(mask(dict(result))) if result else None,
+            "error": secrets.scrub(error) if error else None,
             "origin": origin,
         }
         line = (json.dumps(entry, default=str, ensure_ascii=False) + "\n").encode()

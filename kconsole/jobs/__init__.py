@@ -11,6 +11,8 @@ console. Everything about it lives in `<state_dir>/jobs/runs/<run_id>/`:
     progress.jsonl  the job's stdout: one JSON object per line (state, progress, output,
                     finding, findings, warning), read incrementally
     job.log         the job's stderr: Spark's and Kafka's log
+    client.json     the client properties with their secrets (mode 0600), while the job starts:
+                    it reads and removes the file, and the manager removes it at the run's end
     output/         the job's readable sink, one JSON-lines file per micro-batch
 
 Checkpoints outlive runs, in `<state_dir>/jobs/checkpoints/<job>--<topic>/`: starting the same
@@ -33,7 +35,7 @@ read runs through kconsole.commands.views.JobsView.
 
 from __future__ import annotations
 
-from kconsole.jobs.client import java_kafka_options
+from kconsole.jobs.client import job_client
 from kconsole.jobs.output import latest_counts, read_output_dir
 from kconsole.jobs.progress import (
     CheckpointNote,
@@ -57,7 +59,7 @@ __all__ = [
     "available_jobs",
     "extract_error",
     "get_job",
-    "java_kafka_options",
+    "job_client",
     "jobs_dir",
     "latest_counts",
     "parse_checkpoint_line",

@@ -1,46 +1,48 @@
-"""Kafka client properties for a job: librdkafka's (kconsole's -X) translated for Spark's Java
-client, and secrets redacted from whatever is written down (job.json, argv)."""
+"""Kafka client properties for a job: kconsole's (librdkafka's, -X) translated for Spark's Java
+client and the driver's librdkafka clients (kconsole.cluster.security), handed to the job in a
+file only the user can read (never on its command line, in its environment, job.json or log),
+and secrets redacted from whatever is written down (job.json, argv)."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+from kconsole.cluster import security
 
-def java_kafka_options(client: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
-    """librdkafka client properties (kconsole's -X) as Java client properties for Spark's
-    Kafka source and sink; returns (translated, names it could not translate)."""
-    out: dict[str, str] = {}
-    left: list[str] = []
-    c = dict(client)
-    for same in ("security.protocol", "sasl.mechanism", "client.id"):
-        if same in c:
-            out[same] = c.pop(same)
-    if "sasl.mechanisms" in c:
-        out["sasl.mechanism"] = c.pop("sasl.mechanisms")
-    user, password = c.pop("sasl.username", None), c.pop("sasl.password", None)
-    if user is not None and password is not None:
-        mech = out.get("sasl.mechanism", "PLAIN").upper()
-        module = (
-            "org.apache.kafka.common.security.scram.ScramLoginModule"
-            if mech.startswith("SCRAM")
-            else "org.apache.kafka.common.security.plain.PlainLoginModule"
-        )
-        out["sasl.jaas.config"] = (
-            f'{module} required username="{_jaas(user)}" password="{_jaas(password)}";'
-        )
-    if "ssl.ca.location" in c:
-        out["ssl.truststore.type"] = "PEM"
-        out["ssl.truststore.location"] = c.pop("ssl.ca.location")
-    if c.pop("enable.ssl.certificate.verification", "true").lower() == "false":
-        out["ssl.endpoint.identification.algorithm"] = ""
-    left = sorted(c)
-    return out, left
+# The run's secret file (in its run directory, mode 0600): the job reads and removes it at
+# start, and the manager removes it when the run has ended, whatever happened.
+CLIENT_FILE = "client.json"
+CLIENT_FILE_ENV = "KCONSOLE_JOB_CLIENT_FILE"
 
 
-def _jaas(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"')
+def job_client(
+    client: Mapping[str, str], origin: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """What a job gets of kconsole's client properties (kconsole.cluster.security): the
+    librdkafka properties for the driver's checks and group commit ("admin"), the Java client
+    properties for Spark's Kafka source and sink without their `kafka.` prefix ("kafka"), the
+    JVM system properties they need ("jvm") and the properties with no Java translation
+    ("untranslated"). Secrets are resolved: this goes only into the run's secret file."""
+    spark = security.spark_kafka_options(client, origin)
+    return {
+        "admin": dict(security.librdkafka_config(client, origin)),
+        "kafka": {k.removeprefix("kafka."): v for k, v in spark.options.items()},
+        "jvm": dict(spark.jvm_properties),
+        "untranslated": list(spark.untranslated),
+    }
+
+
+def write_client_file(path: Path, payload: Mapping[str, Any]) -> None:
+    """Write `payload` (job_client) to `path`, readable and writable by this user only, from
+    its creation on (never a moment with wider permissions)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(payload, f)
 
 
 _SECRET = re.compile(r"password|secret|jaas|token|key\.pem|ssl\.key", re.I)

@@ -29,10 +29,18 @@ from kconsole import paths
 from kconsole.cluster import jars
 from kconsole.cluster.procs import tail_lines
 from kconsole.config import Settings
-from kconsole.jobs.client import java_kafka_options, redacted, redacted_argv
+from kconsole.jobs.client import (
+    CLIENT_FILE,
+    CLIENT_FILE_ENV,
+    job_client,
+    redacted,
+    redacted_argv,
+    write_client_file,
+)
 from kconsole.jobs.output import read_output_dir
 from kconsole.jobs.runs import JobRun, RunRecord, recorded_outcome
 from kconsole.jobs.specs import INTERNAL_OPTIONS, MASTER, JobError, JobSpec, get_job
+from kconsole.secrets import variables as secret_variables
 
 HISTORY = 120  # progress entries kept per run: two minutes at a 1 s trigger
 _REAP_GRACE_S = 5.0  # a process gone from view is reaped once its last threads have exited
@@ -80,6 +88,8 @@ class JobManager:
             raise JobError(f"job script {spec.script} is missing")
         flags = self._flags(spec, given)
         ns = self._validate(spec, flags)
+        # Secrets resolved now (a missing one is a ConfigError before anything starts).
+        client = job_client(self.settings.client, self.settings.client_origin)
         run_id = f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
         run_dir = self.runs_dir / run_id
         extra: list[str] = []
@@ -126,9 +136,15 @@ class JobManager:
             }
             rec = RunRecord(run_dir, meta, self.history)
             rec.ours = True
-            pid = rec.proc.spawn(
-                argv, cwd=run_dir, env=self._env(spec), stdout_file=rec.progress_path
-            )
+            env = self._env(spec)
+            client_file = run_dir / CLIENT_FILE
+            write_client_file(client_file, client)
+            env[CLIENT_FILE_ENV] = str(client_file)
+            try:
+                pid = rec.proc.spawn(argv, cwd=run_dir, env=env, stdout_file=rec.progress_path)
+            except BaseException:
+                client_file.unlink(missing_ok=True)
+                raise
             pid_rec = rec.proc.record()
             rec.update_meta({"pid": pid, "create_time": pid_rec.create_time if pid_rec else None})
             self._records[run_id] = rec
@@ -188,11 +204,12 @@ class JobManager:
         env = dict(os.environ)
         env["PYTHONUNBUFFERED"] = "1"
         env.setdefault("PYSPARK_PYTHON", self.python)
-        kafka, untranslated = java_kafka_options(self.settings.client)
-        # Client properties (maybe secrets) travel in the environment, not on the command line.
-        env["KCONSOLE_JOB_CLIENT"] = json.dumps(
-            {"admin": dict(self.settings.client), "kafka": kafka, "untranslated": untranslated}
-        )
+        # Client properties (maybe secrets) travel in the run's secret file (CLIENT_FILE_ENV
+        # names it), never on the command line or in the environment: not even the variables
+        # the settings read their secrets from.
+        env.pop(CLIENT_FILE_ENV, None)
+        for name in secret_variables(self.settings.client):
+            env.pop(name, None)
         return env
 
     # -- observe ----------------------------------------------------------------------------
@@ -353,6 +370,9 @@ class JobManager:
         outcome = rec.decide(alive=alive, exit_code=exit_code)
         if outcome.state.active:
             return rec.snapshot(outcome)
+        # The run has ended: its secret file goes, if the job did not remove it itself.
+        with contextlib.suppress(OSError):
+            (rec.run_dir / CLIENT_FILE).unlink(missing_ok=True)
         recorded = recorded_outcome(rec.meta) is not None
         if rec.ours and not recorded:
             rec.update_meta(outcome.as_meta())

@@ -104,7 +104,9 @@ class ClusterObserver:
         self._on_update = on_update
         self._stop.clear()
         if self.settings.zookeeper:
-            self._zk = ZkWatcher(self.settings.zookeeper, self._zk_changed)
+            self._zk = ZkWatcher(
+                self.settings.zookeeper, self._zk_changed, client_props=self.settings.client
+            )
             self._zk.prefer(self._preferred)
             self._zk.start()
         loops = [
@@ -178,7 +180,11 @@ class ClusterObserver:
             try:
                 if refused is not None:
                     raise ClusterError(refused)
-                self._zk_changed(read_once(self.settings.zookeeper), "", publish=False)
+                self._zk_changed(
+                    read_once(self.settings.zookeeper, client_props=self.settings.client),
+                    "",
+                    publish=False,
+                )
             except Exception as exc:
                 self._zk_changed(None, f"ZooKeeper {self.settings.zookeeper}: {exc}", publish=False)
         self._read_proc_states()

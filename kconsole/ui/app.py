@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING, ClassVar
 from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.reactive import reactive
 from textual.screen import Screen
 
-from kconsole import paths
+from kconsole import paths, secrets
 from kconsole.commands import Commands
 from kconsole.commands.views import JobsView, ReassignView
 from kconsole.config import Settings
@@ -153,6 +154,25 @@ class KConsoleApp(BrokerActions, JobActions, ElectionActions):
 
     def get_default_screen(self) -> Screen[None]:
         return MainScreen()
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every notification (screens' and widgets' come here too) with every secret kconsole
+        has resolved scrubbed out: an error never shows a password on screen."""
+        super().notify(
+            secrets.scrub(message),
+            title=secrets.scrub(title),
+            severity=severity,
+            timeout=timeout,
+            markup=markup,
+        )
 
     def on_mount(self) -> None:
         self.now = self.clock()

@@ -34,7 +34,7 @@ from kconsole.jobs import (
     available_jobs,
     extract_error,
     get_job,
-    java_kafka_options,
+    job_client,
     latest_counts,
     parse_line,
     parse_progress_line,
@@ -354,9 +354,11 @@ def test_a_stop_while_spark_starts_ends_the_job_at_once(tmp_path: Path) -> None:
             proc.wait(10)
 
 
-def test_java_kafka_options_translation() -> None:
-    """librdkafka SASL/SSL properties become Spark's Java client properties."""
-    out, left = java_kafka_options(
+def test_a_job_gets_the_translated_client_properties() -> None:
+    """librdkafka SASL/SSL properties become Spark's Java client properties (without their
+    kafka. prefix: the job adds it) and the driver's librdkafka ones (kconsole.cluster.security
+    translates; tests/unit/test_security.py checks each translation)."""
+    client = job_client(
         {
             "security.protocol": "SASL_SSL",
             "sasl.mechanism": "SCRAM-SHA-512",
@@ -366,14 +368,21 @@ def test_java_kafka_options_translation() -> None:
             "statistics.interval.ms": "100",
         }
     )
-    assert out["security.protocol"] == "SASL_SSL"
-    assert out["sasl.mechanism"] == "SCRAM-SHA-512"
-    assert out["sasl.jaas.config"] == (
-        'org.apache.kafka.common.security.scram.ScramLoginModule required username="ops" '
-        'password="p\\"w";'
-    )
-    assert out["ssl.truststore.type"] == "PEM" and out["ssl.truststore.location"] == "/etc/ca.pem"
-    assert left == ["statistics.interval.ms"]
+    assert client["kafka"] == {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.jaas.config": (
+            "org.apache.kafka.common.security.scram.ScramLoginModule required "
+            'username="ops" password="p\\"w";'
+        ),
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": "/etc/ca.pem",
+        "ssl.endpoint.identification.algorithm": "https",
+    }
+    assert client["admin"]["sasl.password"] == 'p"w'
+    assert client["admin"]["ssl.endpoint.identification.algorithm"] == "https"
+    assert client["jvm"] == {}
+    assert client["untranslated"] == ["statistics.interval.ms"]
 
 
 def test_latest_counts_last_update_wins() -> None:
@@ -483,6 +492,16 @@ FAKE = textwrap.dedent(
 
     def main():
         a = build_parser().parse_args()
+        # The client properties, as a real job takes them (its secret file, then removed).
+        client_file = os.environ.get("KCONSOLE_JOB_CLIENT_FILE", "")
+        mode = oct(os.stat(client_file).st_mode & 0o777) if client_file else None
+        a.kafka_option, a.admin_option, a.conf = [], [], []
+        from _kconsole_jobs.options import client_from_env
+        client_from_env(a)
+        if os.environ.get("KCONSOLE_TEST_RECORD_CLIENT"):
+            with open("client-seen.json", "w") as f:
+                json.dump({{"mode": mode, "kafka": sorted(a.kafka_option),
+                           "admin": sorted(a.admin_option), "conf": sorted(a.conf)}}, f)
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         if a.mode == "ignore-term":
@@ -764,9 +783,17 @@ class TestManager:
         assert Commands(None, jobs=manager).stop_job(run.run_id).state is JobState.STOPPED
 
     def test_client_properties_stay_off_the_command_line(
-        self, tmp_path: Path, fake_jobs: Path
+        self, tmp_path: Path, fake_jobs: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        settings = Settings(client={"sasl.username": "u", "sasl.password": "hunter2"})
+        monkeypatch.setenv("KCONSOLE_TEST_RECORD_CLIENT", "1")
+        settings = Settings(
+            client={
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "PLAIN",
+                "sasl.username": "u",
+                "sasl.password": "hunter2",
+            }
+        )
         m = JobManager(tmp_path / "state", settings, jobs_directory=fake_jobs)
         run = m.start("fake", {})
         try:
@@ -774,12 +801,21 @@ class TestManager:
             assert "hunter2" not in " ".join(psutil.Process(run.pid).cmdline())
             assert "hunter2" not in (run.run_dir / "job.json").read_text()
             env = psutil.Process(run.pid).environ()
-            client = json.loads(env["KCONSOLE_JOB_CLIENT"])
-            assert client["admin"]["sasl.password"] == "hunter2"
-            assert 'password="hunter2"' in client["kafka"]["sasl.jaas.config"]
+            assert "hunter2" not in json.dumps(env)
+            # The job read its secret file (only the user could) and removed it.
+            read = json.loads((run.run_dir / "client-seen.json").read_text())
+            assert read["admin"] == [
+                ["sasl.mechanism", "PLAIN"],
+                ["sasl.password", "hunter2"],
+                ["sasl.username", "u"],
+                ["security.protocol", "SASL_PLAINTEXT"],
+            ]
+            assert 'password="hunter2"' in dict(read["kafka"])["sasl.jaas.config"]
+            assert read["mode"] == "0o600"
+            assert not (run.run_dir / "client.json").exists()
         finally:
             m.stop(run.run_id)
-        assert os.environ.get("KCONSOLE_JOB_CLIENT") is None
+        assert os.environ.get("KCONSOLE_JOB_CLIENT_FILE") is None
 
 
 def test_cli_start_status_logs_stop(

@@ -18,6 +18,7 @@ def _modules(package: str) -> list[str]:
 HEADLESS = [
     "kconsole.paths",
     "kconsole.errors",
+    "kconsole.secrets",
     "kconsole.defaults",
     "kconsole.models",
     "kconsole.timeline",

@@ -169,6 +169,7 @@ def test_kafka_python_config_translates_security_settings() -> None:
         "sasl_plain_username": "ops",
         "sasl_plain_password": "secret",
         "ssl_cafile": "/etc/kafka/ca.pem",
+        "ssl_check_hostname": True,
         "client_id": "kconsole-groups",
         "bootstrap_timeout_ms": 5000,
     }
