@@ -164,6 +164,9 @@ def main(
         fail_config(exc)
     except ClusterError as exc:
         fail(exc)
+    from kconsole.commands.local_security import with_local_security
+
+    settings = with_local_security(settings)  # a secured local cluster, reached with no flags
     ctx.obj["settings"] = settings
     ctx.obj["read_only"] = settings.read_only
     if ctx.invoked_subcommand is None:

@@ -27,7 +27,6 @@ from kconsole.cluster.local_security import (
     client_properties,
     ensure_certificates,
     ensure_passwords,
-    resolve_password_files,
 )
 from kconsole.cluster.local_spec import (
     LOG4J_PROPERTIES,
@@ -37,6 +36,7 @@ from kconsole.cluster.local_spec import (
     zookeeper_properties,
 )
 from kconsole.cluster.procs import ManagedProcess, ProcState, tail_lines
+from kconsole.cluster.security import librdkafka_config
 from kconsole.cluster.settings import BROKER_HEAP, ZOOKEEPER_HEAP, broker_port
 
 T = TypeVar("T")
@@ -183,9 +183,9 @@ class LocalClusterDir(StateDir[LocalClusterSpec]):
         return client_properties(self.spec.security, self.spec.mtls, self.security_files())
 
     def client_config(self) -> dict[str, str]:
-        """client_properties() with any password read from its file: for this cluster's own
-        clients (the test topic, the readiness checks), never written anywhere."""
-        return resolve_password_files(self.client_properties())
+        """client_properties() as librdkafka takes them, the password read from its file: for
+        this cluster's own clients (the test topic, the readiness checks), never written."""
+        return dict(librdkafka_config(self.client_properties()))
 
     def _argv(self, name: str, lib: Path) -> list[str]:
         d = self.proc_dir(name)

@@ -326,21 +326,6 @@ def client_properties(security: str, mtls: bool, files: SecurityFiles) -> dict[s
     return props
 
 
-# librdkafka-style keys whose value may be given as `<key>_file` (a file holding it)
-SECRET_KEYS = ("sasl.password", "sasl.oauthbearer.client.secret", "ssl.key.password")
-
-
-def resolve_password_files(props: dict[str, str]) -> dict[str, str]:
-    """`props` with each `<secret key>_file` replaced by the secret key and the file's first
-    line: for a client made here, in memory only."""
-    out = dict(props)
-    for key in SECRET_KEYS:
-        path = out.pop(f"{key}_file", None)
-        if path is not None:
-            out[key] = read_secret(Path(path).expanduser(), key)
-    return out
-
-
 def security_summary(security: str, mtls: bool, files: SecurityFiles) -> str:
     """One line: how the cluster is secured and where a client finds what it needs."""
     if security == SASL_SCRAM:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import psutil
 import pytest
@@ -22,7 +23,6 @@ from confluent_kafka.admin import AdminClient
 from kconsole.cli.main import main as cli
 from kconsole.cluster import reaper
 from kconsole.cluster.local import LocalCluster, LocalClusterSpec
-from kconsole.cluster.local_security import resolve_password_files
 from kconsole.cluster.procs import ProcState
 from kconsole.cluster.settings import TEST_TOPIC
 from tests.integration.conftest import pick_ports
@@ -80,19 +80,30 @@ def test_the_clusters_credentials_produce_and_read_back(secured: LocalCluster) -
     assert seen == {v for _, v in acked}
 
 
-def test_kconsole_reads_it_through_both_client_libraries(secured: LocalCluster) -> None:
-    """describe: the Admin API (confluent-kafka) and the consumer groups (kafka-python) both
-    answer through the cluster's security settings."""
+def test_kconsole_reaches_it_with_no_security_flags(secured: LocalCluster, tmp_path: Path) -> None:
+    """The cluster's own client settings apply when the bootstrap is its: `describe` reads it
+    through both client libraries (the Admin API with confluent-kafka, the groups with
+    kafka-python) and `produce` sends acknowledged records, with no -X given."""
     args = ["--bootstrap", secured.spec.bootstrap, "--zookeeper", secured.spec.zk_connect]
-    for key, value in resolve_password_files(secured.client_properties()).items():
-        args += ["-X", f"{key}={value}"]
-    res = CliRunner().invoke(cli, [*args, "--backend", "none", "describe", "--json"])
+    env = {"KCONSOLE_CLUSTER_DIR": str(secured.state_dir), "KCONSOLE_STATE_DIR": str(tmp_path)}
+    runner = CliRunner()
+    res = runner.invoke(cli, [*args, "--backend", "none", "describe", "--json"], env=env)
     assert res.exit_code == 0, res.output
     snap = json.loads(res.output)
     sources = {s["name"]: s for s in snap["sources"]}
     assert sources["admin"]["ok"] and sources["groups"]["ok"], sources
     assert {b["id"] for b in snap["brokers"]} == {1, 2, 3}
     assert any(p["topic"] == TEST_TOPIC for p in snap["partitions"])
+    sent = runner.invoke(
+        cli, [*args, "produce", "-t", TEST_TOPIC, "-k", "k", "-v", "v", "-n", "3"], env=env
+    )
+    assert sent.exit_code == 0, sent.output
+    assert "sent 3, acked 3, failed 0" in sent.output
+    # Without the local cluster's settings (another state dir), the same commands cannot.
+    env["KCONSOLE_CLUSTER_DIR"] = str(tmp_path / "none")
+    res = runner.invoke(cli, [*args, "--backend", "none", "describe", "--json"], env=env)
+    sources = {s["name"]: s for s in json.loads(res.output)["sources"]}
+    assert not sources["admin"]["ok"], sources
 
 
 def test_a_client_without_them_is_refused(secured: LocalCluster) -> None:

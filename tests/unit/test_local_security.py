@@ -22,12 +22,12 @@ from kconsole.cluster.local_security import (
     client_properties,
     ensure_passwords,
     ensure_scram_users,
-    resolve_password_files,
     scram_credential,
     security_summary,
     zk_credential_text,
 )
 from kconsole.cluster.local_spec import LocalClusterSpec, broker_properties
+from kconsole.cluster.security import librdkafka_config
 
 
 def mode(path: Path) -> int:
@@ -157,7 +157,7 @@ def test_clients_get_the_password_by_its_file(tmp_path: Path) -> None:
         "sasl.username": CLIENT_USER,
         "sasl.password_file": str(files.client_password),
     }
-    resolved = resolve_password_files(props)
+    resolved = librdkafka_config(props)
     assert resolved["sasl.password"] == files.client_password.read_text().strip()
     assert "sasl.password_file" not in resolved
     assert "password in" in security_summary("sasl-scram", False, files)
