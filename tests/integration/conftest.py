@@ -282,8 +282,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         _WARM_UP.append(_DockerWarmUp(workdir))
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """The dockerd this run started is stopped even when no real-engine test ran."""
+    """The dockerd this run started is stopped even when no real-engine test ran: last, after
+    pytest's own teardown of the fixtures left (an interrupted run), so that the compose
+    projects are taken down while the engine still answers."""
     while _WARM_UP:
         _WARM_UP.pop().stop()
 

@@ -168,12 +168,38 @@ class ComposeProject:
         )
 
     def up(self, timeout: float = 300) -> None:
+        """`up -d`, then every long-running service healthy; a container that exits instead
+        fails at once, with its own log."""
         run = self.run("up", "-d", timeout=timeout)
         if run.returncode != 0:
             logs = self.run("logs", "--tail", "30", timeout=60)
             raise AssertionError(
                 f"compose up of {self.name} failed:\n{run.stdout}\n{run.stderr}\n{logs.stdout}"
             )
+        client = docker.from_env(timeout=60)
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                waiting = []
+                for c in client.containers.list(
+                    all=True, filters={"label": f"com.docker.compose.project={self.name}"}
+                ):
+                    if c.labels.get("dev.kconsole.role") == "init":
+                        continue  # the one-shot topic creator
+                    service = c.labels.get("com.docker.compose.service", c.name)
+                    if c.status != "running":
+                        logs = c.logs(tail=30).decode(errors="replace")
+                        raise AssertionError(f"{service} is {c.status} after up:\n{logs}")
+                    health = (c.attrs.get("State") or {}).get("Health") or {}
+                    if health.get("Status") != "healthy":
+                        waiting.append(service)
+                if not waiting:
+                    return
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"not healthy {timeout:.0f} s after up: {waiting}")
+                time.sleep(0.5)
+        finally:
+            client.close()
 
     def down(self) -> None:
         run = self.run("down", "-v", "--remove-orphans", "-t", "20", timeout=300)

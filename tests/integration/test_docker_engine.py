@@ -23,7 +23,7 @@ from kazoo.client import KazooClient
 
 from kconsole.cli.main import main as cli
 from kconsole.cluster.settings import KAFKA_VERSION, TEST_TOPIC
-from tests.integration.conftest import pick_ports
+from tests.integration.conftest import _free, port_offsets
 from tests.integration.docker_support import (
     COMPOSE_DIR,
     ComposeProject,
@@ -37,6 +37,21 @@ from tests.waiting import wait_until
 pytestmark = pytest.mark.integration
 
 BROKERS = {1, 2, 3}
+# Ports inside the containers: a broker's EXTERNAL listener listens on its host port, so a host
+# port equal to one of these makes the broker refuse its listeners ("two listeners on the same
+# port") -- seen when the integration tests' own block 29092- was used here.
+CONTAINER_PORTS = {2181, 29092, 29093}
+
+
+def compose_ports() -> tuple[int, dict[int, int]]:
+    """A free ZooKeeper port and broker ports, below the ephemeral range, none of them a port
+    the containers use inside."""
+    for offset in port_offsets():
+        zk, base = 27181 + offset, 27182 + offset
+        ports = [zk, *range(base, base + len(BROKERS))]
+        if not CONTAINER_PORTS & set(ports) and all(_free(p) for p in ports):
+            return zk, {b: base + b - 1 for b in BROKERS}
+    raise RuntimeError("no free block of ports for the compose project")
 
 
 class Compose:
@@ -92,8 +107,7 @@ def compose(docker_engine: Engine, docker_images: dict[str, str]) -> Iterator[Co
         command = compose_command()
     except NoEngine as exc:
         pytest.skip(str(exc))
-    zk_port, base = pick_ports(3)
-    ports = {b: base + b - 1 for b in BROKERS}
+    zk_port, ports = compose_ports()
     env = {"KCONSOLE_ZK_PORT": str(zk_port), "KCONSOLE_KAFKA_VERSION": KAFKA_VERSION}
     env |= {f"KCONSOLE_BROKER_{b}_PORT": str(p) for b, p in ports.items()}
     project = ComposeProject(
