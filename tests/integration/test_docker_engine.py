@@ -26,6 +26,7 @@ from kconsole.cluster.settings import KAFKA_VERSION, TEST_TOPIC
 from tests.integration.conftest import _free, port_offsets
 from tests.integration.docker_support import (
     COMPOSE_DIR,
+    TEST_KAFKA_OPTS,
     ComposeProject,
     Engine,
     NoEngine,
@@ -109,6 +110,7 @@ def compose(docker_engine: Engine, docker_images: dict[str, str]) -> Iterator[Co
         pytest.skip(str(exc))
     zk_port, ports = compose_ports()
     env = {"KCONSOLE_ZK_PORT": str(zk_port), "KCONSOLE_KAFKA_VERSION": KAFKA_VERSION}
+    env |= TEST_KAFKA_OPTS
     env |= {f"KCONSOLE_BROKER_{b}_PORT": str(p) for b, p in ports.items()}
     project = ComposeProject(
         COMPOSE_DIR / "docker-compose.yml", f"kconsole-test-{os.getpid()}", env, command
@@ -247,9 +249,9 @@ def test_kill_drill_loses_nothing(compose: Compose, zk: KazooClient, tmp_path: P
         "--target",
         "broker:2",
         "--duration",
-        "12",
+        "8",
         "--restore-after",
-        "4",
+        "3",
         "--no-wait-preferred",
         "--report",
         str(report),

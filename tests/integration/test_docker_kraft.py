@@ -33,6 +33,7 @@ from kconsole.cluster.settings import KRAFT_KAFKA_VERSION, TEST_TOPIC
 from tests.integration.conftest import _free, port_offsets
 from tests.integration.docker_support import (
     COMPOSE_DIR,
+    TEST_KAFKA_OPTS,
     ComposeProject,
     Engine,
     NoEngine,
@@ -117,7 +118,7 @@ def kraft(docker_engine: Engine, docker_images: dict[str, str]) -> Iterator[KRaf
     broker_base, controller_base = pick_kraft_ports()
     brokers = {b: broker_base + i for i, b in enumerate(BROKERS)}
     ctls = {c: controller_base + i for i, c in enumerate(CONTROLLERS)}
-    env = {"KCONSOLE_KRAFT_KAFKA_VERSION": KRAFT_KAFKA_VERSION}
+    env = {"KCONSOLE_KRAFT_KAFKA_VERSION": KRAFT_KAFKA_VERSION, **TEST_KAFKA_OPTS}
     env |= {f"KCONSOLE_BROKER_{b}_PORT": str(p) for b, p in brokers.items()}
     env |= {f"KCONSOLE_CONTROLLER_{c - 1000}_PORT": str(p) for c, p in ctls.items()}
     project = ComposeProject(
@@ -173,9 +174,10 @@ def test_topology_as_kconsole_describes_it(kraft: KRaftCompose, tmp_path: Path) 
 def test_controllers_and_brokers_through_the_docker_backend(
     kraft: KRaftCompose, tmp_path: Path
 ) -> None:
-    """stop / start of a controller, kill / start of the quorum leader, kill / start of a
-    broker, and the quorum read through the controllers alone while every broker is down: each
-    outcome the backend reports is the one the engine and the cluster then show."""
+    """stop / start of a controller, every broker killed and the quorum read through the
+    controllers alone, then every broker started (each verified unfenced, with no ZooKeeper
+    session to wait for): each outcome the backend reports is the one the engine and the
+    cluster then show. (Killing the quorum leader and starting it again is the drill's, below.)"""
     healthy(kraft)
     control = kraft.control
     assert control.states() == dict.fromkeys(BROKERS, ProcState.RUNNING)
@@ -190,23 +192,6 @@ def test_controllers_and_brokers_through_the_docker_backend(
         ), said
         assert kraft.status(1001) == "running"
 
-        q = wait_until(kraft.quorum, 30, "a quorum leader")
-        leader = q.leader_id
-        assert "killed (docker kill, SIGKILL" in control.act(BrokerAction.KILL, leader)
-        assert kraft.status(leader) == "exited"
-        new = wait_until(kraft.quorum, 30, "a new quorum leader")
-        assert new.leader_id != leader
-        said = control.act(BrokerAction.START, leader)
-        assert f"controller {leader} started" in said, said
-        back = kraft.quorum()
-        assert back is not None and back.voter(leader) is not None
-
-        assert "broker 2 killed" in control.act(BrokerAction.KILL, 2)
-        wait_until(lambda: kraft.fencing().get(2) is True, 30, "broker 2 fenced")
-        said = control.act(BrokerAction.START, 2)  # no ZooKeeper session to wait for
-        assert "registered and unfenced" in said and "ZooKeeper" not in said, said
-        assert kraft.fencing().get(2) is False
-
         # Every broker down: the quorum is still read, from the controllers (KIP-919).
         for b in BROKERS:
             control.act(BrokerAction.KILL, b)
@@ -215,7 +200,8 @@ def test_controllers_and_brokers_through_the_docker_backend(
         assert sorted(v["id"] for v in snap["quorum"]["voters"]) == CONTROLLERS
         assert snap["quorum"]["leader_id"] in CONTROLLERS and snap["brokers"] == []
         starts = parallel([lambda b=b: control.act(BrokerAction.START, b) for b in BROKERS])
-        assert all("registered and unfenced" in s for s in starts), starts
+        assert all("registered and unfenced" in s and "ZooKeeper" not in s for s in starts), starts
+        assert kraft.fencing() == dict.fromkeys(BROKERS, False)
     finally:
         for node in [*CONTROLLERS, *BROKERS]:
             if kraft.status(node) != "running":

@@ -345,7 +345,7 @@ def test_broker_env_has_no_unknown_kafka_vars(
     """A misspelt variable would silently be a no-op in the container."""
     env = broker_env(services, broker_id)
     props = broker_properties(LocalClusterSpec(), broker_id, Path("/data"))
-    known = {env_var(key) for key in props} | {"KAFKA_HEAP_OPTS"}
+    known = {env_var(key) for key in props} | {"KAFKA_HEAP_OPTS", "KAFKA_OPTS"}
     unknown = sorted(k for k in env if k.startswith("KAFKA_") and k not in known)
     assert not unknown, f"kafka-{broker_id}: not a setting of the embedded broker: {unknown}"
 
