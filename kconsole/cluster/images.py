@@ -74,9 +74,11 @@ def build_images(
     rebuild: bool = False,
     compose_dir: Path = COMPOSE_DIR,
     progress: Progress = lambda _msg: None,
+    nice: int = 0,
 ) -> list[str]:
     """Make sure kconsole-kafka:<version> exists for each version; one line per image saying
-    what was done (kept or built, on which base, in how many seconds)."""
+    what was done (kept or built, on which base, in how many seconds). `nice`: the CPU priority
+    of the processes run here (debootstrap), for a build that should yield to other work."""
     done: list[str] = []
     base: str | None = base_image
     for version in versions:
@@ -85,7 +87,7 @@ def build_images(
             done.append(f"{tag}: present, kept (--rebuild builds it again)")
             continue
         if base is None:
-            base = ensure_base_image(client, compose_dir=compose_dir, progress=progress)
+            base = ensure_base_image(client, compose_dir=compose_dir, progress=progress, nice=nice)
         progress(f"resolving the jars of Kafka {version} (Maven, cached after the first time)")
         lib = jars.ensure_kafka_jars(version)
         t0 = time.monotonic()
@@ -102,7 +104,11 @@ def build_images(
 
 
 def ensure_base_image(
-    client: Any, *, compose_dir: Path = COMPOSE_DIR, progress: Progress = lambda _msg: None
+    client: Any,
+    *,
+    compose_dir: Path = COMPOSE_DIR,
+    progress: Progress = lambda _msg: None,
+    nice: int = 0,
 ) -> str:
     """A Java 17 image to build Kafka on (see the module's docstring for the order)."""
     if has_image(client, JRE_IMAGE):
@@ -118,14 +124,16 @@ def ensure_base_image(
             f"cannot pull {PUBLIC_JRE_IMAGE} ({engine_message(exc)}); building {JRE_IMAGE} from "
             "Debian packages instead"
         )
-    debian = ensure_debian_image(client, progress=progress)
+    debian = ensure_debian_image(client, progress=progress, nice=nice)
     t0 = time.monotonic()
     _build(client, compose_dir / "jre", JRE_IMAGE, {"DEBIAN_IMAGE": debian}, progress)
     progress(f"{JRE_IMAGE}: built on {debian} in {time.monotonic() - t0:.1f} s")
     return JRE_IMAGE
 
 
-def ensure_debian_image(client: Any, *, progress: Progress = lambda _msg: None) -> str:
+def ensure_debian_image(
+    client: Any, *, progress: Progress = lambda _msg: None, nice: int = 0
+) -> str:
     """kconsole-debian:bookworm, made with debootstrap when missing."""
     if has_image(client, DEBIAN_IMAGE):
         return DEBIAN_IMAGE
@@ -143,7 +151,13 @@ def ensure_debian_image(client: Any, *, progress: Progress = lambda _msg: None) 
     with tempfile.TemporaryDirectory(prefix="kconsole-rootfs-") as tmp:
         rootfs = Path(tmp) / "rootfs"
         argv = [debootstrap, "--variant=minbase", DEBIAN_SUITE, str(rootfs), mirror]
-        run = subprocess.run(argv, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+        run = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=BUILD_TIMEOUT_S,
+            preexec_fn=(lambda: os.nice(nice)) if nice else None,
+        )
         if run.returncode != 0:
             tail = "\n".join((run.stdout + run.stderr).strip().splitlines()[-5:])
             raise ClusterError(f"debootstrap failed (exit {run.returncode}):\n{tail}")

@@ -103,6 +103,9 @@ public class FormatStorage {
 }
 """
 REAP_WAIT_S = 5.0
+# `down`: how long the last nodes, once the quorum has lost its majority, may take to exit by
+# themselves before SIGKILL (they are flushing, or waiting for a quorum that is gone).
+LAST_NODES_GRACE_S = 3.0
 QUORUM_GRACE_S = 6.0  # how long a broker stop waits for a quorum leader before refusing
 TEST_TOPIC_MIN_ISR = 2  # set on the topic itself, whatever the cluster default
 
@@ -811,14 +814,37 @@ class KRaftCluster(StateDir[KRaftSpec]):
             proc.signal(signal.SIGCONT)  # a paused process cannot act on SIGTERM
             signalled.append(proc)
             stopped.append(node.name)
-        deadline = time.monotonic() + timeout
-        for proc in signalled:
-            if not proc.wait_exit(max(0.0, deadline - time.monotonic())):
-                proc.kill()
+        self._wait_controllers_down(signalled, len(controllers), timeout)
         wait_reaped(records, REAP_WAIT_S)
         if purge and self.state_dir.exists():
             shutil.rmtree(self.state_dir)
         return stopped
+
+    @staticmethod
+    def _wait_controllers_down(
+        signalled: list[ManagedProcess], voters: int, timeout: float
+    ) -> None:
+        """Wait for the controllers (and combined nodes) sent SIGTERM together to exit; SIGKILL
+        what has not after `timeout`. Once fewer than a majority of the voters run, the rest
+        wait for a quorum that is gone (a combined node's broker half for its controlled
+        shutdown, which can no longer commit): they get LAST_NODES_GRACE_S to exit by
+        themselves, then SIGKILL, not the whole timeout. Which node loses its majority depends
+        only on which exits first, so without this a `down` took 5 s or 30 s by luck."""
+        deadline = time.monotonic() + timeout
+        majority = voters // 2 + 1
+        lost_at: float | None = None
+        while True:
+            alive = [p for p in signalled if p.state() is not ProcState.STOPPED]
+            now = time.monotonic()
+            if not alive:
+                return
+            if lost_at is None and len(alive) < majority:
+                lost_at = now
+            if now >= deadline or (lost_at is not None and now - lost_at >= LAST_NODES_GRACE_S):
+                for proc in alive:
+                    proc.kill()
+                return
+            time.sleep(0.05)
 
 
 def _wait(cond: Callable[[], bool], timeout: float) -> bool:

@@ -23,7 +23,13 @@ from kconsole.cluster.kraft import KRaftCluster, KRaftUpTimes
 from kconsole.cluster.local import LocalCluster, LocalClusterSpec, partitions_fully_in_sync
 from kconsole.cluster.procs import ProcState
 from kconsole.cluster.settings import KAFKA_VERSION, KRAFT_KAFKA_VERSION, TEST_TOPIC
-from tests.integration.docker_support import Engine, NoEngine, start_engine, start_watchdog
+from tests.integration.docker_support import (
+    WARM_UP_NICE,
+    Engine,
+    NoEngine,
+    start_engine,
+    start_watchdog,
+)
 from tests.waiting import wait_until
 
 
@@ -245,7 +251,7 @@ class _DockerWarmUp:
             client = docker_connect()
             try:
                 versions = (KAFKA_VERSION, KRAFT_KAFKA_VERSION)
-                self.engine.notes += build_images(client, versions)
+                self.engine.notes += build_images(client, versions, nice=WARM_UP_NICE)
                 self.images = {v: kafka_image(v) for v in versions}
             finally:
                 client.close()
@@ -273,6 +279,12 @@ class _DockerWarmUp:
 
 
 _WARM_UP: list[_DockerWarmUp] = []
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The real-engine tests run last in the session: the warm-up (packages, dockerd, images)
+    then has the whole run to finish at its low priority instead of holding them up."""
+    items.sort(key=lambda item: "docker_engine" in getattr(item, "fixturenames", ()))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
