@@ -352,10 +352,7 @@ class DockerBrokerControl:
             # container removed between the list and its inspect is skipped, not an error.
             containers = self.client.containers.list(all=True, filters=filters, ignore_removed=True)
         except _ENGINE_ERRORS as exc:
-            raise ClusterError(
-                f"cannot list the containers of docker compose project {self.project!r}: "
-                f"{engine_message(exc)}"
-            ) from exc
+            raise self._cannot_list(exc) from exc
         found: dict[int, _Container] = {}
         for c in containers:
             labels = c.labels
@@ -370,6 +367,12 @@ class DockerBrokerControl:
             if bid not in found or _rank(c) < _rank(found[bid]):
                 found[bid] = c
         return found
+
+    def _cannot_list(self, exc: BaseException) -> ClusterError:
+        return ClusterError(
+            f"cannot list the containers of docker compose project {self.project!r}: "
+            f"{engine_message(exc)}"
+        )
 
     def published_ports(self) -> set[int]:
         """Host ports the broker containers publish (configured, so stopped ones count too)."""
@@ -398,10 +401,7 @@ class DockerBrokerControl:
         try:
             listed = self.client.api.containers(all=True, filters=filters)
         except _ENGINE_ERRORS as exc:
-            raise ClusterError(
-                f"cannot list the containers of docker compose project {self.project!r}: "
-                f"{engine_message(exc)}"
-            ) from exc
+            raise self._cannot_list(exc) from exc
         found: dict[int, tuple[int, ProcState]] = {}  # node id -> (rank, state)
         for entry in listed:
             labels = entry.get("Labels") or {}

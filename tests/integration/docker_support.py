@@ -31,6 +31,7 @@ from pathlib import Path
 
 import docker
 import psutil
+import pytest
 
 from kconsole.cluster import reaper
 
@@ -246,6 +247,24 @@ def watched(engine: Engine, projects: list[ComposeProject]) -> Iterator[None]:
     finally:
         dog.terminate()
         dog.wait(10)
+
+
+@contextlib.contextmanager
+def running_project(file_name: str, name: str, env: Mapping[str, str]) -> Iterator[ComposeProject]:
+    """A compose file of compose/ up as project `name` (every service healthy), with the test
+    knobs (TEST_KAFKA_OPTS) and `env`; always taken down, by a watchdog too if pytest dies
+    first. Skips where there is no compose command."""
+    try:
+        command = compose_command()
+    except NoEngine as exc:
+        pytest.skip(str(exc))
+    project = ComposeProject(COMPOSE_DIR / file_name, name, {**TEST_KAFKA_OPTS, **env}, command)
+    with watched(Engine(), [project]):
+        try:
+            project.up()
+            yield project
+        finally:
+            project.down()
 
 
 def _watchdog(argv: list[str]) -> int:

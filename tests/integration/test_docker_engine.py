@@ -25,13 +25,9 @@ from kconsole.cli.main import main as cli
 from kconsole.cluster.settings import KAFKA_VERSION, TEST_TOPIC
 from tests.integration.conftest import _free, port_offsets
 from tests.integration.docker_support import (
-    COMPOSE_DIR,
-    TEST_KAFKA_OPTS,
     ComposeProject,
     Engine,
-    NoEngine,
-    compose_command,
-    watched,
+    running_project,
 )
 from tests.waiting import wait_until
 
@@ -104,23 +100,11 @@ class Compose:
 
 @pytest.fixture(scope="module")
 def compose(docker_engine: Engine, docker_images: dict[str, str]) -> Iterator[Compose]:
-    try:
-        command = compose_command()
-    except NoEngine as exc:
-        pytest.skip(str(exc))
     zk_port, ports = compose_ports()
     env = {"KCONSOLE_ZK_PORT": str(zk_port), "KCONSOLE_KAFKA_VERSION": KAFKA_VERSION}
-    env |= TEST_KAFKA_OPTS
     env |= {f"KCONSOLE_BROKER_{b}_PORT": str(p) for b, p in ports.items()}
-    project = ComposeProject(
-        COMPOSE_DIR / "docker-compose.yml", f"kconsole-test-{os.getpid()}", env, command
-    )
-    with watched(Engine(), [project]):
-        try:
-            project.up()
-            yield Compose(project, zk_port, ports)
-        finally:
-            project.down()
+    with running_project("docker-compose.yml", f"kconsole-test-{os.getpid()}", env) as project:
+        yield Compose(project, zk_port, ports)
 
 
 @pytest.fixture(scope="module")

@@ -32,13 +32,9 @@ from kconsole.cluster.procs import ProcState
 from kconsole.cluster.settings import KRAFT_KAFKA_VERSION, TEST_TOPIC
 from tests.integration.conftest import _free, port_offsets
 from tests.integration.docker_support import (
-    COMPOSE_DIR,
-    TEST_KAFKA_OPTS,
     ComposeProject,
     Engine,
-    NoEngine,
-    compose_command,
-    watched,
+    running_project,
 )
 from tests.waiting import wait_until
 
@@ -111,25 +107,15 @@ class KRaftCompose:
 
 @pytest.fixture(scope="module")
 def kraft(docker_engine: Engine, docker_images: dict[str, str]) -> Iterator[KRaftCompose]:
-    try:
-        command = compose_command()
-    except NoEngine as exc:
-        pytest.skip(str(exc))
     broker_base, controller_base = pick_kraft_ports()
     brokers = {b: broker_base + i for i, b in enumerate(BROKERS)}
     ctls = {c: controller_base + i for i, c in enumerate(CONTROLLERS)}
-    env = {"KCONSOLE_KRAFT_KAFKA_VERSION": KRAFT_KAFKA_VERSION, **TEST_KAFKA_OPTS}
+    env = {"KCONSOLE_KRAFT_KAFKA_VERSION": KRAFT_KAFKA_VERSION}
     env |= {f"KCONSOLE_BROKER_{b}_PORT": str(p) for b, p in brokers.items()}
     env |= {f"KCONSOLE_CONTROLLER_{c - 1000}_PORT": str(p) for c, p in ctls.items()}
-    project = ComposeProject(
-        COMPOSE_DIR / "docker-compose.kraft.yml", f"kconsole-kraft-test-{os.getpid()}", env, command
-    )
-    with watched(Engine(), [project]):
-        try:
-            project.up()
-            yield KRaftCompose(project, brokers, ctls)
-        finally:
-            project.down()
+    name = f"kconsole-kraft-test-{os.getpid()}"
+    with running_project("docker-compose.kraft.yml", name, env) as project:
+        yield KRaftCompose(project, brokers, ctls)
 
 
 def healthy(k: KRaftCompose) -> None:
