@@ -13,11 +13,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import docker
 import pytest
 from kazoo.client import KazooClient
 
 from kconsole.cluster import reaper
-from kconsole.cluster.docker import connect as docker_connect
+from kconsole.cluster.docker import CALL_TIMEOUT_S
 from kconsole.cluster.images import build_images, kafka_image
 from kconsole.cluster.kraft import KRaftCluster, KRaftUpTimes
 from kconsole.cluster.local import LocalCluster, LocalClusterSpec, partitions_fully_in_sync
@@ -234,6 +235,11 @@ class _DockerWarmUp:
 
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
+        # The process's environment as it is now, before any test: tests running while this
+        # thread works set DOCKER_HOST to a socket that does not exist (tests/unit/
+        # test_docker_backend.py), which from_env() would read here (a fresh-clone check of
+        # three modules failed once so).
+        self.environment = dict(os.environ)
         self.engine: Engine | None = None
         self.error: BaseException | None = None
         self.images: dict[str, str] = {}
@@ -245,10 +251,10 @@ class _DockerWarmUp:
     def _run(self) -> None:
         t0 = time.monotonic()
         try:
-            self.engine = start_engine(self.workdir)
+            self.engine = start_engine(self.workdir, self.environment)
             # stops that dockerd if pytest dies before its teardown
             self.dog = start_watchdog(self.engine, [])
-            client = docker_connect()
+            client = docker.from_env(timeout=CALL_TIMEOUT_S, environment=self.environment)
             try:
                 versions = (KAFKA_VERSION, KRAFT_KAFKA_VERSION)
                 self.engine.notes += build_images(client, versions, nice=WARM_UP_NICE)

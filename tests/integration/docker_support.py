@@ -55,9 +55,9 @@ class NoEngine(Exception):
     """No Docker engine can be had here; the message says why (the tests skip with it)."""
 
 
-def _answers(timeout: float = 5.0) -> bool:
+def _answers(timeout: float = 5.0, environment: Mapping[str, str] | None = None) -> bool:
     try:
-        client = docker.from_env(timeout=timeout)
+        client = docker.from_env(timeout=timeout, environment=environment)
     except Exception:
         return False
     try:
@@ -98,9 +98,11 @@ def stop_pid(pid: int, timeout: float) -> None:
             proc.wait(10)
 
 
-def start_engine(workdir: Path) -> Engine:
-    """An engine that answers: the running one, or a dockerd started here (see the module)."""
-    if _answers():
+def start_engine(workdir: Path, environment: Mapping[str, str] | None = None) -> Engine:
+    """An engine that answers: the running one, or a dockerd started here (see the module).
+    `environment`: the DOCKER_* settings to find it by (default the process's own, read now;
+    the warm-up thread passes a copy, as unit tests running meanwhile point DOCKER_HOST away)."""
+    if _answers(environment=environment):
         return Engine(notes=["a Docker engine was already running: used, left running"])
     if os.geteuid() != 0:
         raise NoEngine("no Docker engine answers, and starting one needs root")
@@ -136,7 +138,7 @@ def start_engine(workdir: Path) -> Engine:
         )
     engine = Engine(pid=proc.pid, log=log, notes=notes)
     deadline = time.monotonic() + ENGINE_START_TIMEOUT_S
-    while not _answers(2.0):
+    while not _answers(2.0, environment):
         if proc.poll() is not None or time.monotonic() > deadline:
             engine.stop()
             tail = "\n".join(log.read_text(errors="replace").strip().splitlines()[-5:])
