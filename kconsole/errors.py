@@ -50,3 +50,13 @@ class ReadOnlyError(Refused):
 
 class NotConfirmed(Refused):
     """A destructive action was not confirmed."""
+
+
+class AuthenticationFailed(ClusterError):
+    """The cluster refused kconsole's credentials (SASL) or its TLS handshake; the message
+    names the broker and, for SASL, the mechanism. Waiting does not mend it."""
+
+
+class AuthorizationDenied(ClusterError):
+    """The cluster's authorizer denied an operation on a resource (ACLs); the message says
+    which operation on which resource, and as whom."""

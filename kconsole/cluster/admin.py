@@ -19,7 +19,13 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from kconsole.cluster import kafka_python
-from kconsole.cluster.clients import RDKAFKA_LOG, admin_config, client_config, kafka_python_config
+from kconsole.cluster.clients import (
+    RDKAFKA_LOG,
+    admin_config,
+    client_config,
+    kafka_python_config,
+    raise_if_auth_failed,
+)
 from kconsole.cluster.groups import GroupReader
 from kconsole.errors import ClusterError
 from kconsole.models import BrokerConfig
@@ -126,7 +132,8 @@ class AdminReader:
         attempt that timed out is followed by one on a new client: it bootstraps afresh, and a
         broker that does not answer the handshake is never "up" for it. Such a broker costs
         the poll about a second, not the whole timeout."""
-        deadline = time.monotonic() + self.timeout_s
+        start = time.monotonic()
+        deadline = start + self.timeout_s
         last = len(METADATA_ATTEMPTS_S) - 1
         for i, share in enumerate(METADATA_ATTEMPTS_S):
             left = deadline - time.monotonic()
@@ -134,6 +141,8 @@ class AdminReader:
             try:
                 return self.admin.list_topics(timeout=max(wait, 0.05))
             except KafkaException as exc:
+                self.admin.poll(0)  # serves error_cb: a refused login is said as such
+                raise_if_auth_failed(self.config.get("bootstrap.servers", ""), start)
                 err = exc.args[0] if exc.args else None
                 timed_out = isinstance(err, KafkaError) and err.code() in _TIMED_OUT
                 if not timed_out or deadline - time.monotonic() <= 0.05:

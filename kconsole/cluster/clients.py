@@ -13,7 +13,10 @@ every known secret scrubbed from them.
 from __future__ import annotations
 
 import logging
+import re
 import socket
+import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -22,7 +25,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from kconsole import secrets
 from kconsole.cluster import security
-from kconsole.errors import ConfigError, config_error
+from kconsole.errors import AuthenticationFailed, ConfigError, config_error
 
 if TYPE_CHECKING:  # the cluster layer does not depend on the settings module at run time
     from kconsole.config import Settings
@@ -30,6 +33,18 @@ if TYPE_CHECKING:  # the cluster layer does not depend on the settings module at
 # Every librdkafka client logs here: librdkafka never prints to the terminal.
 RDKAFKA_LOG = logging.getLogger("kconsole.rdkafka")
 RDKAFKA_LOG.addFilter(secrets.ScrubFilter())
+
+# librdkafka's codes for a refused login or TLS handshake: waiting does not mend them.
+AUTH_ERROR_CODES = frozenset(
+    {KafkaError._AUTHENTICATION, KafkaError._SSL, KafkaError.SASL_AUTHENTICATION_FAILED}
+)
+_BROKER_TEXT = re.compile(r"^(?P<proto>[a-z_]+)://(?P<addr>[^/\s]+)/\S*: (?P<rest>.*)$", re.S)
+_AFTER = re.compile(r"\s*\(after \d+ms in state [A-Z_]+(, \d+ identical error\(s\) suppressed)?\)")
+# What a metadata request fails with while no broker has answered it yet.
+_NOT_YET = frozenset({KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT})
+_auth_lock = threading.Lock()
+# Per cluster (servers_key of its bootstrap list): when, and what, it last refused.
+_auth_seen: dict[str, tuple[float, str]] = {}
 
 # Delivery-report errors of records purged at the end of a bounded flush: their outcome is
 # unknown (they may have reached the broker), never a failure.
@@ -66,14 +81,114 @@ def nothing_listens(servers: str, timeout: float = 1.0) -> str | None:
     return f"nothing listens at {servers} (connection refused)"
 
 
+def auth_text(raw: str) -> str:
+    """A person's sentence for librdkafka's text of a refused login or TLS handshake, which
+    names the broker first: 'sasl_plaintext://HOST:PORT/ID: SASL authentication error: ...'."""
+    raw = _AFTER.sub("", secrets.scrub(raw)).strip()
+    m = _BROKER_TEXT.match(raw)
+    if m is None:
+        return f"authentication failed: {raw}"
+    addr, rest = m["addr"], m["rest"]
+    if rest.startswith("SASL authentication error: "):
+        return f"authentication failed at broker {addr}: {rest.partition(': ')[2]}"
+    if rest.startswith("SSL handshake failed"):
+        detail = rest.partition(": ")[2] or rest
+        return f"TLS handshake with broker {addr} failed: {detail}"
+    return f"authentication failed at broker {addr}: {rest}"
+
+
+def servers_key(servers: object) -> str:
+    """One spelling of a bootstrap list ("h:p,h:p", or a list of them), for the refusals."""
+    items = servers.split(",") if isinstance(servers, str) else list(servers or ())  # type: ignore[call-overload]
+    return ",".join(sorted(str(s).strip() for s in items if str(s).strip()))
+
+
+def note_auth_failure(servers: object, text: str) -> None:
+    """Remember the latest refused login at the cluster of `servers` (a sentence, secrets
+    scrubbed), for auth_failure."""
+    with _auth_lock:
+        _auth_seen[servers_key(servers)] = (time.monotonic(), secrets.scrub(text))
+
+
+def auth_failure(servers: object, since: float) -> str | None:
+    """What the cluster of `servers` refused of kconsole's credentials at or after `since`
+    (monotonic)."""
+    with _auth_lock:
+        seen = _auth_seen.get(servers_key(servers))
+    return seen[1] if seen is not None and seen[0] >= since else None
+
+
+def rdkafka_error_cb(servers: object) -> Callable[[KafkaError], None]:
+    """An error_cb for a librdkafka client of the cluster of `servers`: a refused login or TLS
+    handshake is remembered (auth_failure); librdkafka retries the rest itself."""
+    key = servers_key(servers)
+
+    def on_error(err: KafkaError) -> None:
+        if err.code() in AUTH_ERROR_CODES:
+            note_auth_failure(key, auth_text(err.str()))
+
+    return on_error
+
+
+def raise_if_auth_failed(servers: object, since: float) -> None:
+    """AuthenticationFailed, if the cluster refused kconsole's credentials since `since`."""
+    if (text := auth_failure(servers, since)) is not None:
+        raise AuthenticationFailed(text)
+
+
+def metadata(
+    client: Any, servers: str, topic: str | None, timeout_s: float, *, slice_s: float = 0.5
+) -> Any:
+    """`client.list_topics(topic)` (a librdkafka Producer or AdminClient) within `timeout_s`,
+    asked in slices of `slice_s`, so that a refused login or TLS handshake ends the wait at
+    once, as AuthenticationFailed, rather than as a transport failure at the timeout."""
+    start = time.monotonic()
+    deadline = start + timeout_s
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            return client.list_topics(topic, timeout=max(0.05, min(slice_s, left)))
+        except KafkaException as exc:
+            client.poll(0)  # serves error_cb
+            raise_if_auth_failed(servers, start)
+            err = exc.args[0] if exc.args else None
+            waiting = isinstance(err, KafkaError) and err.code() in _NOT_YET
+            if not waiting or time.monotonic() >= deadline - 0.05:
+                raise
+
+
+def diagnose_auth(settings_or_config: Settings | Mapping[str, Any], timeout_s: float = 3.0) -> None:
+    """AuthenticationFailed if the cluster refuses kconsole's login or TLS handshake, as a
+    fresh librdkafka client sees it within `timeout_s` (it stops at the first answer either
+    way). For a failure seen through a client that cannot say why itself (a consumer, whose
+    callbacks only its poll serves, or kafka-python's TLS handshake): a secured cluster that
+    did not answer is asked once more, so the error names the refusal, not a timeout."""
+    conf = {**client_config(settings_or_config), "logger": RDKAFKA_LOG}
+    if not security.security(conf).sasl and not security.security(conf).tls:
+        return
+    if nothing_listens(str(conf.get("bootstrap.servers", "")), 0.5):
+        return
+    servers = str(conf.get("bootstrap.servers", ""))
+    probe = Producer(conf)
+    try:
+        metadata(probe, servers, None, timeout_s)
+    except KafkaException:
+        return
+    finally:
+        probe.purge()
+
+
 def client_config(settings_or_config: Settings | Mapping[str, Any]) -> dict[str, Any]:
     """librdkafka properties from Settings (bootstrap + -X) or a dict of them: secrets resolved,
     checked and translated (kconsole.cluster.security.librdkafka_config); a new dict."""
     if isinstance(settings_or_config, Mapping):
-        return security.librdkafka_config(settings_or_config)
-    return security.librdkafka_config(
-        settings_or_config.kafka_config(), settings_or_config.client_origin
-    )
+        conf = security.librdkafka_config(settings_or_config)
+    else:
+        conf = security.librdkafka_config(
+            settings_or_config.kafka_config(), settings_or_config.client_origin
+        )
+    conf.setdefault("error_cb", rdkafka_error_cb(conf.get("bootstrap.servers", "")))
+    return conf
 
 
 def admin_config(

@@ -26,6 +26,7 @@ from typing import Any
 
 from kconsole.cluster import kafka_python
 from kconsole.cluster.clients import kafka_python_config
+from kconsole.errors import AuthenticationFailed
 from kconsole.models import Group, GroupPartition
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,9 @@ class GroupReader:
         partition leaders in `leaders` (default: the client's metadata)."""
         try:
             kp = self.client()
+        except AuthenticationFailed as exc:
+            self.close()
+            raise GroupsUnreadable(exc.message) from exc
         except Exception as exc:
             self.close()
             raise GroupsUnreadable(f"no broker answered: {_text(exc)}") from exc

@@ -34,9 +34,15 @@ What they rely on, beyond kafka-python's public API:
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from kconsole import secrets
+from kconsole.cluster import clients
+from kconsole.errors import AuthenticationFailed
 
 TP = tuple[str, int]
 # Per leader: {(topic, partition): (error code, offset)}, or what the request failed with.
@@ -65,22 +71,88 @@ def oauth_token_provider(creds: Any) -> Any:
     return _ClientCredentials()
 
 
+# How long a refused login (any client of kconsole's, at the same bootstrap servers) answers
+# for kafka-python without a new bootstrap: a fixed password file is tried after at most this.
+AUTH_HOLD_S = 5.0
+
+
 def admin_client(conf: Mapping[str, Any]) -> Any:
     """A bootstrapped KafkaAdminClient; when bootstrap fails, nothing of it is left running
     (its IO thread stopped) and the error is raised."""
     from kafka.admin import KafkaAdminClient
 
     # Two steps, so the half-built client can be cleaned up after a failed bootstrap.
+    servers = conf.get("bootstrap_servers", "")
+    start = time.monotonic()
+    # A cluster that refused these credentials a moment ago refuses them again: kafka-python
+    # would try every broker until its bootstrap timeout (seconds) to fail the same way.
+    if (refused := clients.auth_failure(servers, start - AUTH_HOLD_S)) is not None:
+        raise AuthenticationFailed(refused)
     admin = KafkaAdminClient.__new__(KafkaAdminClient)
     try:
         admin.__init__(**conf)
-    except BaseException:
+    except BaseException as exc:
+        refused = auth_refusal(admin, start)
         with contextlib.suppress(Exception):
             admin._client.close()
         with contextlib.suppress(Exception):
             admin._net.stop()
+        if refused:  # the bootstrap failed because a broker refused the login: say that
+            clients.note_auth_failure(servers, refused)
+            raise AuthenticationFailed(refused) from exc
         raise
     return admin
+
+
+def auth_refusal(admin: Any, since: float) -> str:
+    """Why a broker refused the client's login or TLS handshake at or after `since`, with the
+    broker's address; "" when none did. kafka-python does not raise it from a bootstrap (it
+    tries another broker, then times out): its connection manager logs each failed bootstrap
+    connection (logger kafka.net.manager, "Bootstrap connection to %s failed: %s"), and
+    _BootstrapRefusals notes the refused ones; a connection after the bootstrap keeps its
+    refusal in `_manager._auth_failures` (node id -> the error)."""
+    manager = getattr(admin, "_manager", None)
+    found = [
+        (node_id, exc) for node_id, exc in (getattr(manager, "_auth_failures", None) or {}).items()
+    ]
+    with _refusals_lock:
+        found += [(n, e) for t, n, e in _refusals if t >= since]
+    for node_id, exc in found:
+        addr = str(node_id)
+        with contextlib.suppress(Exception):
+            cluster = manager.cluster  # type: ignore[union-attr]
+            node = cluster._bootstrap_brokers.get(node_id) or cluster.broker_metadata(node_id)
+            addr = f"{node.host}:{node.port}"
+        text = str(exc)
+        if "Handshake failed" in text:
+            detail = text.partition("Handshake failed: ")[2] or text
+            return secrets.scrub(f"TLS handshake with broker {addr} failed: {detail}")
+        detail = text.partition("SaslAuthenticationFailedError: ")[2] or text
+        return secrets.scrub(f"authentication failed at broker {addr}: {detail}")
+    return ""
+
+
+class _BootstrapRefusals(logging.Filter):
+    """Notes each bootstrap connection a broker refused (SASL or TLS), from kafka-python's own
+    log record; lets every record through."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        if str(record.msg).startswith("Bootstrap connection to") and len(args) >= 2:
+            exc = args[1]
+            if not isinstance(exc, BaseException):
+                return True
+            name = type(exc).__name__
+            if name == "SaslAuthenticationFailedError" or "Handshake failed" in str(exc):
+                with _refusals_lock:
+                    _refusals.append((time.monotonic(), args[0], exc))
+                    del _refusals[:-8]
+        return True
+
+
+_refusals_lock = threading.Lock()
+_refusals: list[tuple[float, Any, BaseException]] = []
+logging.getLogger("kafka.net.manager").addFilter(_BootstrapRefusals())
 
 
 def group_coordinators(admin: Any, group_ids: Sequence[str]) -> dict[str, int]:

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from kconsole.cluster import kafka_python
+from kconsole.cluster import clients, kafka_python
 from kconsole.cluster.clients import admin_config, kafka_python_config
 from kconsole.cluster.errors import ClusterError
 from kconsole.config import Settings
+from kconsole.errors import AuthenticationFailed
 
 ACKS_CHOICES = ("all", "1", "0")
 COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -129,7 +130,9 @@ def read_topic_limits(settings: Settings, topic: str, timeout_s: float = 10.0) -
     """
     admin = AdminClient(admin_config(settings, timeout_s))
     try:
-        md = admin.list_topics(topic, timeout=timeout_s)
+        md = clients.metadata(admin, settings.bootstrap, topic, timeout_s)
+    except AuthenticationFailed as exc:
+        raise ProduceError(exc.message) from exc
     except KafkaException as exc:
         raise ProduceError(f"cannot read metadata from {settings.bootstrap}: {exc}") from exc
     t = md.topics.get(topic)

@@ -145,6 +145,7 @@ class WarmProducer:
                 "error_cb": self._on_error,
             },
         )
+        self._note_auth = clients.rdkafka_error_cb(self.settings.bootstrap)
         self.created_at = self.clock()
         try:
             self.producer = Producer(conf)
@@ -251,6 +252,7 @@ class WarmProducer:
             self.ready_at = now
 
     def _on_error(self, err: KafkaError) -> None:
+        self._note_auth(err)
         if err.fatal():
             self.fatal = f"{err.name()}: {err.str()}"
             self.spent = f"fatal producer error {self.fatal}"

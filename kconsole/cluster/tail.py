@@ -28,10 +28,12 @@ from confluent_kafka import (
     TopicPartition,
 )
 
+from kconsole.cluster import clients
 from kconsole.cluster.clients import RDKAFKA_LOG, client_config, groupless_consumer_config
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.produce_request import check_topic_name
 from kconsole.config import Settings
+from kconsole.errors import AuthenticationFailed
 
 Header = tuple[str, bytes | None]
 
@@ -357,6 +359,10 @@ class Tailer:
         try:
             md = consumer.list_topics(self.topic, timeout=self.timeout_s)
         except KafkaException as exc:
+            try:
+                clients.diagnose_auth(self.settings)
+            except AuthenticationFailed as refused:
+                raise TailError(refused.message) from exc
             raise TailError(
                 f"cannot read metadata from {self.settings.bootstrap}: {exc.args[0]}"
             ) from exc

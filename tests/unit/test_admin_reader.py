@@ -20,6 +20,15 @@ class MetadataOnly:
 
     def __init__(self, conf: dict[str, Any]) -> None:
         self.calls: list[str] = []
+        self.conf = conf
+        self.pending: list[Any] = []  # errors librdkafka would hand error_cb at the next poll
+
+    def poll(self, timeout: float) -> int:
+        """Serves callbacks (as librdkafka's: no request is sent)."""
+        served, self.pending = self.pending, []
+        for err in served:
+            self.conf["error_cb"](err)
+        return len(served)
 
     def list_topics(self, timeout: float) -> Any:
         self.calls.append("list_topics")
@@ -229,3 +238,39 @@ def test_stale_configs_are_left_to_refresh_configs_when_asked(reader: AdminReade
     assert kp.calls == asked + 2  # racks (DescribeCluster) and min.insync.replicas
     reader.refresh_configs(["t"])
     assert kp.calls == asked + 2  # fresh now: not asked again
+
+
+def test_a_refused_login_ends_the_read_at_once_and_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A broker that refuses the SASL login: librdkafka's metadata request fails as a transport
+    failure and its error_cb says why. The read stops after the first attempt (not at the 5 s
+    timeout) with AuthenticationFailed naming the broker and the mechanism, no secret in it."""
+    from confluent_kafka import KafkaError
+
+    from kconsole.errors import AuthenticationFailed
+
+    made: list[PausedFirst] = []
+
+    def refusing(conf: dict[str, Any]) -> PausedFirst:
+        client = PausedFirst(conf, stuck=99, error=KafkaError._TRANSPORT)
+        client.pending.append(
+            KafkaError(
+                KafkaError._AUTHENTICATION,
+                "sasl_plaintext://127.0.0.1:31093/bootstrap: SASL authentication error: "
+                "Authentication failed during authentication due to invalid credentials with "
+                "SASL mechanism SCRAM-SHA-512 (after 357ms in state AUTH_REQ)",
+            )
+        )
+        made.append(client)
+        return client
+
+    monkeypatch.setattr(admin_mod, "AdminClient", refusing)
+    reader = AdminReader({"bootstrap.servers": "127.0.0.1:31093"}, timeout_s=5.0)
+    with pytest.raises(AuthenticationFailed) as caught:
+        reader.read_cluster()
+    assert str(caught.value) == (
+        "authentication failed at broker 127.0.0.1:31093: Authentication failed during "
+        "authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512"
+    )
+    assert made[0].timeouts == [1.0]  # one attempt: a refused login is not retried
