@@ -142,6 +142,65 @@ def security(
     return _parse(secrets.resolve(config, origin, env), origin or {})
 
 
+# The names of a certificate subject's attributes as Java's X500Principal writes them (RFC 2253).
+_DN_NAMES = {
+    "commonName": "CN",
+    "organizationName": "O",
+    "organizationalUnitName": "OU",
+    "countryName": "C",
+    "stateOrProvinceName": "ST",
+    "localityName": "L",
+    "streetAddress": "STREET",
+    "domainComponent": "DC",
+    "userId": "UID",
+    "emailAddress": "EMAILADDRESS",
+}
+
+
+def principal(config: Mapping[str, Any], origin: Mapping[str, str] | None = None) -> str:
+    """Who the cluster sees these client settings as, in Kafka's own terms: `User:NAME
+    (MECHANISM)` for SASL PLAIN and SCRAM (the SASL user is the principal), `User:SUBJECT (TLS
+    certificate)` for a client certificate (its subject as Kafka's default mapping writes it:
+    RFC 2253), the OAuth client for OAUTHBEARER (the principal is the token's subject, which
+    the broker decides), `User:ANONYMOUS` with neither. Never raises: unreadable settings or
+    certificates are said as such."""
+    try:
+        sec = security(config, origin)
+    except ClusterError as exc:
+        return f"unknown (the security settings do not parse: {exc.message.splitlines()[0]})"
+    if sec.sasl and sec.mechanism == "OAUTHBEARER" and sec.oauth is not None:
+        return f"OAuth client {sec.oauth.client_id} (OAUTHBEARER: the token's subject)"
+    if sec.sasl:
+        return f"User:{sec.username} ({sec.mechanism or 'GSSAPI'})"
+    if sec.tls and sec.certificate:
+        return f"User:{certificate_subject(sec.certificate)} (TLS certificate)"
+    if sec.tls:
+        return "User:ANONYMOUS (TLS, no client certificate)"
+    return "User:ANONYMOUS (PLAINTEXT)"
+
+
+def certificate_subject(path: str) -> str:
+    """The subject of the PEM certificate at `path` (the first one), RFC 2253 order as Java's
+    X500Principal.getName() gives it; where it cannot be read, a sentence saying so. Read with
+    the ssl module's own decoder (no other library needed)."""
+    try:
+        decoded = ssl._ssl._test_decode_cert(path)  # type: ignore[attr-defined]
+    except Exception as exc:
+        return f"? (certificate {path} unreadable: {type(exc).__name__})"
+    rdns = [
+        "+".join(f"{_DN_NAMES.get(k, k)}={_dn_escape(v)}" for k, v in rdn)
+        for rdn in decoded.get("subject", ())
+    ]
+    return ",".join(reversed(rdns)) or "?"
+
+
+def _dn_escape(value: str) -> str:
+    out = "".join(f"\\{ch}" if ch in ',+"\\<>;=' else ch for ch in value)
+    if out.startswith(("#", " ")):
+        out = "\\" + out
+    return out[:-1] + "\\ " if out.endswith(" ") else out
+
+
 def _parse(c: Mapping[str, Any], origin: Mapping[str, str]) -> Security:
     problems: list[str] = []
 

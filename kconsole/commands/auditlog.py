@@ -26,6 +26,7 @@ _SECRET = re.compile(r"pass(word)?|secret|token|credential|jaas|(^|[._-])key($|[
 FIELDS = (
     "time",
     "user",
+    "principal",
     "cluster_id",
     "bootstrap",
     "command",
@@ -90,15 +91,18 @@ class AuditLog:
         cluster_id: str | None = None,
         bootstrap: str = "",
         origin: str = "",
+        principal: str | None = None,
     ) -> dict[str, Any]:
         """Write one entry; raises ClusterError when the log cannot be written. `result`: what
         a command that was done really did (counts read back from the cluster or the
-        process), beside the arguments it was asked with."""
+        process), beside the arguments it was asked with. `principal`: who the cluster knows
+        kconsole as (the SASL user, the certificate subject), beside the OS user."""
         if outcome not in OUTCOMES:
             raise ValueError(f"outcome must be one of {OUTCOMES}")
         entry = {
             "time": datetime.now(tz=UTC).isoformat(timespec="milliseconds"),
             "user": _user(),
+            "principal": secrets.scrub(principal) if principal else None,
             "cluster_id": cluster_id,
             "bootstrap": bootstrap,
             "command": command,

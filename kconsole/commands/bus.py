@@ -92,6 +92,9 @@ class Commands(ReassignCommands):
             from kconsole.cluster.admin import probe_cluster_id
 
             cluster_id = _cached(lambda: probe_cluster_id(settings.kafka_config()))
+        from kconsole.cluster.security import principal
+
+        who = _cached(lambda: principal(settings.kafka_config(), settings.client_origin))
         cdir = cluster_dir or settings.cluster_dir
         factory: ControlFactory | None = None
         if control is None and not control_reason:
@@ -105,6 +108,7 @@ class Commands(ReassignCommands):
             audit=audit or AuditLog(),
             bootstrap=settings.bootstrap,
             cluster_id=cluster_id,
+            principal=who,
             origin=origin,
             settings=settings,
             jobs=jobs or JobManager(jobs_state_dir, settings),

@@ -46,6 +46,8 @@ class Door:
     audit: AuditLog | None = field(default_factory=AuditLog)
     bootstrap: str = ""
     cluster_id: Callable[[], str | None] | None = None  # asked lazily, for the audit log
+    # Who the cluster knows kconsole as (SASL user, certificate subject), for the audit log.
+    principal: Callable[[], str | None] | None = None
     origin: str = "cli"  # cli | console: who asked, for the audit log
 
     def missing_backend(self, name: str) -> str:
@@ -130,12 +132,17 @@ class Door:
         """Append one outcome of command `name` to the audit log (no log: nothing)."""
         if self.audit is None:
             return
-        cid = None
+        cid = principal = None
         if self.cluster_id is not None:
             try:
                 cid = self.cluster_id()
             except Exception:
                 cid = None
+        if self.principal is not None:
+            try:
+                principal = self.principal()
+            except Exception as exc:
+                principal = f"unknown ({type(exc).__name__})"
         self.audit.append(
             command=name,
             target=target,
@@ -146,4 +153,5 @@ class Door:
             cluster_id=cid,
             bootstrap=self.bootstrap,
             origin=self.origin,
+            principal=principal,
         )

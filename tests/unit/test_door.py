@@ -447,3 +447,32 @@ class TestReadOnlyConfig:
         assert door.read_only and door.refusal("produce") == "read-only mode (--read-only)"
         assert Commands.for_settings(Settings(), cluster_id=lambda: None).refusal("produce") == ""
         assert yes("?", "1")
+
+
+def test_the_audit_line_says_who_the_cluster_knows_kconsole_as(tmp_path: Path) -> None:
+    """Beside the OS user, the principal: the SASL user and mechanism of the settings (never
+    the password), read once per command layer."""
+    settings = Settings(
+        bootstrap="127.0.0.1:9",
+        zookeeper="",
+        read_only=True,
+        read_only_reason="--read-only",
+        client={
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.username": "alice",
+            "sasl.password": "canary-7d1f",
+        },
+    )
+    log = AuditLog(tmp_path / "a.jsonl")
+    door = Commands.for_settings(settings, audit=log, cluster_id=lambda: "cid")
+    with pytest.raises(ReadOnlyError):
+        door.refuse("produce", "test-topic")
+    (entry,) = list(log.entries())
+    assert entry["principal"] == "User:alice (SCRAM-SHA-512)"
+    assert entry["user"] and entry["outcome"] == "refused"
+    assert "canary-7d1f" not in (tmp_path / "a.jsonl").read_text()
+    (tmp_path / "a.jsonl").rename(tmp_path / "audit.jsonl")
+    shown = CliRunner().invoke(main, ["audit"], env={"KCONSOLE_STATE_DIR": str(tmp_path)})
+    assert shown.exit_code == 0, shown.output
+    assert "User:alice" in shown.output.splitlines()[1], shown.output

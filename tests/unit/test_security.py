@@ -473,3 +473,28 @@ def test_masked_shows_paths_but_not_secrets() -> None:
         "sasl.oauthbearer.token.endpoint.url": "https://idp",
         "zookeeper.auth": "***",
     }
+
+
+def test_the_principal_is_said_as_kafka_names_it(tmp_path: Path) -> None:
+    """SASL: the user; TLS: the client certificate's subject in RFC 2253 order (as Java's
+    X500Principal writes it, Kafka's default principal); neither: ANONYMOUS."""
+    import subprocess
+
+    cert, key = tmp_path / "c.pem", tmp_path / "k.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/O=kconsole local/CN=kconsole, jr", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    tls = {"security.protocol": "SSL", "ssl.ca.location": str(cert)}
+    assert security.principal(
+        {**tls, "ssl.certificate.location": str(cert), "ssl.key.location": str(key)}
+    ) == (  # fmt: skip
+        "User:CN=kconsole\\, jr,O=kconsole local (TLS certificate)"
+    )
+    assert security.principal(tls) == "User:ANONYMOUS (TLS, no client certificate)"
+    sasl = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+            "sasl.username": "bob", "sasl.password": "pw"}  # fmt: skip
+    assert security.principal(sasl) == "User:bob (PLAIN)"
+    assert security.principal({}) == "User:ANONYMOUS (PLAINTEXT)"
+    assert security.principal({"security.protocol": "bogus"}).startswith("unknown (")
