@@ -12,7 +12,10 @@ from pathlib import Path
 
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.local_security import (
+    BROKER_USER,
+    CLIENT_USER,
     PLAINTEXT,
+    SASL_SCRAM,
     SecurityFiles,
     broker_security_properties,
     check_security,
@@ -30,6 +33,8 @@ from kconsole.cluster.settings import (
 )
 
 ZK_PREFIX = "zk:"
+# The ACL authorizer of a ZooKeeper-mode broker (ACLs kept in ZooKeeper).
+ZK_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
 
 LOG4J_PROPERTIES = """\
 # Written by kconsole. One rolling server.log per process; JVM output goes to stdout.log.
@@ -168,6 +173,14 @@ def broker_properties(
         if security is None:
             raise ClusterError(f"a {spec.security} cluster's broker settings need its secrets")
         props.update(broker_security_properties(spec.security, spec.mtls, security))
+    if spec.security == SASL_SCRAM:
+        # ACLs, as on a real secured cluster: the brokers' user and kconsole's may do anything
+        # (super users); any other user only what an ACL allows (kafka-acls / the Admin API).
+        props |= {
+            "authorizer.class.name": ZK_AUTHORIZER,
+            "super.users": f"User:{BROKER_USER};User:{CLIENT_USER}",
+            "allow.everyone.if.no.acl.found": "false",
+        }
     props.update(drill_settings(spec.brokers))
     props.update(spec.overrides)
     return props

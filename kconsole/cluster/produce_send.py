@@ -17,7 +17,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from kconsole.cluster import clients
+from kconsole.cluster import clients, denied, security
 from kconsole.cluster.produce_outcome import (
     Delivery,
     OnProgress,
@@ -28,6 +28,7 @@ from kconsole.cluster.produce_outcome import (
 )
 from kconsole.cluster.produce_request import ProduceError, Record
 from kconsole.config import Settings
+from kconsole.errors import AuthorizationDenied
 
 
 # -- sending ------------------------------------------------------------------------------------
@@ -98,6 +99,7 @@ class WarmProducer:
         self.ready_at: float | None = None  # when the producer id arrived (or a broker was up)
         self.producer_id: int | None = None
         self.fatal = ""  # librdkafka's fatal error, if one came
+        self.denial: AuthorizationDenied | None = None  # the cluster's ACLs refused it
         self.spent = ""  # why this producer must not be used again ('' : it may)
         self.closed: ProducerClosed | None = None
         self.producer: Producer | None = None
@@ -158,7 +160,8 @@ class WarmProducer:
 
     def warm(self, topic: str | None, timeout_s: float = 10.0) -> bool:
         """Fetch `topic`'s metadata and wait (at most `timeout_s`) for the producer id: True
-        once the producer is ready. Nothing is written."""
+        once the producer is ready. Nothing is written. AuthorizationDenied: the cluster's
+        ACLs refused the producer its id (it can send nothing)."""
         self.start()
         producer = self.producer
         assert producer is not None
@@ -170,6 +173,8 @@ class WarmProducer:
         while not self.ready and not self.spent and self.clock() < deadline:
             if self._stop.wait(0.02):
                 break
+        if self.denial is not None:
+            raise self.denial
         return self.ready
 
     def timing(self, send_started: float) -> ProducerTiming:
@@ -228,6 +233,12 @@ class WarmProducer:
                 try:
                     if self.producer is not None and not self._stop.is_set():
                         self.producer.poll(0)
+                except KafkaException as exc:  # librdkafka raises a fatal error from poll
+                    err = exc.args[0] if exc.args else None
+                    if isinstance(err, KafkaError):
+                        self._on_error(err)
+                    self.spent = self.spent or f"fatal producer error {exc}"
+                    return  # a fatal error spends the producer: nothing more to serve
                 finally:
                     self.lock.release()
 
@@ -253,9 +264,15 @@ class WarmProducer:
 
     def _on_error(self, err: KafkaError) -> None:
         self._note_auth(err)
-        if err.fatal():
+        if err.fatal() or err.code() == KafkaError._FATAL:
             self.fatal = f"{err.name()}: {err.str()}"
             self.spent = f"fatal producer error {self.fatal}"
+            if (name := denied.authorization_error(err.name())) is not None:
+                # the id (InitProducerId) is the first thing an idempotent producer asks for
+                request = "InitProducerId" if "PID" in err.str() else "Produce"
+                who = security.principal(self.settings.kafka_config(), self.settings.client_origin)
+                self.denial = denied.denied(name, request, principal=who)
+                self.spent = self.denial.message
 
 
 def produce_records(
@@ -310,6 +327,8 @@ def produce_records(
             raise ProduceError(f"cannot create the producer: {exc}") from exc
         return _send(producer, None, topic, records, acks, rate, partition, on_progress, tally,
                      on_tick, tick_s, message_timeout_ms, flush_timeout_s, clock)  # fmt: skip
+    if warm.denial is not None:
+        raise warm.denial  # the cluster's ACLs refused the producer: nothing is sent
     if warm.acks != acks or warm.compression != compression or not warm.usable:
         raise ProduceError(
             f"the producer kept open (acks={warm.acks}, compression {warm.compression or 'none'}"

@@ -23,7 +23,7 @@ import kafka.errors as kerrors
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
 from kafka.structs import TopicPartition
 
-from kconsole.cluster import kafka_python
+from kconsole.cluster import denied, kafka_python, security
 from kconsole.cluster.clients import kafka_python_config
 from kconsole.cluster.elect import ELECTION_TYPES, ElectResult, elect_results, error_text
 from kconsole.cluster.reassign_outcome import CancelOutcome, Ongoing
@@ -117,6 +117,16 @@ def throttle_plan(
 # -- the client ------------------------------------------------------------------------------
 
 
+# The requests behind the admin calls made here (denied.NEEDS says what each needs).
+_REQUESTS = {
+    "list_partition_reassignments": "ListPartitionReassignments",
+    "alter_partition_reassignments": "AlterPartitionReassignments",
+    "elect_leaders": "ElectLeaders",
+    "describe_configs": "DescribeConfigs",
+    "alter_configs": "AlterConfigs",
+}
+
+
 class ReassignClient:
     """Blocking reassignment / throttle / election calls; one kafka-python admin client,
     connected on first use and dropped (to reconnect next time) when a call fails on I/O."""
@@ -129,6 +139,7 @@ class ReassignClient:
         conf["bootstrap_timeout_ms"] = int(timeout_s * 1000)
         conf["reconnect_backoff_max_ms"] = 1000
         self._conf = conf
+        self._principal = security.principal(settings.kafka_config(), settings.client_origin)
         self._admin: Any = None
         self.last_unreachable: list[int] = []
         self.last_throttle_plan: ThrottlePlan | None = None  # what the last execute set
@@ -161,10 +172,17 @@ class ReassignClient:
         try:
             return getattr(admin, fn)(*args, **kwargs)
         except kerrors.BrokerResponseError as exc:  # it answered, and said no
-            raise ReassignError(f"Kafka refused {fn}: {error_text(exc)}") from exc
+            raise self._refusal(fn, exc) from exc
         except _IO_ERRORS as exc:
             self.close()
             raise ReassignError(f"{what}: {exc}") from exc
+
+    def _refusal(self, fn: str, err: Any) -> ClusterError:
+        """Kafka's no to admin.fn: an ACL refusal says which operation was denied to whom."""
+        name = denied.authorization_error(getattr(err, "message", ""))
+        if name is not None:
+            return denied.denied(name, _REQUESTS.get(fn, fn), principal=self._principal)
+        return ReassignError(f"Kafka refused {fn}: {error_text(err)}")
 
     def _brokers(self) -> list[int]:
         desc = self._call("cannot read the brokers", "describe_cluster")
@@ -552,6 +570,8 @@ class ReassignClient:
         code, partition_codes = kafka_python.election_codes(response)
         top = kerrors.for_code(code)
         if top is not kerrors.NoError:
+            if denied.authorization_error(top.message) is not None:
+                raise self._refusal("elect_leaders", top)
             raise ReassignError(f"the leader election was refused: {error_text(top)}")
         return elect_results(kind, partition_codes)
 

@@ -28,7 +28,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from kconsole.cluster import clients
+from kconsole.cluster import clients, denied, security
 from kconsole.cluster.clients import RDKAFKA_LOG, client_config, groupless_consumer_config
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.produce_request import check_topic_name
@@ -448,14 +448,27 @@ class Tailer:
         for msg in consumer.consume(num_messages=max_records, timeout=timeout_s):
             err = msg.error()
             if err is not None:
-                if err.fatal() or err.code() in (
-                    KafkaError.UNKNOWN_TOPIC_OR_PART,
-                    KafkaError.TOPIC_AUTHORIZATION_FAILED,
-                ):
+                name = denied.authorization_error(err.name())
+                if name == "GROUP_AUTHORIZATION_FAILED" and self.group_id is None:
+                    # the throw-away group's coordinator lookup: a groupless tail has
+                    # explicit offsets and commits nothing, so it needs no group at all
+                    continue
+                if name is not None:
+                    raise self._denied(name)
+                if err.fatal() or err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
                     raise TailError(f"reading {self.topic} failed: {err.str()}")
                 continue
             out.append(_record(msg))
         return out
+
+    def _denied(self, error: str) -> TailError:
+        """The cluster's ACLs refused this tail: reading the topic, or joining the group."""
+        who = security.principal(self.settings.kafka_config(), self.settings.client_origin)
+        if error == "GROUP_AUTHORIZATION_FAILED":
+            refusal = denied.denied(error, "JoinGroup", self.group_id or "", principal=who)
+        else:
+            refusal = denied.denied(error, "Fetch", self.topic, principal=who)
+        return TailError(refusal.message)
 
     def behind(self) -> int | None:
         """How many records lie between what was read and the end of the log as the client

@@ -138,9 +138,10 @@ class ProduceSession:
     ) -> WarmProducer:  # fmt: skip
         """The producer for a send with these settings, once it has its id (waits at most
         `timeout_s`: without a reachable broker it is returned without one, and the send says
-        what happens to its records). Writes nothing."""
+        what happens to its records; one the cluster's ACLs refused makes the send raise
+        AuthorizationDenied, sending nothing). Writes nothing."""
         warm = self.producer(acks, compression, max_message_bytes)
-        with contextlib.suppress(ClusterError):
+        with contextlib.suppress(ClusterError):  # AuthorizationDenied: the send says it
             warm.warm(topic, timeout_s)
         return warm
 

@@ -18,7 +18,7 @@ import psutil
 import pytest
 from click.testing import CliRunner
 from confluent_kafka import Consumer, KafkaException, Producer
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconsole.cli.main import main as cli
 from kconsole.cluster import reaper
@@ -32,12 +32,22 @@ pytestmark = pytest.mark.integration
 MODES = {"sasl-scram": {"security": "sasl-scram"}, "ssl-mtls": {"security": "ssl", "mtls": True}}
 
 
+# The SASL cluster's client password: a canary that must never show (see the session test).
+CANARY = f"canary-{uuid.uuid4().hex}"
+
+
 @pytest.fixture(scope="module", params=list(MODES))
 def secured(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LocalCluster]:
     zk_port, base_port = pick_ports(3)
-    spec = LocalClusterSpec(zk_port=zk_port, base_port=base_port, **MODES[request.param])
+    mode = dict(MODES[request.param])
+    if mode["security"] == "sasl-scram":  # the password from the user's own file
+        password_file = tmp_path_factory.mktemp("user") / "kafka-password"
+        password_file.write_text(CANARY + "\n")
+        password_file.chmod(0o600)
+        mode["password_file"] = str(password_file)
+    spec = LocalClusterSpec(zk_port=zk_port, base_port=base_port, **mode)
     local = LocalCluster(tmp_path_factory.mktemp(f"secured-{request.param}"), spec)
     watchdog = reaper.start_reaper(local.state_dir)
     try:
@@ -146,10 +156,178 @@ def test_no_secret_on_a_command_line_or_in_the_clusters_files(secured: LocalClus
                 client_holders.append(path)
             if broker in text:
                 broker_holders.append(path)
-    assert client_holders == [files.client_password]  # ZooKeeper keeps only its hash
+    assert client == CANARY  # the user's own file, outside the state dir
+    assert client_holders == []  # ZooKeeper keeps only its hash
     assert set(broker_holders) == {
         files.broker_password,
         *(secured.proc_dir(f"broker-{b}") / "server.properties" for b in (1, 2, 3)),
     }
     for path in broker_holders:
         assert path.stat().st_mode & 0o077 == 0, f"{path} is readable by others"
+
+
+# -- a whole session through it -----------------------------------------------------------------
+def secrets_of(secured: LocalCluster) -> list[str]:
+    """What must never show: the client's password (the canary) and the brokers' (SASL), or
+    the client's private key (TLS: a line of its body, which no certificate holds)."""
+    files = secured.security_files()
+    if secured.spec.security == "sasl-scram":
+        return [CANARY, files.broker_password.read_text().strip()]
+    body = [ln for ln in files.client_key.read_text().splitlines() if not ln.startswith("-----")]
+    return [body[len(body) // 2]]
+
+
+def holders(text: str, secrets: list[str]) -> list[str]:
+    return [s[:12] + "..." for s in secrets if s in text]
+
+
+async def test_a_whole_session_through_it(
+    secured: LocalCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a user works with no security flags: the console (its panes, a tail with a group),
+    describe, produce, a drill (a broker stopped and restarted), a reassignment and a Spark job,
+    all through the cluster's SASL/SCRAM or mutual TLS. Then the secrets are searched for in
+    everything kconsole showed or wrote and in every process's command line: none is there."""
+    from kconsole.commands import Commands
+    from kconsole.commands.local_security import with_local_security
+    from kconsole.config import load_settings
+    from kconsole.observer import ClusterObserver
+    from kconsole.ui.app import make_app
+    from kconsole.ui.screens.tail import TailScreen
+    from tests import tables
+    from tests.integration.jobs_support import QUICK_JVM
+    from tests.integration.test_console_live import until
+    from tests.waiting import wait_until
+
+    home = tmp_path / "home"  # kconsole's state dir: audit log, drill reports, job runs
+    env = {"KCONSOLE_CLUSTER_DIR": str(secured.state_dir), "KCONSOLE_STATE_DIR": str(home)}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    args = ["--bootstrap", secured.spec.bootstrap, "--zookeeper", secured.spec.zk_connect]
+    secrets = secrets_of(secured)
+    shown: list[str] = []  # every output and screen
+    runner = CliRunner()
+
+    def kconsole(*argv: str, code: int = 0) -> str:
+        res = runner.invoke(cli, [*args, *argv], env=env)
+        shown.append(res.output)
+        assert res.exit_code == code, f"kconsole {' '.join(argv)}: {res.output}"
+        return res.output
+
+    run = uuid.uuid4().hex[:6]
+    # describe and produce
+    snap = json.loads(kconsole("describe", "--json"))
+    assert all(s["ok"] for s in snap["sources"] if s["name"] in ("admin", "groups")), snap
+    sent = kconsole("produce", "-t", TEST_TOPIC, "-k", f"s-{run}", "-v", run, "-n", "20")
+    assert "sent 20, acked 20, failed 0" in sent
+
+    # the console: live panes, then a tail that joins a group and reads what was produced
+    settings = with_local_security(load_settings(bootstrap=secured.spec.bootstrap, env=env))
+    assert settings.client, "the local cluster's security settings applied"
+    door = Commands.for_settings(settings, origin="console")
+    app = make_app(
+        ClusterObserver(settings, proc_states=door.broker_states()), commands=door,
+        settings=settings,
+    )  # fmt: skip
+    app.animation_level = "none"
+    group = f"session-{run}"
+    async with app.run_test(size=(160, 48)) as pilot:
+        await until(lambda: tables.table(app.screen, "partitions").row_count >= 4, 30, "rows")
+        await until(
+            lambda: all(
+                tables.table(app.screen, "brokers").get_cell(b, "state").plain == "up"
+                for b in "123"
+            ),
+            30,
+            "brokers 1-3 up",
+        )
+        shown.append(app.export_screenshot())
+        await app.push_screen(TailScreen(topic=TEST_TOPIC, start="beginning", group=group))
+        tail = app.screen
+        assert isinstance(tail, TailScreen)
+        await until(lambda: tail.received >= 20 or tail.state == "failed", 60, "the records")
+        assert tail.state == "live", tail.error
+        await pilot.pause()
+        shown.append(app.export_screenshot())
+        tail.dismiss()
+        await pilot.pause()
+
+    # a drill: a broker stopped, then started again; no acknowledged record lost
+    report = home / "drill.json"
+    kconsole(
+        "--backend", "local", "drill", "run", "--fault", "stop", "--target", "broker:2",
+        "--duration", "5", "--restore-after", "2", "--no-wait-preferred", "--rate", "100",
+        "--yes", "--report", str(report),
+    )  # fmt: skip
+    drill = json.loads(report.read_text())
+    assert drill["ok"] is True and drill["audit"]["acked"] > 0, drill
+
+    # a reassignment: a new topic's two partitions move off broker 1, through kafka-python
+    moves = f"moves-{run}"
+    admin = AdminClient({"bootstrap.servers": secured.spec.bootstrap, **secured.client_config()})
+    admin.create_topics([NewTopic(moves, 2, replica_assignment=[[1, 2], [2, 1]])])[moves].result(30)
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "partitions": [
+                    {"topic": moves, "partition": 0, "replicas": [2, 3]},
+                    {"topic": moves, "partition": 1, "replicas": [3, 2]},
+                ],
+            }
+        )
+    )
+    kconsole("reassign", "execute", "--plan", str(plan), "--yes", "--wait", "--timeout", "60")
+    placed = admin.list_topics(moves, timeout=10).topics[moves].partitions
+    assert {p: placed[p].replicas for p in placed} == {0: [2, 3], 1: [3, 2]}
+
+    # a Spark job reads the topic from the start through the same security
+    started = kconsole(
+        "jobs", "start", "keyed-counts", "-o", f"topic={TEST_TOPIC}",
+        "-o", "starting-offsets=earliest", "-o", "output-topic=", "-o", "master=local[2]",
+        "-o", "shuffle-partitions=2", "-o", "trigger=0.5", "-o", "stop-grace=5",
+        "-o", "conf=spark.driver.memory=512m",
+        "-o", f"conf=spark.driver.extraJavaOptions={QUICK_JVM}",
+    )  # fmt: skip
+    run_id = started.split()[1]
+    jobs = Commands.for_settings(settings).jobs_view()
+    assert jobs is not None
+    try:
+        wait_until(
+            lambda: (
+                sum(p.input_rows or 0 for p in jobs.get(run_id).history) >= 20
+                or not jobs.get(run_id).active
+            ),
+            120,
+            "the job to read the records",
+        )
+        job = jobs.get(run_id)
+        assert job.active, f"the job ended: {job.error}"
+        for proc in psutil.process_iter(["cmdline"]):  # the job's JVM included
+            line = " ".join(proc.info["cmdline"] or ())
+            assert not holders(line, secrets), f"a secret on pid {proc.pid}'s command line"
+    finally:
+        kconsole("jobs", "stop", run_id)
+    shown.append(kconsole("jobs", "logs", run_id, "-n", "400"))
+    shown.append(kconsole("audit", "-n", "50"))
+
+    # who did it, as the cluster knows kconsole
+    audit = [json.loads(line) for line in (home / "audit.jsonl").read_text().splitlines()]
+    want = "User:kconsole" if secured.spec.security == "sasl-scram" else "User:CN="
+    assert audit and all(e["principal"].startswith(want) for e in audit), audit
+
+    # the canary: nowhere on screen, in an output, in a file kconsole wrote, or on a command line
+    for text in shown:
+        assert not holders(text, secrets), "a secret shown"
+    allowed = {secured.security_files().broker_password, secured.security_files().client_key}
+    allowed |= {secured.proc_dir(f"broker-{b}") / "server.properties" for b in (1, 2, 3)}
+    for root in (home, secured.state_dir):
+        for path in root.rglob("*"):
+            if (
+                path.is_file()
+                and path not in allowed
+                and path.suffix not in (".index", ".timeindex")
+            ):
+                found = holders(path.read_text(errors="replace"), secrets)
+                assert not found, f"{found} in {path}"
