@@ -331,3 +331,64 @@ async def test_a_whole_session_through_it(
             ):
                 found = holders(path.read_text(errors="replace"), secrets)
                 assert not found, f"{found} in {path}"
+
+
+def test_a_refusal_says_what_was_refused(secured: LocalCluster, tmp_path: Path) -> None:
+    """A user the ACLs allow only to read is told which operation on which resource was
+    denied to whom; a wrong password is an authentication error naming the mechanism and the
+    broker. Neither is a stack trace or a wait for a timeout."""
+    if secured.spec.security != "sasl-scram":
+        pytest.skip("users and ACLs are the SASL cluster's")
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient({"bootstrap.servers": secured.spec.bootstrap, **secured.client_config()})
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096)
+    upsert = UserScramCredentialUpsertion("reader", info, b"reader-password")
+    for done in admin.alter_user_scram_credentials([upsert]).values():
+        done.result(30)
+    reads = [
+        AclBinding(ResourceType.TOPIC, TEST_TOPIC, ResourcePatternType.LITERAL, "User:reader",
+                   "*", op, AclPermissionType.ALLOW)
+        for op in (AclOperation.READ, AclOperation.DESCRIBE)
+    ]  # fmt: skip
+    for done in admin.create_acls(reads).values():
+        done.result(30)
+    (tmp_path / "reader").write_text("reader-password\n")
+    (tmp_path / "wrong").write_text("not-the-password\n")
+    runner = CliRunner()
+
+    def as_user(user: str, password_file: Path, *argv: str) -> str:
+        flags = [
+            "--bootstrap", secured.spec.bootstrap, "--zookeeper", "",
+            "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=SCRAM-SHA-512",
+            "-X", f"sasl.username={user}", "-X", f"sasl.password_file={password_file}",
+        ]  # fmt: skip
+        res = runner.invoke(
+            cli, [*flags, *argv], env={"KCONSOLE_STATE_DIR": str(tmp_path / "home")}
+        )
+        assert res.exit_code != 0, res.output
+        assert "Traceback" not in res.output, res.output
+        return res.output
+
+    reader = tmp_path / "reader"
+    produced = as_user("reader", reader, "produce", "-t", TEST_TOPIC, "-k", "k", "-v", "v")
+    assert "denied by the cluster's ACLs: User:reader may not IDEMPOTENT_WRITE the cluster" in (
+        produced
+    )
+    listed = as_user("reader", reader, "reassign", "list")
+    assert "User:reader may not DESCRIBE the cluster (list partition reassignments" in listed
+    elected = as_user("reader", reader, "elect", "--preferred", "--all", "--yes")
+    assert "User:reader may not ALTER the cluster (elect leaders" in elected
+    wrong = as_user("kconsole", tmp_path / "wrong", "produce", "-t", TEST_TOPIC, "-v", "v")
+    assert "authentication failed at broker 127.0.0.1:" in wrong, wrong
+    assert "SCRAM-SHA-512" in wrong
+    assert "not-the-password" not in wrong
