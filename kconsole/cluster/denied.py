@@ -28,6 +28,14 @@ _CLASS_NAMES = {
     "TransactionalIdAuthorizationFailedError": "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
     "DelegationTokenAuthorizationFailedError": "DELEGATION_TOKEN_AUTHORIZATION_FAILED",
 }
+# librdkafka's descriptions of them (a fatal error's text holds the description, not the name:
+# "Fatal error: Broker: Cluster authorization failed: Failed to acquire idempotence PID ...").
+_DESCRIPTIONS = {
+    "Broker: Topic authorization failed": "TOPIC_AUTHORIZATION_FAILED",
+    "Broker: Group authorization failed": "GROUP_AUTHORIZATION_FAILED",
+    "Broker: Cluster authorization failed": "CLUSTER_AUTHORIZATION_FAILED",
+    "Broker: Transactional Id authorization failed": "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+}
 
 # What each request kconsole sends needs: (operation, resource kind, what it is for).
 NEEDS = {
@@ -49,15 +57,17 @@ NEEDS = {
 
 
 def authorization_error(text: object) -> str | None:
-    """Kafka's name of the authorization error in `text` (an error's name, its class name, or
-    a message holding either); None when it is not one."""
+    """Kafka's name of the authorization error in `text` (an error's name, kafka-python's
+    class name, librdkafka's description, or a message holding one); None when it is not
+    one."""
     said = str(text)
     for name in AUTHORIZATION_ERRORS:
         if name in said:
             return name
-    for cls, name in _CLASS_NAMES.items():
-        if cls in said:
-            return name
+    for known in (_CLASS_NAMES, _DESCRIPTIONS):
+        for text_of, name in known.items():
+            if text_of in said:
+                return name
     return None
 
 

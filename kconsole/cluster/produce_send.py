@@ -28,7 +28,7 @@ from kconsole.cluster.produce_outcome import (
 )
 from kconsole.cluster.produce_request import ProduceError, Record
 from kconsole.config import Settings
-from kconsole.errors import AuthorizationDenied
+from kconsole.errors import AuthorizationDenied, ClusterError
 
 
 # -- sending ------------------------------------------------------------------------------------
@@ -265,14 +265,24 @@ class WarmProducer:
     def _on_error(self, err: KafkaError) -> None:
         self._note_auth(err)
         if err.fatal() or err.code() == KafkaError._FATAL:
-            self.fatal = f"{err.name()}: {err.str()}"
-            self.spent = f"fatal producer error {self.fatal}"
-            if (name := denied.authorization_error(err.name())) is not None:
-                # the id (InitProducerId) is the first thing an idempotent producer asks for
-                request = "InitProducerId" if "PID" in err.str() else "Produce"
-                who = security.principal(self.settings.kafka_config(), self.settings.client_origin)
-                self.denial = denied.denied(name, request, principal=who)
-                self.spent = self.denial.message
+            # error_cb hears of a fatal error as _FATAL, with the cause in its text; poll then
+            # raises it with its own code. The denial is known before the producer is spent
+            # (warm() stops waiting once it is).
+            if self.denial is None:
+                name = denied.authorization_error(err.name()) or denied.authorization_error(
+                    err.str()
+                )
+                if name is not None:
+                    # the id (InitProducerId) is the first thing an idempotent producer asks
+                    request = "InitProducerId" if "PID" in err.str() else "Produce"
+                    who = security.principal(
+                        self.settings.kafka_config(), self.settings.client_origin
+                    )
+                    self.denial = denied.denied(name, request, principal=who)
+            self.fatal = self.fatal or f"{err.name()}: {err.str()}"
+            self.spent = (
+                self.denial.message if self.denial else f"fatal producer error {self.fatal}"
+            )
 
 
 def produce_records(
@@ -336,9 +346,20 @@ def produce_records(
         )
     with warm.lock:
         assert warm.producer is not None
-        return _send(warm.producer, warm, topic, records, acks, rate, partition, on_progress,
-                     tally, on_tick, tick_s, warm.message_timeout_ms, flush_timeout_s,
-                     clock)  # fmt: skip
+        try:
+            return _send(warm.producer, warm, topic, records, acks, rate, partition,
+                         on_progress, tally, on_tick, tick_s, warm.message_timeout_ms,
+                         flush_timeout_s, clock)  # fmt: skip
+        except (KafkaException, SystemError) as exc:
+            # A fatal error in the middle of the send: poll raises it (and a delivery callback
+            # served by the same poll then fails with SystemError).
+            warm.spent = warm.spent or f"fatal producer error {exc}"
+            if warm.denial is not None:
+                raise warm.denial from exc
+            raise ClusterError(
+                f"the producer failed during the send ({warm.fatal or exc}); records sent "
+                "before it may have been written: tail the topic to see which"
+            ) from exc
 
 
 def _send(

@@ -350,8 +350,10 @@ class Commands(ReassignCommands):
             names=FORM_NAMES,
         )
         if session is not None:
-            options["warm"] = session.producer(
-                request.acks, request.compression, limits.max_message_bytes
+            # Ready: its id acquired, or the cluster's refusal known (a new producer, after one
+            # the ACLs refused, would otherwise meet that refusal in the middle of the send).
+            options["warm"] = session.producer_ready(
+                request.topic, request.acks, request.compression, limits.max_message_bytes
             )
         return self.produce(
             request.topic,

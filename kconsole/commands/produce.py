@@ -48,7 +48,7 @@ class SessionState:
     limits_age_s: float | None = None
     ready: bool = False  # a producer is made and has its id (or, acks 1/0, a broker is up)
     producer_id: int | None = None
-    error: str = ""  # why the limits or the producer could not be had
+    error: str = ""  # why the limits (then `limits` is None) or the producer could not be had
 
 
 class ProduceSession:
@@ -141,8 +141,9 @@ class ProduceSession:
         what happens to its records; one the cluster's ACLs refused makes the send raise
         AuthorizationDenied, sending nothing). Writes nothing."""
         warm = self.producer(acks, compression, max_message_bytes)
-        with contextlib.suppress(ClusterError):  # AuthorizationDenied: the send says it
-            warm.warm(topic, timeout_s)
+        if not warm.ready:  # (a kept one that has its id is asked nothing)
+            with contextlib.suppress(ClusterError):  # AuthorizationDenied: the send says it
+                warm.warm(topic, timeout_s)
         return warm
 
     @property
@@ -161,6 +162,7 @@ class ProduceSession:
         refused = self.commands.refusal("produce")
         if refused:
             return SessionState(topic, refused=refused)
+        limits: TopicLimits | None = None
         try:
             produce_request.check_topic_name(topic)
             limits = self.read_limits(topic)
@@ -169,8 +171,8 @@ class ProduceSession:
                 return SessionState(topic, limits=limits, limits_age_s=age)
             warm = self.producer(acks, compression, limits.max_message_bytes)
             warm.warm(topic, timeout_s)
-        except ClusterError as exc:
-            return SessionState(topic, error=exc.message)
+        except ClusterError as exc:  # with the limits read: the producer's failure (an ACL)
+            return SessionState(topic, limits=limits, error=exc.message)
         return SessionState(
             topic, limits=limits, limits_age_s=age, ready=warm.ready,
             producer_id=warm.producer_id,

@@ -158,3 +158,21 @@ def test_a_producer_refused_its_id_stops_at_once_and_says_why() -> None:
     )
     with pytest.raises(AuthorizationDenied):
         warm.warm("test-topic", timeout_s=5.0)
+
+
+def test_the_error_callback_knows_the_denial_before_the_producer_is_spent() -> None:
+    """librdkafka's error_cb hears of the fatal error first, as _FATAL with the cause in its
+    text: the denial is set before `spent` (warm() stops waiting once the producer is spent,
+    and the dialog then said a send would be accepted)."""
+    warm = WarmProducer(reader_settings(), acks="all")
+    warm._note_auth = lambda err: None
+    warm._on_error(
+        KafkaError(
+            KafkaError._FATAL,
+            "Fatal error: Broker: Cluster authorization failed: Failed to acquire idempotence "
+            "PID from broker sasl_plaintext://h:1/3: Broker: Cluster authorization failed",
+            fatal=True,
+        )
+    )
+    assert warm.denial is not None and warm.spent == warm.denial.message
+    assert "User:reader may not IDEMPOTENT_WRITE the cluster" in warm.spent

@@ -324,7 +324,16 @@ class ProduceScreen(Screen[None]):
             self._select("#acks"),
             refused=refused,
             limit_unknown=self._limit_unknown(topic),
+            producer_failed=self._producer_failed(topic),
         )  # fmt: skip
+
+    def _producer_failed(self, topic: str) -> str:
+        """Why the session's producer for `topic` cannot send (the cluster's ACLs refused it
+        its id), as the session last said; '' when nothing is known against it."""
+        p = self.prepared
+        if p is not None and p.topic == topic and p.error and p.limits is not None:
+            return p.error
+        return ""
 
     def _limit_unknown(self, topic: str) -> str:
         """Why `topic`'s max.message.bytes is not known: being read, or why it could not be."""
@@ -543,12 +552,14 @@ def fmt_key(key: bytes | None) -> Text:
 
 
 def render_trace(
-    t: pr.Trace, acks: str = "all", *, refused: str = "", limit_unknown: str = "is not read yet"
-) -> Text | Group:
+    t: pr.Trace, acks: str = "all", *, refused: str = "", limit_unknown: str = "is not read yet",
+    producer_failed: str = "",
+) -> Text | Group:  # fmt: skip
     """The trace as lines: where the key goes, then each warning. `refused`: why the command
     layer would refuse a send now (read-only mode, no cluster connection): said instead of
     "a send would be accepted". `limit_unknown`: why the topic's size limit is not known, said
-    instead of it when the record's size could not be checked."""
+    instead of it when the record's size could not be checked. `producer_failed`: why the
+    producer cannot send (the cluster refused it): said instead of "would be accepted"."""
     line = Text()
     line.append("key ", fmt.DIM)
     line.append_text(fmt_key(t.key))
@@ -577,9 +588,9 @@ def render_trace(
         if t.min_isr is not None:
             line.append("  min.insync.replicas ", fmt.DIM)
             line.append(str(t.min_isr))
-    if refused:
+    if refused or producer_failed:
         no = Text("✗ ", fmt.BAD)
-        no.append(f"kconsole refuses to send: {refused}", fmt.BAD)
+        no.append(f"kconsole refuses to send: {refused}" if refused else producer_failed, fmt.BAD)
         lines: list[Text] = [line, no]
         return Group(*lines, *(Text(f"⚠ {w}", fmt.WARN) for w in t.warnings))
     if not t.warnings and t.size_unchecked:
