@@ -297,6 +297,9 @@ def _kraft_spec(
         overrides={**base.overrides, **overrides},
         cluster_id=base.cluster_id,
         directory_ids=dict(base.directory_ids),
+        security=base.security,
+        mtls=base.mtls,
+        password_file=base.password_file,
     )
 
 

@@ -115,6 +115,10 @@ class TestModeGuard:
         code, out = run(kraft_dir(tmp_path / "local"), "up", "--security", "sasl-scram")
         assert code == 1
         assert "was created with security='plaintext'" in out
+        # Not asked again: the saved security is kept, only what differs is named.
+        code, out = run(kraft_dir(tmp_path / "sasl", security="sasl-scram"), "up", "--combined")
+        assert code == 1
+        assert "was created with combined=False;" in out
 
     def test_open_local_follows_the_saved_mode(self, tmp_path: Path) -> None:
         assert isinstance(open_local(kraft_dir(tmp_path / "k")), KRaftCluster)
