@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -157,7 +158,8 @@ def _local(ctx: click.Context) -> LocalView | KRaftView:
     default=None,
     help="plaintext (the default), sasl-scram (SASL_PLAINTEXT listeners, SCRAM-SHA-512 users "
     "kconsole and kconsole-broker) or ssl (TLS listeners, a throwaway CA in the state dir). "
-    "ZooKeeper mode. Default: the cluster's own, else plaintext.",
+    "Both modes (KRaft: the controllers' own listener stays plaintext on 127.0.0.1). Default: "
+    "the cluster's own, else plaintext.",
 )
 @click.option(
     "--mtls", is_flag=True, help="With --security ssl: brokers require a client certificate."
@@ -210,11 +212,6 @@ def up(
             ]
             if zk_overrides:
                 unsupported.append("--set zk:...")
-            if security not in (None, "plaintext") or mtls or password_file is not None:
-                raise ClusterError(
-                    "--security, --mtls and --password-file are for a ZooKeeper-mode local "
-                    "cluster; a secured KRaft one is not built yet"
-                )
             if unsupported:
                 raise ClusterError(
                     f"{', '.join(unsupported)}: ZooKeeper-mode options, not for a KRaft cluster"
@@ -222,6 +219,7 @@ def up(
             spec = _kraft_spec(
                 view, combined, kafka_version, brokers, base_port, controller_port, overrides
             )
+            spec = replace(spec, **_security_fields(spec, security, mtls, password_file))
         else:
             if controller_port is not None:
                 raise ClusterError("--controller-port is for a KRaft cluster (--mode kraft)")
@@ -240,13 +238,7 @@ def up(
                 kafka_version=version,
                 overrides={**base.overrides, **overrides} if sets else base.overrides,
                 zk_overrides={**base.zk_overrides, **zk_overrides} if sets else base.zk_overrides,
-                security=security if security is not None else base.security,
-                mtls=mtls or (base.mtls if security is None else False),
-                password_file=(
-                    str(password_file.expanduser().resolve())
-                    if password_file is not None
-                    else (base.password_file if security in (None, base.security) else "")
-                ),
+                **_security_fields(base, security, mtls, password_file),
             )
         if not jars.kafka_jars_ready(spec.kafka_version):
             click.echo(f"fetching Kafka {spec.kafka_version} jars with Maven (first run only)...")
@@ -259,6 +251,21 @@ def up(
     except ClusterError as exc:
         fail(exc)
     _print_up(door.local_view(), result)
+
+
+def _security_fields(
+    base: LocalClusterSpec | KRaftSpec, security: str | None, mtls: bool, password_file: Path | None
+) -> dict[str, Any]:
+    """The security of the spec asked for: the options given, else the saved spec's."""
+    return {
+        "security": security if security is not None else base.security,
+        "mtls": mtls or (base.mtls if security is None else False),
+        "password_file": (
+            str(password_file.expanduser().resolve())
+            if password_file is not None
+            else (base.password_file if security in (None, base.security) else "")
+        ),
+    }
 
 
 def _kraft_spec(
@@ -290,6 +297,9 @@ def _kraft_spec(
         overrides={**base.overrides, **overrides},
         cluster_id=base.cluster_id,
         directory_ids=dict(base.directory_ids),
+        security=base.security,
+        mtls=base.mtls,
+        password_file=base.password_file,
     )
 
 
@@ -373,6 +383,9 @@ def _print_kraft_status(state_dir: Path, st: KRaftStatus) -> None:
     click.echo(f"state dir:   {state_dir}")
     click.echo(f"bootstrap:   {spec.bootstrap}")
     click.echo(f"controllers: {spec.quorum_bootstrap}")
+    if spec.security != "plaintext":
+        files = SecurityFiles(state_dir, spec.password_file)
+        click.echo(f"security:    {security_summary(spec.security, spec.mtls, files)}")
     q = st.quorum
     if q is None:
         why = "no controller is running" if st.quorum_error is None else st.quorum_error

@@ -1,8 +1,10 @@
 """A local KRaft cluster: its state directory, storage formatting and lifecycle.
 
-    cluster.json                  the spec (mode "kraft", topology, ports, version, cluster id,
-                                  the controllers' directory ids)
+    cluster.json                  the spec (mode "kraft", topology, ports, version, security,
+                                  cluster id, the controllers' directory ids)
     log4j2.xml                    shared by every process (log4j.properties on Kafka 3.9)
+    security/                     a secured cluster's passwords or certificates (0700; as in
+                                  the ZooKeeper mode, kconsole.cluster.local_security)
     controller-N/ broker-N/ (or node-N/ when combined)
         server.properties data/ server.log stdout.log format.log node.pid
 
@@ -18,23 +20,35 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from kconsole.cluster import jars, kraft_probes
+from kconsole.cluster import jars, kraft_probes, security
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.kraft_probes import QuorumState
 from kconsole.cluster.kraft_spec import (
     KRaftNode,
     KRaftSpec,
     format_args,
+    java_argfile,
     log_config_flag,
     node_properties,
+    scram_arguments,
 )
 from kconsole.cluster.local_dir import StateDir, jvm_flags
 from kconsole.cluster.local_probes import check_port_free
+from kconsole.cluster.local_security import (
+    SASL_SCRAM,
+    SSL,
+    SecurityFiles,
+    client_properties,
+    ensure_certificates,
+    ensure_passwords,
+)
 from kconsole.cluster.local_spec import render_properties
 from kconsole.cluster.procs import ManagedProcess, PidRecord, ProcState, tail_lines, wait_reaped
 from kconsole.cluster.settings import (
@@ -217,11 +231,37 @@ class KRaftCluster(StateDir[KRaftSpec]):
         self.spec_file.write_text(self.spec.to_json() + "\n")
         name, content, _ = log_config_flag(self.spec, self.state_dir)
         (self.state_dir / name).write_text(content)
+        files = self.security_files()
+        if self.spec.security == SASL_SCRAM:
+            ensure_passwords(files)
+        elif self.spec.security == SSL:
+            ensure_certificates(files, self.spec.host, self.spec.mtls)
         for node in self.spec.nodes():
             d = self.proc_dir(node.name)
             (d / "data").mkdir(parents=True, exist_ok=True)
-            props = node_properties(self.spec, node, d / "data")
-            (d / "server.properties").write_text(render_properties(props))
+            props = node_properties(self.spec, node, d / "data", files)
+            conf = d / "server.properties"
+            if self.spec.security == SASL_SCRAM and node.is_broker:
+                conf.touch(mode=0o600)  # it holds the brokers' own password
+                conf.chmod(0o600)
+            conf.write_text(render_properties(props))
+
+    def security_files(self) -> SecurityFiles:
+        """Where this cluster's secrets and certificates are (kconsole.cluster.local_security)."""
+        return SecurityFiles(self.state_dir, self.spec.password_file)
+
+    def client_properties(self) -> dict[str, str]:
+        """What a client of this cluster sets (librdkafka names; a password by its file)."""
+        return client_properties(self.spec.security, self.spec.mtls, self.security_files())
+
+    def client_config(self) -> dict[str, str]:
+        """client_properties() as librdkafka takes them, the password read from its file: for
+        this cluster's own clients and the tests, never written."""
+        return dict(security.librdkafka_config(self.client_properties()))
+
+    def kafka_python_security(self) -> dict[str, object]:
+        """client_properties() as kafka-python arguments (the probes' admin clients)."""
+        return dict(security.kafka_python_args(self.client_properties()))
 
     def _jvm(self, node: KRaftNode, heap: str) -> list[str]:
         d = self.proc_dir(node.name)
@@ -297,16 +337,25 @@ class KRaftCluster(StateDir[KRaftSpec]):
         node missing from the answer was not attempted)."""
         launcher = self.state_dir / FORMAT_LAUNCHER_NAME
         launcher.write_text(FORMAT_LAUNCHER)
-        argv = [*self._format_argv(lib), str(launcher)]
+        scram = self._scram_arguments(nodes)
+        args = [str(launcher)]
         for i, node in enumerate(nodes):
             d = self.proc_dir(node.name)
             if i:
-                argv.append(FORMAT_NEXT)
-            argv += [str(d / "format.log"), *format_args(self.spec, node, d / "server.properties")]
+                args.append(FORMAT_NEXT)
+            args += [
+                str(d / "format.log"),
+                *format_args(self.spec, node, d / "server.properties", scram),
+            ]
+        if scram:
+            # StorageTool prints the bootstrap records, the users' stored and server keys
+            # among them: the logs are kept private like the rest of the secrets.
+            for node in nodes:
+                _private(self.proc_dir(node.name) / "format.log")
         out = self.state_dir / "format.log"
-        with open(out, "wb") as f:
+        with self._argfile(args) as argfile, open(out, "wb") as f:
             popen = subprocess.Popen(
-                argv,
+                [*self._format_argv(lib), f"@{argfile}"],
                 cwd=self.state_dir,
                 env=self._env(),
                 stdin=subprocess.DEVNULL,
@@ -329,31 +378,61 @@ class KRaftCluster(StateDir[KRaftSpec]):
         self, nodes: list[KRaftNode], lib: Path, deadline: float
     ) -> list[tuple[KRaftNode, Path, int | None]]:
         """Format `nodes` with a JVM each, all at once; the ones that failed."""
+        scram = self._scram_arguments(nodes)
         running: list[tuple[KRaftNode, subprocess.Popen[bytes], Path]] = []
-        for node in nodes:
-            d = self.proc_dir(node.name)
-            argv = [
-                *self._format_argv(lib),
-                "kafka.tools.StorageTool",
-                *format_args(self.spec, node, d / "server.properties"),
-            ]
-            out = d / "format.log"
-            with open(out, "wb") as f:
-                popen = subprocess.Popen(
-                    argv, cwd=d, env=self._env(), stdin=subprocess.DEVNULL, stdout=f, stderr=f
-                )
-            running.append((node, popen, out))
         failed: list[tuple[KRaftNode, Path, int | None]] = []
-        for node, popen, out in running:
-            try:
-                code: int | None = popen.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                popen.kill()
-                popen.wait()
-                code = None
-            if code != 0:
-                failed.append((node, out, code))
+        # Each argument file is removed only after its JVM exited (java reads it at launch).
+        with ExitStack() as argfiles:
+            for node in nodes:
+                d = self.proc_dir(node.name)
+                args = [
+                    "kafka.tools.StorageTool",
+                    *format_args(self.spec, node, d / "server.properties", scram),
+                ]
+                argfile = argfiles.enter_context(self._argfile(args))
+                out = d / "format.log"
+                if scram:
+                    _private(out)
+                with open(out, "wb") as f:
+                    popen = subprocess.Popen(
+                        [*self._format_argv(lib), f"@{argfile}"],
+                        cwd=d,
+                        env=self._env(),
+                        stdin=subprocess.DEVNULL,
+                        stdout=f,
+                        stderr=f,
+                    )
+                running.append((node, popen, out))
+            for node, popen, out in running:
+                try:
+                    code: int | None = popen.wait(max(0.1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    popen.kill()
+                    popen.wait()
+                    code = None
+                if code != 0:
+                    failed.append((node, out, code))
         return failed
+
+    def _scram_arguments(self, nodes: list[KRaftNode]) -> list[str] | None:
+        """The SCRAM users to create, when a sasl-scram cluster's controller is formatted."""
+        if self.spec.security != SASL_SCRAM or not any(n.is_controller for n in nodes):
+            return None
+        return scram_arguments(self.security_files())
+
+    @contextmanager
+    def _argfile(self, args: list[str]) -> Iterator[Path]:
+        """`args` in a java argument file only the user can read (`java @FILE`), removed on
+        exit: the format arguments carry the SCRAM users' salted passwords, which must not
+        be on a command line (`ps` shows every process's to everyone)."""
+        fd, name = tempfile.mkstemp(prefix=".format-", suffix=".args", dir=self.state_dir)
+        path = Path(name)
+        try:
+            with os.fdopen(fd, "w") as f:  # mkstemp: created 0600
+                f.write(java_argfile(args))
+            yield path
+        finally:
+            path.unlink(missing_ok=True)
 
     # -- lifecycle ------------------------------------------------------------------------
     def up(
@@ -449,6 +528,9 @@ class KRaftCluster(StateDir[KRaftSpec]):
             "base_port",
             "controller_base_port",
             "overrides",
+            # the SCRAM users are created when the storage is formatted, from these
+            "security",
+            "password_file",
         )
         differ = [f for f in fields if getattr(asked, f) != getattr(saved, f)]
         if asked.kafka_version != saved.kafka_version:
@@ -701,7 +783,9 @@ class KRaftCluster(StateDir[KRaftSpec]):
             time.sleep(0.2)
 
     def broker_fencing(self, timeout_ms: int = 3000) -> dict[int, bool]:
-        with kraft_probes.broker_admin(self.spec.bootstrap, timeout_ms) as admin:
+        with kraft_probes.broker_admin(
+            self.spec.bootstrap, timeout_ms, self.kafka_python_security()
+        ) as admin:
             return kraft_probes.broker_fencing(admin)
 
     def wait_brokers_unfenced(self, deadline: float, names: list[str]) -> dict[int, bool]:
@@ -729,7 +813,9 @@ class KRaftCluster(StateDir[KRaftSpec]):
         """Create `name` if missing, then wait until every partition has a full ISR. True when
         created here."""
         created = False
-        with kraft_probes.broker_admin(self.spec.bootstrap) as admin:
+        with kraft_probes.broker_admin(
+            self.spec.bootstrap, security=self.kafka_python_security()
+        ) as admin:
             while True:
                 try:
                     if kraft_probes.topic_partitions(admin, name) is None:
@@ -845,6 +931,12 @@ class KRaftCluster(StateDir[KRaftSpec]):
                     proc.kill()
                 return
             time.sleep(0.05)
+
+
+def _private(path: Path) -> None:
+    """`path` exists, readable by the user only (what is written to it later stays so)."""
+    path.touch(mode=0o600)
+    path.chmod(0o600)
 
 
 def _wait(cond: Callable[[], bool], timeout: float) -> bool:

@@ -117,10 +117,14 @@ def back_in_quorum(
 
 
 @contextmanager
-def broker_admin(bootstrap: str, timeout_ms: int = 5000) -> Iterator[Any]:
-    """A kafka-python KafkaAdminClient on the brokers, closed on exit."""
+def broker_admin(
+    bootstrap: str, timeout_ms: int = 5000, security: Mapping[str, Any] | None = None
+) -> Iterator[Any]:
+    """A kafka-python KafkaAdminClient on the brokers, closed on exit; `security`: its
+    kafka-python security arguments (kconsole.cluster.security.kafka_python_args)."""
     admin = kafka_python.admin_client(
         {
+            **(security or {}),
             "bootstrap_servers": bootstrap,
             "request_timeout_ms": timeout_ms,
             "client_id": "kconsole-kraft",

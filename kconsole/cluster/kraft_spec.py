@@ -7,6 +7,17 @@ finds the controllers through `controller.quorum.bootstrap.servers`, and the vot
 when the storage is formatted (`--initial-controllers` on controllers,
 `--no-initial-controllers` on brokers), so controllers can be added and removed later.
 
+Secured (`security` sasl-scram or ssl, as in the ZooKeeper mode: kconsole.cluster.local_security)
+only the brokers' listener changes: clients and brokers between themselves use it. The
+controller listener stays PLAINTEXT on the cluster's host (127.0.0.1): a controller cannot
+check a SCRAM login before it has read the metadata log that holds the credentials, so SCRAM
+is not possible there, and PLAIN would put every password in each node's JAAS settings. The
+controllers are not a client entry point (like ZooKeeper in the ZooKeeper mode, which has no
+login either); what reaches them is User:ANONYMOUS, a super user on the controllers only. With
+sasl-scram the SCRAM users are created when the storage is formatted (`--add-scram`, given to
+the controllers, which write them into the metadata log on the first start), and every node
+runs the StandardAuthorizer: super users kconsole-broker and kconsole, no ACL = denied.
+
 Pure functions, unit-tested, like kconsole.cluster.local_spec for the ZooKeeper mode.
 """
 
@@ -20,6 +31,19 @@ from pathlib import Path
 
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.jars import kafka_major
+from kconsole.cluster.local_security import (
+    BROKER_USER,
+    CLIENT_USER,
+    PLAINTEXT,
+    SASL_SCRAM,
+    SCRAM_MECHANISM,
+    SecurityFiles,
+    broker_security_properties,
+    check_security,
+    listener_protocol,
+    read_secret,
+    scram_credential,
+)
 from kconsole.cluster.local_spec import LOG4J_PROPERTIES, ephemeral_port_range
 from kconsole.cluster.settings import (
     BROKER_BASE_PORT,
@@ -34,6 +58,9 @@ CONTROLLER_BASE_PORT = 19192  # controllers 1001-1003 on 19192-19194
 CONTROLLER_ID_BASE = 1001
 CONTROLLER_LISTENER = "CONTROLLER"
 BROKER_HEARTBEAT_MS = "500"  # broker.heartbeat.interval.ms (Kafka's default 2000): see below
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+# Who a node sees on the PLAINTEXT controller listener: the other controllers and the brokers.
+CONTROLLER_PRINCIPAL = "User:ANONYMOUS"
 
 # ZooKeeper-only settings, and ones Kafka 4 removed, that drill_settings() carries for the
 # ZooKeeper mode: a KRaft node would only warn about them.
@@ -107,10 +134,17 @@ class KRaftSpec:
     cluster_id: str = ""
     directory_ids: dict[str, str] = field(default_factory=dict)  # str(node id) -> dir id
     mode: str = MODE
+    # plaintext | sasl-scram | ssl (kconsole.cluster.local_security); mTLS with ssl only
+    security: str = PLAINTEXT
+    mtls: bool = False
+    # the user's own file holding the client user's password ("" = one generated in the
+    # state dir); kept as a path, never read into this spec
+    password_file: str = ""
 
     def __post_init__(self) -> None:
         if self.mode != MODE:
             raise ClusterError(f"not a KRaft cluster spec (mode {self.mode!r})")
+        check_security(self.security, self.mtls)
         if self.combined and self.brokers != self.controllers:
             raise ClusterError("a combined cluster has as many controllers as brokers")
         if not 1 <= self.brokers <= 32 or not 1 <= self.controllers <= 9:
@@ -239,11 +273,15 @@ class KRaftSpec:
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
-def node_properties(spec: KRaftSpec, node: KRaftNode, data_dir: Path) -> dict[str, str]:
-    """The server.properties of one node, as a dict (overrides applied last)."""
+def node_properties(
+    spec: KRaftSpec, node: KRaftNode, data_dir: Path, security: SecurityFiles | None = None
+) -> dict[str, str]:
+    """The server.properties of one node, as a dict (overrides applied last). A secured
+    spec needs its `security` files (a broker's properties hold the brokers' password)."""
+    name = listener_protocol(spec.security)
     listeners: list[str] = []
     if node.is_broker:
-        listeners.append(f"PLAINTEXT://{spec.host}:{spec.broker_ports()[node.node_id]}")
+        listeners.append(f"{name}://{spec.host}:{spec.broker_ports()[node.node_id]}")
     if node.is_controller:
         port = spec.controller_ports()[node.node_id]
         listeners.append(f"{CONTROLLER_LISTENER}://{spec.host}:{port}")
@@ -254,7 +292,7 @@ def node_properties(spec: KRaftSpec, node: KRaftNode, data_dir: Path) -> dict[st
         # Controllers advertise their own endpoint too: with a dynamic quorum that is how the
         # other nodes learn where each voter is.
         "advertised.listeners": ",".join(listeners),
-        "listener.security.protocol.map": f"{CONTROLLER_LISTENER}:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "listener.security.protocol.map": f"{CONTROLLER_LISTENER}:PLAINTEXT,{name}:{name}",
         "controller.listener.names": CONTROLLER_LISTENER,
         "controller.quorum.bootstrap.servers": spec.quorum_bootstrap,
         "log.dirs": str(data_dir),
@@ -264,12 +302,19 @@ def node_properties(spec: KRaftSpec, node: KRaftNode, data_dir: Path) -> dict[st
         "background.threads": "4",
     }
     if node.is_broker:
-        props["inter.broker.listener.name"] = "PLAINTEXT"
+        props["inter.broker.listener.name"] = name
         # A broker hears the controller's answers (unfenced at start, "you may exit" during a
         # controlled shutdown) only in heartbeat responses: at Kafka's 2 s interval a start or
         # a stop waits up to 2 s per step for the next one. 500 ms, still well inside
         # broker.session.timeout.ms (9 s), costs a local cluster nothing.
         props["broker.heartbeat.interval.ms"] = BROKER_HEARTBEAT_MS
+    if spec.security != PLAINTEXT:
+        if security is None:
+            raise ClusterError(f"a {spec.security} cluster's node settings need its secrets")
+        if node.is_broker:
+            props.update(broker_security_properties(spec.security, spec.mtls, security))
+        if spec.security == SASL_SCRAM:
+            props.update(authorizer_properties(node))
     # The drill settings apply to both roles: in KRaft the controllers decide the topic
     # defaults, unclean elections and leader rebalancing, the brokers the rest.
     settings = drill_settings(spec.brokers)
@@ -280,8 +325,45 @@ def node_properties(spec: KRaftSpec, node: KRaftNode, data_dir: Path) -> dict[st
     return props
 
 
-def format_args(spec: KRaftSpec, node: KRaftNode, config: Path) -> list[str]:
-    """The arguments of `kafka.tools.StorageTool` that format one node's storage."""
+def authorizer_properties(node: KRaftNode) -> dict[str, str]:
+    """The StandardAuthorizer of a sasl-scram cluster's node: the two SCRAM users are super
+    users; a controller also trusts what reaches its PLAINTEXT listener (the other
+    controllers and the brokers, as User:ANONYMOUS: their registrations, heartbeats and
+    metadata fetches need CLUSTER_ACTION). Requests a broker forwards to the controllers are
+    authorized there as the client that sent them, not as ANONYMOUS."""
+    supers = [f"User:{BROKER_USER}", f"User:{CLIENT_USER}"]
+    if node.is_controller:
+        supers.append(CONTROLLER_PRINCIPAL)
+    return {
+        "authorizer.class.name": STANDARD_AUTHORIZER,
+        "super.users": ";".join(supers),
+        "allow.everyone.if.no.acl.found": "false",
+    }
+
+
+def scram_arguments(files: SecurityFiles) -> list[str]:
+    """StorageTool's `--add-scram` values for both users: salt and salted password (what the
+    controllers turn into stored and server keys), never the password itself. Secrets: they
+    go into a 0600 argument file, never onto a command line."""
+    users = {
+        BROKER_USER: read_secret(files.broker_password, "the brokers' password"),
+        CLIENT_USER: read_secret(files.client_password, "the client password"),
+    }
+    out = []
+    for user, password in sorted(users.items()):
+        cred = scram_credential(password)
+        out.append(
+            f"{SCRAM_MECHANISM}=[name={user},salt={cred['salt']},"
+            f"saltedpassword={cred['salted_password']},iterations={cred['iterations']}]"
+        )
+    return out
+
+
+def format_args(
+    spec: KRaftSpec, node: KRaftNode, config: Path, scram: list[str] | None = None
+) -> list[str]:
+    """The arguments of `kafka.tools.StorageTool` that format one node's storage; a
+    controller's create the SCRAM users in `scram` (scram_arguments) in the first metadata."""
     args = [
         "format",
         "--cluster-id",
@@ -292,9 +374,23 @@ def format_args(spec: KRaftSpec, node: KRaftNode, config: Path) -> list[str]:
     ]
     if node.is_controller:
         args += ["--initial-controllers", spec.initial_controllers()]
+        for value in scram or ():
+            args += ["--add-scram", value]
     else:
         args += ["--no-initial-controllers"]
     return args
+
+
+def java_argfile(args: list[str]) -> str:
+    """`args` as a java launcher argument file (`java @FILE`): one per line, quoted, with
+    backslashes, quotes and line ends escaped, so the launcher reads each back exactly."""
+    quoted = (
+        '"'
+        + a.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
+        + '"'
+        for a in args
+    )
+    return "\n".join(quoted) + "\n"
 
 
 def log_config_flag(spec: KRaftSpec, state_dir: Path) -> tuple[str, str, str]:

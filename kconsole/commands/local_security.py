@@ -1,10 +1,10 @@
 """A secured local cluster is reached with no flags: its client settings join the settings'.
 
-`kconsole cluster up --security sasl-scram|ssl` keeps what a client needs in the state dir
-(kconsole.cluster.local_security). When the settings name no security of their own and their
-bootstrap servers are that cluster's, the console, the CLI and the jobs use its settings: the
-SCRAM user with its password *file* (read when a client is made, never copied into the
-settings), or the CA and client certificate.
+`kconsole cluster up --security sasl-scram|ssl` (ZooKeeper or KRaft mode) keeps what a client
+needs in the state dir (kconsole.cluster.local_security). When the settings name no security of
+their own and their bootstrap servers are that cluster's, the console, the CLI and the jobs use
+its settings: the SCRAM user with its password *file* (read when a client is made, never copied
+into the settings), or the CA and client certificate.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from kconsole.cluster.backends import serves
+from kconsole.cluster.kraft_spec import KRaftSpec
 from kconsole.cluster.local_security import PLAINTEXT, SecurityFiles, client_properties
 from kconsole.cluster.local_spec import LocalClusterSpec
 
@@ -33,10 +34,14 @@ def with_local_security(settings: Settings) -> Settings:
         data = json.loads((state_dir / "cluster.json").read_text())
     except (OSError, ValueError):
         return settings
-    if not isinstance(data, dict) or data.get("mode", "zookeeper") != "zookeeper":
+    if not isinstance(data, dict):
         return settings
+    spec: LocalClusterSpec | KRaftSpec
     try:
-        spec = LocalClusterSpec.from_json(json.dumps(data))
+        if data.get("mode", "zookeeper") == "kraft":
+            spec = KRaftSpec.from_json(json.dumps(data))
+        else:
+            spec = LocalClusterSpec.from_json(json.dumps(data))
     except Exception:  # a broken spec is `cluster status`'s to report, not this lookup's
         return settings
     if spec.security == PLAINTEXT or not serves(spec.bootstrap, settings.bootstrap):

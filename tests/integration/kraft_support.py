@@ -8,6 +8,7 @@ import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -38,11 +39,12 @@ def start_kraft_reaper(state_dir: Path) -> subprocess.Popen[bytes]:
 
 
 def running_kraft(
-    tmp_path_factory: pytest.TempPathFactory, *, combined: bool
+    tmp_path_factory: pytest.TempPathFactory, *, combined: bool, **spec_fields: Any
 ) -> Iterator[tuple[KRaftCluster, KRaftUpTimes]]:
-    """The body of a module-scoped fixture: the cluster up, then down whatever happened."""
+    """The body of a module-scoped fixture: the cluster up, then down whatever happened.
+    `spec_fields`: the rest of its KRaftSpec (security=..., mtls=...)."""
     base, ctl = pick_kraft_ports(3, 3)
-    spec = KRaftSpec(combined=combined, base_port=base, controller_base_port=ctl)
+    spec = KRaftSpec(combined=combined, base_port=base, controller_base_port=ctl, **spec_fields)
     cluster = KRaftCluster(tmp_path_factory.mktemp("kraft"), spec)
     reaper = start_kraft_reaper(cluster.state_dir)
     pids: list[int] = []

@@ -108,6 +108,18 @@ class TestModeGuard:
         assert code == 1
         assert "was created with overrides={}" in out
 
+    def test_security_asked_of_a_formatted_kraft_cluster_is_refused(
+        self, tmp_path: Path, state: Path
+    ) -> None:
+        """Its SCRAM users could only have been made when it was formatted."""
+        code, out = run(kraft_dir(tmp_path / "local"), "up", "--security", "sasl-scram")
+        assert code == 1
+        assert "was created with security='plaintext'" in out
+        # Not asked again: the saved security is kept, only what differs is named.
+        code, out = run(kraft_dir(tmp_path / "sasl", security="sasl-scram"), "up", "--combined")
+        assert code == 1
+        assert "was created with combined=False;" in out
+
     def test_open_local_follows_the_saved_mode(self, tmp_path: Path) -> None:
         assert isinstance(open_local(kraft_dir(tmp_path / "k")), KRaftCluster)
         assert isinstance(open_local(zk_dir(tmp_path / "z")), LocalCluster)
@@ -141,6 +153,7 @@ class TestArgumentErrors:
             (("up", "--kafka-version", "4.4.0"), "Kafka 4.4.0 has no ZooKeeper mode"),
             (("up", "--mode", "kraft", "--kafka-version", "2.8.2"), "too old"),
             (("up", "--mode", "kraft", "--controller-port", "60000"), "port 60000 is outside"),
+            (("up", "--mode", "kraft", "--mtls"), "--mtls needs --security ssl"),
         ],
     )
     def test_up(self, tmp_path: Path, state: Path, args: tuple[str, ...], said: str) -> None:
@@ -235,6 +248,17 @@ class TestStoppedCluster:
         assert [(n["cli_name"], n["roles"], n["state"]) for n in data["nodes"]] == [
             (str(i), ["broker", "controller"], "stopped") for i in (1, 2, 3)
         ]
+
+    def test_status_of_a_secured_cluster_says_how_a_client_gets_in(
+        self, tmp_path: Path, state: Path
+    ) -> None:
+        d = kraft_dir(tmp_path / "local", security="sasl-scram")
+        code, out = run(d, "status")
+        assert code == 0, out
+        assert (
+            "security:    sasl-scram (SASL_PLAINTEXT, SCRAM-SHA-512): user kconsole, password "
+            f"in {d / 'security' / 'client-password'}"
+        ) in out
 
     def test_logs_of_a_node_with_no_log_yet(self, tmp_path: Path, state: Path) -> None:
         code, out = run(kraft_dir(tmp_path / "local"), "logs", "controller:1001")

@@ -487,9 +487,12 @@ def test_the_principal_is_said_as_kafka_names_it(tmp_path: Path) -> None:
         check=True, capture_output=True,
     )  # fmt: skip
     tls = {"security.protocol": "SSL", "ssl.ca.location": str(cert)}
-    assert security.principal(
-        {**tls, "ssl.certificate.location": str(cert), "ssl.key.location": str(key)}
-    ) == ("User:CN=kconsole\\, jr,O=kconsole local (TLS certificate)")
+    assert (
+        security.principal(
+            {**tls, "ssl.certificate.location": str(cert), "ssl.key.location": str(key)}
+        )
+        == "User:CN=kconsole\\, jr,O=kconsole local (TLS certificate)"
+    )
     assert security.principal(tls) == "User:ANONYMOUS (TLS, no client certificate)"
     sasl = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
             "sasl.username": "bob", "sasl.password": "pw"}  # fmt: skip

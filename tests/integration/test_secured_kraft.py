@@ -1,0 +1,178 @@
+"""The secured local KRaft cluster, for real: `--mode kraft --security sasl-scram`.
+
+Started once for this module (3 controllers + 3 brokers, on free ports, in a temporary state
+dir, always torn down by the pids it recorded) and checked as a client sees it: the SCRAM users
+created when the storage was formatted produce and read back acknowledged records, `kconsole
+describe` reads the brokers, the groups and the metadata quorum with no -X, a plaintext client
+and a wrong password are refused, a user with no ACL is denied (the StandardAuthorizer runs),
+and no secret is on a command line or in a file of the cluster's other than the ones meant to
+hold it. (`--security ssl --mtls` was checked by hand; a second cluster would double the cost.)
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from click.testing import CliRunner
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka.admin import (
+    AdminClient,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
+
+from kconsole.cli.main import main as cli
+from kconsole.cluster.kraft import KRaftCluster
+from kconsole.cluster.local_security import read_secret
+from kconsole.cluster.settings import TEST_TOPIC
+from tests.integration.kraft_support import running_kraft
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KRaftCluster]:
+    gen = running_kraft(tmp_path_factory, combined=False, security="sasl-scram")
+    cluster, _times = next(gen)
+    try:
+        yield cluster
+    finally:
+        next(gen, None)  # down, and the check that no node is left alive
+
+
+def _config(cluster: KRaftCluster) -> dict[str, str]:
+    return {"bootstrap.servers": cluster.spec.bootstrap, **cluster.client_config()}
+
+
+def test_the_scram_users_made_at_format_time_produce_and_read_back(
+    secured: KRaftCluster,
+) -> None:
+    config = _config(secured)
+    producer = Producer({**config, "acks": "all", "enable.idempotence": True})
+    acked: list[bytes] = []
+
+    def on_delivery(err: object, msg: object) -> None:
+        assert err is None, err
+        acked.append(msg.value())  # type: ignore[attr-defined]
+
+    run = uuid.uuid4().hex[:8]
+    for i in range(20):
+        producer.produce(TEST_TOPIC, value=f"{run}-{i}", key=f"k{i % 4}", on_delivery=on_delivery)
+    assert producer.flush(30) == 0
+    assert len(acked) == 20
+    consumer = Consumer({**config, "group.id": f"kraft-{run}", "auto.offset.reset": "earliest"})
+    consumer.subscribe([TEST_TOPIC])
+    seen: set[bytes] = set()
+    try:
+        for _ in range(300):  # at most 60 s
+            msg = consumer.poll(0.2)
+            if msg is not None and msg.error() is None and msg.value().startswith(run.encode()):
+                seen.add(msg.value())
+            if len(seen) == 20:
+                break
+    finally:
+        consumer.close()
+    assert seen == set(acked)
+
+
+def test_describe_reads_the_quorum_with_no_security_flags(
+    secured: KRaftCluster, tmp_path: Path
+) -> None:
+    """with_local_security finds the KRaft cluster's settings: the Admin API (confluent-kafka),
+    the groups and the quorum (kafka-python, through the brokers) all answer."""
+    env = {"KCONSOLE_CLUSTER_DIR": str(secured.state_dir), "KCONSOLE_STATE_DIR": str(tmp_path)}
+    res = CliRunner().invoke(
+        cli,
+        ["--bootstrap", secured.spec.bootstrap, "--backend", "none", "describe", "--json"],
+        env=env,
+    )
+    assert res.exit_code == 0, res.output
+    snap = json.loads(res.output)
+    sources = {s["name"]: s for s in snap["sources"]}
+    assert all(sources[n]["ok"] for n in ("admin", "groups", "quorum")), sources
+    assert snap["mode"] == "kraft"
+    assert {b["id"] for b in snap["brokers"]} == {1, 2, 3}
+    assert not any(b["fenced"] for b in snap["brokers"])
+    quorum = snap["quorum"]
+    assert quorum["leader_id"] in secured.spec.controller_ids
+    assert sorted(v["id"] for v in quorum["voters"]) == secured.spec.controller_ids
+    assert sorted(o["id"] for o in quorum["observers"]) == [1, 2, 3]
+
+
+def test_a_client_without_the_credentials_is_refused(secured: KRaftCluster) -> None:
+    plain = AdminClient({"bootstrap.servers": secured.spec.bootstrap, "log_level": 0})
+    with pytest.raises(KafkaException):
+        plain.list_topics(timeout=3)
+    wrong = {**secured.client_config(), "sasl.password": "not-the-password"}
+    admin = AdminClient({"bootstrap.servers": secured.spec.bootstrap, "log_level": 0, **wrong})
+    with pytest.raises(KafkaException):
+        admin.list_topics(timeout=3)
+
+
+def test_a_user_with_no_acl_is_denied(secured: KRaftCluster) -> None:
+    """The authorizer runs: a SCRAM user the super user `kconsole` adds logs in and is shown no
+    topic (allow.everyone.if.no.acl.found=false)."""
+    user, password = f"nobody-{uuid.uuid4().hex[:6]}", uuid.uuid4().hex
+    admin = AdminClient(_config(secured))
+    upsert = UserScramCredentialUpsertion(
+        user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), password.encode()
+    )
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(timeout=30)
+    nobody = {**secured.client_config(), "sasl.username": user, "sasl.password": password}
+    nobody_admin = AdminClient({"bootstrap.servers": secured.spec.bootstrap, **nobody})
+
+    def sees() -> set[str]:
+        return set(nobody_admin.list_topics(timeout=5).topics)
+
+    # A new credential reaches every broker through the metadata log: logged in, shown nothing.
+    wait_until(lambda: sees() == set(), 30, f"{user} to log in", interval=0.3)
+    assert TEST_TOPIC in set(admin.list_topics(timeout=5).topics)
+
+
+def test_no_secret_on_a_command_line_or_in_the_clusters_files(secured: KRaftCluster) -> None:
+    files = secured.security_files()
+    client = read_secret(files.client_password, "client")
+    broker = read_secret(files.broker_password, "broker")
+    for proc in psutil.process_iter(["cmdline"]):
+        line = " ".join(proc.info["cmdline"] or ())
+        assert client not in line and broker not in line, f"a secret on pid {proc.pid}'s line"
+        assert "--add-scram" not in line and "saltedpassword" not in line, proc.pid
+    client_holders, broker_holders, scram_holders = [], [], []
+    for path in secured.state_dir.rglob("*"):
+        # every file but Kafka's preallocated, all-zero index files
+        if path.is_file() and path.suffix not in (".index", ".timeindex"):
+            text = path.read_text(errors="replace")
+            if client in text:
+                client_holders.append(path)
+            if broker in text:
+                broker_holders.append(path)
+            if "saltedpassword" in text:
+                scram_holders.append(path)
+    assert client_holders == [files.client_password]  # the controllers keep only its keys
+    assert set(broker_holders) == {
+        files.broker_password,
+        *(secured.proc_dir(f"broker-{b}") / "server.properties" for b in (1, 2, 3)),
+    }
+    for path in broker_holders:
+        assert path.stat().st_mode & 0o077 == 0, f"{path} is readable by others"
+    assert scram_holders == []  # the format's argument file is gone
+    assert not list(secured.state_dir.glob("*.args"))
+
+
+def test_cluster_status_says_the_security(secured: KRaftCluster, tmp_path: Path) -> None:
+    res = CliRunner().invoke(
+        cli,
+        ["cluster", "--state-dir", str(secured.state_dir), "status"],
+        env={"KCONSOLE_STATE_DIR": str(tmp_path)},
+    )
+    assert res.exit_code == 0, res.output
+    assert "security:    sasl-scram (SASL_PLAINTEXT, SCRAM-SHA-512): user kconsole" in res.output
+    assert "quorum:      leader " in res.output
