@@ -44,12 +44,9 @@ from kconsole.cluster.local_probes import check_port_free
 from kconsole.cluster.local_security import (
     SASL_SCRAM,
     SSL,
-    SecurityFiles,
-    client_properties,
     ensure_certificates,
     ensure_passwords,
 )
-from kconsole.cluster.local_spec import render_properties
 from kconsole.cluster.procs import ManagedProcess, PidRecord, ProcState, tail_lines, wait_reaped
 from kconsole.cluster.settings import (
     BROKER_HEAP,
@@ -240,24 +237,11 @@ class KRaftCluster(StateDir[KRaftSpec]):
             d = self.proc_dir(node.name)
             (d / "data").mkdir(parents=True, exist_ok=True)
             props = node_properties(self.spec, node, d / "data", files)
-            conf = d / "server.properties"
-            if self.spec.security == SASL_SCRAM and node.is_broker:
-                conf.touch(mode=0o600)  # it holds the brokers' own password
-                conf.chmod(0o600)
-            conf.write_text(render_properties(props))
-
-    def security_files(self) -> SecurityFiles:
-        """Where this cluster's secrets and certificates are (kconsole.cluster.local_security)."""
-        return SecurityFiles(self.state_dir, self.spec.password_file)
-
-    def client_properties(self) -> dict[str, str]:
-        """What a client of this cluster sets (librdkafka names; a password by its file)."""
-        return client_properties(self.spec.security, self.spec.mtls, self.security_files())
-
-    def client_config(self) -> dict[str, str]:
-        """client_properties() as librdkafka takes them, the password read from its file: for
-        this cluster's own clients and the tests, never written."""
-        return dict(security.librdkafka_config(self.client_properties()))
+            self.write_server_properties(
+                d / "server.properties",
+                props,
+                secret=self.spec.security == SASL_SCRAM and node.is_broker,
+            )
 
     def kafka_python_security(self) -> dict[str, object]:
         """client_properties() as kafka-python arguments (the probes' admin clients)."""

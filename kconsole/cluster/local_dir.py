@@ -62,6 +62,13 @@ def jvm_flags() -> list[str]:
 
 
 class _Spec(Protocol):
+    @property
+    def security(self) -> str: ...
+    @property
+    def mtls(self) -> bool: ...
+    @property
+    def password_file(self) -> str: ...
+
     def to_json(self) -> str: ...
 
 
@@ -73,6 +80,7 @@ class StateDir(Generic[S]):
     and one folder per process, holding its pid file and its logs."""
 
     PID_FILE = "node.pid"
+    spec: S  # set by each mode's __init__
 
     def __init__(self, state_dir: Path, load: Callable[[str], S]):
         self.state_dir = Path(state_dir)
@@ -94,6 +102,29 @@ class StateDir(Generic[S]):
 
     def proc_dir(self, name: str) -> Path:
         return self.state_dir / name
+
+    # -- security (kconsole.cluster.local_security) -----------------------------------------
+    def security_files(self) -> SecurityFiles:
+        """Where this cluster's secrets and certificates are."""
+        return SecurityFiles(self.state_dir, self.spec.password_file)
+
+    def client_properties(self) -> dict[str, str]:
+        """What a client of this cluster sets (librdkafka names; a password by its file)."""
+        return client_properties(self.spec.security, self.spec.mtls, self.security_files())
+
+    def client_config(self) -> dict[str, str]:
+        """client_properties() as librdkafka takes them, the password read from its file: for
+        this cluster's own clients (the test topic, the readiness checks), never written."""
+        return dict(librdkafka_config(self.client_properties()))
+
+    @staticmethod
+    def write_server_properties(conf: Path, props: dict[str, str], *, secret: bool) -> None:
+        """A node's server.properties; readable by the user only when it holds a `secret`
+        (the brokers' own password)."""
+        if secret:
+            conf.touch(mode=0o600)
+            conf.chmod(0o600)
+        conf.write_text(render_properties(props))
 
     def pid_file_name(self, name: str) -> str:
         return self.PID_FILE
@@ -168,24 +199,9 @@ class LocalClusterDir(StateDir[LocalClusterSpec]):
             bdir = self.proc_dir(f"broker-{bid}")
             (bdir / "data").mkdir(parents=True, exist_ok=True)
             props = broker_properties(self.spec, bid, bdir / "data", files)
-            conf = bdir / "server.properties"
-            if self.spec.security == SASL_SCRAM:  # it holds the brokers' own password
-                conf.touch(mode=0o600)
-                conf.chmod(0o600)
-            conf.write_text(render_properties(props))
-
-    def security_files(self) -> SecurityFiles:
-        """Where this cluster's secrets and certificates are (kconsole.cluster.local_security)."""
-        return SecurityFiles(self.state_dir, self.spec.password_file)
-
-    def client_properties(self) -> dict[str, str]:
-        """What a client of this cluster sets (librdkafka names; a password by its file)."""
-        return client_properties(self.spec.security, self.spec.mtls, self.security_files())
-
-    def client_config(self) -> dict[str, str]:
-        """client_properties() as librdkafka takes them, the password read from its file: for
-        this cluster's own clients (the test topic, the readiness checks), never written."""
-        return dict(librdkafka_config(self.client_properties()))
+            self.write_server_properties(
+                bdir / "server.properties", props, secret=self.spec.security == SASL_SCRAM
+            )
 
     def _argv(self, name: str, lib: Path) -> list[str]:
         d = self.proc_dir(name)

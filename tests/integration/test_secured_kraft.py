@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 from click.testing import CliRunner
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import (
     AdminClient,
     ScramCredentialInfo,
@@ -32,6 +32,7 @@ from kconsole.cluster.kraft import KRaftCluster
 from kconsole.cluster.local_security import read_secret
 from kconsole.cluster.settings import TEST_TOPIC
 from tests.integration.kraft_support import running_kraft
+from tests.integration.secured_support import files_holding, produce_and_read_back
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
@@ -54,32 +55,7 @@ def _config(cluster: KRaftCluster) -> dict[str, str]:
 def test_the_scram_users_made_at_format_time_produce_and_read_back(
     secured: KRaftCluster,
 ) -> None:
-    config = _config(secured)
-    producer = Producer({**config, "acks": "all", "enable.idempotence": True})
-    acked: list[bytes] = []
-
-    def on_delivery(err: object, msg: object) -> None:
-        assert err is None, err
-        acked.append(msg.value())  # type: ignore[attr-defined]
-
-    run = uuid.uuid4().hex[:8]
-    for i in range(20):
-        producer.produce(TEST_TOPIC, value=f"{run}-{i}", key=f"k{i % 4}", on_delivery=on_delivery)
-    assert producer.flush(30) == 0
-    assert len(acked) == 20
-    consumer = Consumer({**config, "group.id": f"kraft-{run}", "auto.offset.reset": "earliest"})
-    consumer.subscribe([TEST_TOPIC])
-    seen: set[bytes] = set()
-    try:
-        for _ in range(300):  # at most 60 s
-            msg = consumer.poll(0.2)
-            if msg is not None and msg.error() is None and msg.value().startswith(run.encode()):
-                seen.add(msg.value())
-            if len(seen) == 20:
-                break
-    finally:
-        consumer.close()
-    assert seen == set(acked)
+    produce_and_read_back(_config(secured), "kraft")
 
 
 def test_describe_reads_the_quorum_with_no_security_flags(
@@ -145,17 +121,9 @@ def test_no_secret_on_a_command_line_or_in_the_clusters_files(secured: KRaftClus
         line = " ".join(proc.info["cmdline"] or ())
         assert client not in line and broker not in line, f"a secret on pid {proc.pid}'s line"
         assert "--add-scram" not in line and "saltedpassword" not in line, proc.pid
-    client_holders, broker_holders, scram_holders = [], [], []
-    for path in secured.state_dir.rglob("*"):
-        # every file but Kafka's preallocated, all-zero index files
-        if path.is_file() and path.suffix not in (".index", ".timeindex"):
-            text = path.read_text(errors="replace")
-            if client in text:
-                client_holders.append(path)
-            if broker in text:
-                broker_holders.append(path)
-            if "saltedpassword" in text:
-                scram_holders.append(path)
+    found = files_holding(secured.state_dir, [client, broker, "saltedpassword"])
+    client_holders, broker_holders = found[client], found[broker]
+    scram_holders = found["saltedpassword"]
     assert client_holders == [files.client_password]  # the controllers keep only its keys
     assert set(broker_holders) == {
         files.broker_password,

@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 from click.testing import CliRunner
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconsole.cli.main import main as cli
@@ -26,6 +26,7 @@ from kconsole.cluster.local import LocalCluster, LocalClusterSpec
 from kconsole.cluster.procs import ProcState
 from kconsole.cluster.settings import TEST_TOPIC
 from tests.integration.conftest import pick_ports
+from tests.integration.secured_support import files_holding, produce_and_read_back
 
 pytestmark = pytest.mark.integration
 
@@ -63,31 +64,7 @@ def secured(
 
 def test_the_clusters_credentials_produce_and_read_back(secured: LocalCluster) -> None:
     config = {"bootstrap.servers": secured.spec.bootstrap, **secured.client_config()}
-    producer = Producer({**config, "acks": "all", "enable.idempotence": True})
-    acked: list[tuple[bytes, bytes]] = []
-
-    def on_delivery(err: object, msg: object) -> None:
-        assert err is None, err
-        acked.append((msg.key(), msg.value()))  # type: ignore[attr-defined]
-
-    run = uuid.uuid4().hex[:8]
-    for i in range(20):
-        producer.produce(TEST_TOPIC, value=f"{run}-{i}", key=f"k{i % 4}", on_delivery=on_delivery)
-    assert producer.flush(30) == 0
-    assert len(acked) == 20
-    consumer = Consumer({**config, "group.id": f"secured-{run}", "auto.offset.reset": "earliest"})
-    consumer.subscribe([TEST_TOPIC])
-    seen: set[bytes] = set()
-    try:
-        for _ in range(300):
-            msg = consumer.poll(0.2)
-            if msg is not None and msg.error() is None and msg.value().startswith(run.encode()):
-                seen.add(msg.value())
-            if len(seen) == 20:
-                break
-    finally:
-        consumer.close()
-    assert seen == {v for _, v in acked}
+    produce_and_read_back(config, "secured")
 
 
 def test_kconsole_reaches_it_with_no_security_flags(secured: LocalCluster, tmp_path: Path) -> None:
@@ -131,13 +108,8 @@ def test_a_client_without_them_is_refused(secured: LocalCluster) -> None:
 
 def test_no_secret_on_a_command_line_or_in_the_clusters_files(secured: LocalCluster) -> None:
     if secured.spec.security != "sasl-scram":
-        key = (secured.security_files().dir / "ca.key").read_text()
-        holders = [
-            p
-            for p in secured.state_dir.rglob("*")
-            if p.is_file() and key in p.read_text(errors="replace")
-        ]
-        assert holders == [secured.security_files().ca_key]
+        key = secured.security_files().ca_key.read_text()
+        assert files_holding(secured.state_dir, [key])[key] == [secured.security_files().ca_key]
         return
     files = secured.security_files()
     client = files.client_password.read_text().strip()
@@ -147,15 +119,8 @@ def test_no_secret_on_a_command_line_or_in_the_clusters_files(secured: LocalClus
         assert client not in line and broker not in line, (
             f"a secret on pid {proc.pid}'s command line"
         )
-    client_holders, broker_holders = [], []
-    for path in secured.state_dir.rglob("*"):
-        # every file but Kafka's preallocated, all-zero index files
-        if path.is_file() and path.suffix not in (".index", ".timeindex"):
-            text = path.read_text(errors="replace")
-            if client in text:
-                client_holders.append(path)
-            if broker in text:
-                broker_holders.append(path)
+    found = files_holding(secured.state_dir, [client, broker])
+    client_holders, broker_holders = found[client], found[broker]
     assert client == CANARY  # the user's own file, outside the state dir
     assert client_holders == []  # ZooKeeper keeps only its hash
     assert set(broker_holders) == {
@@ -323,14 +288,9 @@ async def test_a_whole_session_through_it(
     allowed = {secured.security_files().broker_password, secured.security_files().client_key}
     allowed |= {secured.proc_dir(f"broker-{b}") / "server.properties" for b in (1, 2, 3)}
     for root in (home, secured.state_dir):
-        for path in root.rglob("*"):
-            if (
-                path.is_file()
-                and path not in allowed
-                and path.suffix not in (".index", ".timeindex")
-            ):
-                found = holders(path.read_text(errors="replace"), secrets)
-                assert not found, f"{found} in {path}"
+        for secret, paths in files_holding(root, secrets).items():
+            leaked = [p for p in paths if p not in allowed]
+            assert not leaked, f"{secret[:12]}... in {leaked}"
 
 
 def test_a_refusal_says_what_was_refused(secured: LocalCluster, tmp_path: Path) -> None:
