@@ -36,7 +36,7 @@ import psutil
 import pytest
 
 from kconsole.cluster import reaper
-from kconsole.cluster.kraft import LAST_NODES_GRACE_S
+from kconsole.cluster.kraft import LAST_CONTROLLERS_GRACE_S, LAST_NODES_GRACE_S
 
 COMPOSE_DIR = Path(__file__).resolve().parents[2] / "compose"
 # The compose files' knobs for the tests: the containers' JVMs compile with C1 only, as the
@@ -230,9 +230,9 @@ class ComposeProject:
     def down(self) -> None:
         """`down -v`, the nodes stopped first as kconsole stops a cluster of its own: the
         brokers with their controlled shutdown (all at once, each as long as it takes, up to
-        BROKER_STOP_S), then the rest (ZooKeeper, or the KRaft controllers) with
-        LAST_NODES_GRACE_S before SIGKILL. The last controller standing resigns to voters that
-        are gone and waits its 5 s for a successor: the time a `down -t 20` of the project
+        BROKER_STOP_S), then the rest before SIGKILL: ZooKeeper LAST_NODES_GRACE_S, the KRaft
+        controllers LAST_CONTROLLERS_GRACE_S. The last controller standing resigns to voters
+        that are gone and waits its 5 s for a successor: the time a `down -t 20` of the project
         spent on it is not spent, for a quorum whose volumes are deleted next."""
         self._stop_nodes()
         run = self.run("down", "-v", "--remove-orphans", "-t", "20", timeout=300)
@@ -246,7 +246,9 @@ class ComposeProject:
             )
             brokers = [c for c in running if c.labels.get("dev.kconsole.role") == "broker"]
             rest = [c for c in running if c not in brokers]
-            for group, timeout in ((brokers, BROKER_STOP_S), (rest, LAST_NODES_GRACE_S)):
+            controllers = all(c.labels.get("dev.kconsole.role") == "controller" for c in rest)
+            grace = LAST_CONTROLLERS_GRACE_S if controllers else LAST_NODES_GRACE_S
+            for group, timeout in ((brokers, BROKER_STOP_S), (rest, grace)):
                 threads = [threading.Thread(target=_stop_quietly, args=(c, timeout)) for c in group]
                 for t in threads:
                     t.start()
