@@ -487,9 +487,8 @@ def test_the_principal_is_said_as_kafka_names_it(tmp_path: Path) -> None:
         check=True, capture_output=True,
     )  # fmt: skip
     tls = {"security.protocol": "SSL", "ssl.ca.location": str(cert)}
-    assert security.principal(
-        {**tls, "ssl.certificate.location": str(cert), "ssl.key.location": str(key)}
-    ) == (  # fmt: skip
+    with_cert = {**tls, "ssl.certificate.location": str(cert), "ssl.key.location": str(key)}
+    assert security.principal(with_cert) == (
         "User:CN=kconsole\\, jr,O=kconsole local (TLS certificate)"
     )
     assert security.principal(tls) == "User:ANONYMOUS (TLS, no client certificate)"
