@@ -68,8 +68,13 @@ async def one_run(seconds: float) -> float:
     snap = ClusterSnapshot.from_dict(json.loads(FIXTURE.read_text()))
     observer = CadenceObserver(snap)
     app = make_app(observer)
-    async with app.run_test(size=(160, 48)):
-        await asyncio.sleep(3)  # first snapshot applied, widths settled
+    async with app.run_test(size=(160, 48)) as pilot:
+        # The first snapshot applied (it comes a second after the start), widths settled.
+        deadline = time.monotonic() + 30
+        while app.snapshot is None:
+            assert time.monotonic() < deadline, "no snapshot applied in 30 s"
+            await asyncio.sleep(0.05)
+        await pilot.pause()
         t0, w0 = time.thread_time(), time.monotonic()
         await asyncio.sleep(seconds)
         used, wall = time.thread_time() - t0, time.monotonic() - w0

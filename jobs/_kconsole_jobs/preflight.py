@@ -51,6 +51,10 @@ class Preflight:
                 raise JobFailure(f"Kafka is unreachable: no connection to {self.args.bootstrap}")
             self._warn("confluent_kafka is not installed: topics not checked, no group commit")
             return {}
+        refused = _all_refused(self.args.bootstrap)
+        if refused:
+            # librdkafka would retry them for the whole preflight timeout to say the same
+            raise JobFailure(f"Kafka is unreachable at {self.args.bootstrap}: {refused}")
         try:
             md = admin.list_topics(timeout=self.args.preflight_timeout)
         except KafkaException as exc:
@@ -151,6 +155,33 @@ def log_offsets(
         except Exception as exc:  # this partition's answer (no leader, a timeout)
             errors[key] = kafka_reason(exc) or type(exc).__name__
     return found, errors
+
+
+def _all_refused(servers: str, timeout: float = 1.0) -> str:
+    """Why no client can bootstrap from `servers` when every address refused the TCP connection
+    (nothing listens there); "" when one accepted, did not answer within `timeout`, or could not
+    be tried (a name that does not resolve, a form this does not read): the client then tries
+    and waits as it always has."""
+    addresses = []
+    for item in servers.split(","):
+        host, sep, port = item.strip().rpartition(":")
+        if not sep or not host or not port.isdigit():
+            return ""
+        addresses.append((host.strip("[]"), int(port)))
+    if not addresses:
+        return ""
+    for address in addresses:
+        try:
+            with socket.create_connection(address, timeout=timeout) as s:
+                # A local port in the ephemeral range nobody listens on can connect the socket
+                # to itself; anything else accepted means someone listens.
+                if s.getsockname() != s.getpeername():
+                    return ""
+        except ConnectionRefusedError:
+            continue
+        except OSError:
+            return ""
+    return "connection refused at every bootstrap address (nothing listens there)"
 
 
 def _connects(host_port: str, timeout: float = 3.0) -> bool:

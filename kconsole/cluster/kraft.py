@@ -117,6 +117,11 @@ REAP_WAIT_S = 5.0
 # `down`: how long the last nodes, once the quorum has lost its majority, may take to exit by
 # themselves before SIGKILL (they are flushing, or waiting for a quorum that is gone).
 LAST_NODES_GRACE_S = 3.0
+# The same for dedicated controllers (no broker half to flush): a follower left alone exits in a
+# few tenths of a second; the leader left alone resigns to voters that are gone and waits 5 s
+# (Kafka's own bound) for a successor that cannot be elected, which LAST_NODES_GRACE_S never
+# reached either: it was always killed, 3 s after the others had gone.
+LAST_CONTROLLERS_GRACE_S = 1.0
 QUORUM_GRACE_S = 6.0  # how long a broker stop waits for a quorum leader before refusing
 TEST_TOPIC_MIN_ISR = 2  # set on the topic itself, whatever the cluster default
 
@@ -884,7 +889,9 @@ class KRaftCluster(StateDir[KRaftSpec]):
             proc.signal(signal.SIGCONT)  # a paused process cannot act on SIGTERM
             signalled.append(proc)
             stopped.append(node.name)
-        self._wait_controllers_down(signalled, len(controllers), timeout)
+        combined = any(n.is_broker for n in controllers)
+        grace = LAST_NODES_GRACE_S if combined else LAST_CONTROLLERS_GRACE_S
+        self._wait_controllers_down(signalled, len(controllers), timeout, grace)
         wait_reaped(records, REAP_WAIT_S)
         if purge and self.state_dir.exists():
             shutil.rmtree(self.state_dir)
@@ -892,14 +899,16 @@ class KRaftCluster(StateDir[KRaftSpec]):
 
     @staticmethod
     def _wait_controllers_down(
-        signalled: list[ManagedProcess], voters: int, timeout: float
+        signalled: list[ManagedProcess], voters: int, timeout: float, grace: float | None = None
     ) -> None:
         """Wait for the controllers (and combined nodes) sent SIGTERM together to exit; SIGKILL
         what has not after `timeout`. Once fewer than a majority of the voters run, the rest
         wait for a quorum that is gone (a combined node's broker half for its controlled
-        shutdown, which can no longer commit): they get LAST_NODES_GRACE_S to exit by
-        themselves, then SIGKILL, not the whole timeout. Which node loses its majority depends
-        only on which exits first, so without this a `down` took 5 s or 30 s by luck."""
+        shutdown, which can no longer commit): they get `grace` (LAST_NODES_GRACE_S unless
+        said) to exit by themselves, then SIGKILL, not the whole timeout. Which node loses its
+        majority depends only on which exits first, so without this a `down` took 5 s or 30 s
+        by luck."""
+        grace = LAST_NODES_GRACE_S if grace is None else grace
         deadline = time.monotonic() + timeout
         majority = voters // 2 + 1
         lost_at: float | None = None
@@ -910,7 +919,7 @@ class KRaftCluster(StateDir[KRaftSpec]):
                 return
             if lost_at is None and len(alive) < majority:
                 lost_at = now
-            if now >= deadline or (lost_at is not None and now - lost_at >= LAST_NODES_GRACE_S):
+            if now >= deadline or (lost_at is not None and now - lost_at >= grace):
                 for proc in alive:
                     proc.kill()
                 return

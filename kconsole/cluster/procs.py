@@ -187,6 +187,30 @@ class ManagedProcess:
         return tail_lines(self.log_file, lines)
 
 
+def wait_exited(proc: psutil.Process, timeout: float) -> bool:
+    """Wait until `proc` has exited: gone, or a zombie whose threads have all exited (it then
+    holds no file, socket or memory). True if so within `timeout` seconds.
+
+    For a process that is not our child (a job's JVM, whose parent the driver has exited),
+    psutil's wait() lasts until whoever inherited it reaps it: PID 1's own pace, seconds on
+    some machines, while the process was long done."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if (
+                proc.status() == psutil.STATUS_ZOMBIE
+                and len(os.listdir(f"/proc/{proc.pid}/task")) <= 1
+            ):
+                return True
+        except (OSError, psutil.NoSuchProcess):
+            return True  # gone (and, if it was recycled, ours is gone too)
+        except psutil.Error:
+            pass
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+
+
 def is_zombie(rec: PidRecord) -> bool:
     """Whether the process `rec` names has exited but its parent has not reaped it yet."""
     try:

@@ -27,7 +27,7 @@ import psutil
 
 from kconsole import paths
 from kconsole.cluster import jars
-from kconsole.cluster.procs import tail_lines
+from kconsole.cluster.procs import tail_lines, wait_exited
 from kconsole.config import Settings
 from kconsole.jobs.client import (
     CLIENT_FILE,
@@ -309,18 +309,18 @@ class JobManager:
                 with self._lock:
                     rec.update_meta({"killed": True})
             self._wait_ended(rec, 10.0)
-        # The JVM exits when the driver's pipe closes; make sure, by identity, it did.
+        # The JVM exits when the driver's pipe closes; make sure, by identity, it did (exited:
+        # reaping it is for the process that inherited it, at its own pace).
         for pid, created in rec.meta.get("children", []):
             try:
                 child = psutil.Process(pid)
                 if abs(child.create_time() - created) > 0.5:
                     continue
-                child.wait(5.0)
-            except psutil.TimeoutExpired:
-                with contextlib.suppress(psutil.Error):
-                    child.kill()
             except psutil.Error:
                 continue
+            if not wait_exited(child, 5.0):
+                with contextlib.suppress(psutil.Error):
+                    child.kill()
 
     def _wait_ended(self, rec: RunRecord, timeout_s: float) -> bool:
         """Wait until the run's process has exited (and, if it is our child, been reaped)."""

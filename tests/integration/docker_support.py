@@ -24,16 +24,19 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import docker
 import psutil
 import pytest
 
 from kconsole.cluster import reaper
+from kconsole.cluster.kraft import LAST_CONTROLLERS_GRACE_S, LAST_NODES_GRACE_S
 
 COMPOSE_DIR = Path(__file__).resolve().parents[2] / "compose"
 # The compose files' knobs for the tests: the containers' JVMs compile with C1 only, as the
@@ -49,6 +52,9 @@ TEST_KAFKA_OPTS = {
 WARM_UP_NICE = 19
 PACKAGES = ("docker.io", "docker-compose", "debootstrap", "iptables")
 ENGINE_START_TIMEOUT_S = 60.0
+# Tearing a project down: a broker's controlled shutdown (seconds; `docker stop` returns as soon
+# as it has exited), then the others, as kconsole.cluster.kraft's `down` gives its controllers.
+BROKER_STOP_S = 20
 
 
 class NoEngine(Exception):
@@ -222,8 +228,40 @@ class ComposeProject:
             client.close()
 
     def down(self) -> None:
+        """`down -v`, the nodes stopped first as kconsole stops a cluster of its own: the
+        brokers with their controlled shutdown (all at once, each as long as it takes, up to
+        BROKER_STOP_S), then the rest before SIGKILL: ZooKeeper LAST_NODES_GRACE_S, the KRaft
+        controllers LAST_CONTROLLERS_GRACE_S. The last controller standing resigns to voters
+        that are gone and waits its 5 s for a successor: the time a `down -t 20` of the project
+        spent on it is not spent, for a quorum whose volumes are deleted next."""
+        self._stop_nodes()
         run = self.run("down", "-v", "--remove-orphans", "-t", "20", timeout=300)
         assert run.returncode == 0, f"compose down of {self.name} failed:\n{run.stderr}"
+
+    def _stop_nodes(self) -> None:
+        client = docker.from_env(timeout=60)
+        try:
+            running = client.containers.list(
+                filters={"label": f"com.docker.compose.project={self.name}"}
+            )
+            brokers = [c for c in running if c.labels.get("dev.kconsole.role") == "broker"]
+            rest = [c for c in running if c not in brokers]
+            controllers = all(c.labels.get("dev.kconsole.role") == "controller" for c in rest)
+            grace = LAST_CONTROLLERS_GRACE_S if controllers else LAST_NODES_GRACE_S
+            for group, timeout in ((brokers, BROKER_STOP_S), (rest, grace)):
+                threads = [threading.Thread(target=_stop_quietly, args=(c, timeout)) for c in group]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+        finally:
+            client.close()
+
+
+def _stop_quietly(container: Any, timeout: float) -> None:
+    """docker stop (SIGTERM, SIGKILL after `timeout`); `down` deals with what this could not."""
+    with contextlib.suppress(docker.errors.DockerException):
+        container.stop(timeout=int(timeout))
 
 
 def start_watchdog(engine: Engine, projects: list[ComposeProject]) -> subprocess.Popen[bytes]:
