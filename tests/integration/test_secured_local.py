@@ -180,74 +180,10 @@ async def test_a_whole_session_through_it(
         return res.output
 
     run = uuid.uuid4().hex[:6]
-    # describe and produce
-    snap = json.loads(kconsole("describe", "--json"))
-    assert all(s["ok"] for s in snap["sources"] if s["name"] in ("admin", "groups")), snap
-    sent = kconsole("produce", "-t", TEST_TOPIC, "-k", f"s-{run}", "-v", run, "-n", "20")
-    assert "sent 20, acked 20, failed 0" in sent
-
-    # the console: live panes, then a tail that joins a group and reads what was produced
     settings = with_local_security(load_settings(bootstrap=secured.spec.bootstrap, env=env))
     assert settings.client, "the local cluster's security settings applied"
-    door = Commands.for_settings(settings, origin="console")
-    app = make_app(
-        ClusterObserver(settings, proc_states=door.broker_states()), commands=door,
-        settings=settings,
-    )  # fmt: skip
-    app.animation_level = "none"
-    group = f"session-{run}"
-    async with app.run_test(size=(160, 48)) as pilot:
-        await until(lambda: tables.table(app.screen, "partitions").row_count >= 4, 30, "rows")
-        await until(
-            lambda: all(
-                tables.table(app.screen, "brokers").get_cell(b, "state").plain == "up"
-                for b in "123"
-            ),
-            30,
-            "brokers 1-3 up",
-        )
-        shown.append(app.export_screenshot())
-        await app.push_screen(TailScreen(topic=TEST_TOPIC, start="beginning", group=group))
-        tail = app.screen
-        assert isinstance(tail, TailScreen)
-        await until(lambda: tail.received >= 20 or tail.state == "failed", 60, "the records")
-        assert tail.state == "live", tail.error
-        await pilot.pause()
-        shown.append(app.export_screenshot())
-        tail.dismiss()
-        await pilot.pause()
-
-    # a drill: a broker stopped, then started again; no acknowledged record lost
-    report = home / "drill.json"
-    kconsole(
-        "--backend", "local", "drill", "run", "--fault", "stop", "--target", "broker:2",
-        "--duration", "5", "--restore-after", "2", "--no-wait-preferred", "--rate", "100",
-        "--yes", "--report", str(report),
-    )  # fmt: skip
-    drill = json.loads(report.read_text())
-    assert drill["ok"] is True and drill["audit"]["acked"] > 0, drill
-
-    # a reassignment: a new topic's two partitions move off broker 1, through kafka-python
-    moves = f"moves-{run}"
-    admin = AdminClient({"bootstrap.servers": secured.spec.bootstrap, **secured.client_config()})
-    admin.create_topics([NewTopic(moves, 2, replica_assignment=[[1, 2], [2, 1]])])[moves].result(30)
-    plan = tmp_path / "plan.json"
-    plan.write_text(
-        json.dumps(
-            {
-                "version": 1,
-                "partitions": [
-                    {"topic": moves, "partition": 0, "replicas": [2, 3]},
-                    {"topic": moves, "partition": 1, "replicas": [3, 2]},
-                ],
-            }
-        )
-    )
-    kconsole("reassign", "execute", "--plan", str(plan), "--yes", "--wait", "--timeout", "60")
-    placed = admin.list_topics(moves, timeout=10).topics[moves].partitions
-    assert {p: placed[p].replicas for p in placed} == {0: [2, 3], 1: [3, 2]}
-
-    # a Spark job reads the topic from the start through the same security
+    # a Spark job reads the topic from the start through the same security: started first, its
+    # JVM starting while the console, describe, produce and the reassignment run
     started = kconsole(
         "jobs", "start", "keyed-counts", "-o", f"topic={TEST_TOPIC}",
         "-o", "starting-offsets=earliest", "-o", "output-topic=", "-o", "master=local[2]",
@@ -259,6 +195,65 @@ async def test_a_whole_session_through_it(
     jobs = Commands.for_settings(settings).jobs_view()
     assert jobs is not None
     try:
+        # describe and produce
+        snap = json.loads(kconsole("describe", "--json"))
+        assert all(s["ok"] for s in snap["sources"] if s["name"] in ("admin", "groups")), snap
+        sent = kconsole("produce", "-t", TEST_TOPIC, "-k", f"s-{run}", "-v", run, "-n", "20")
+        assert "sent 20, acked 20, failed 0" in sent
+
+        # the console: live panes, then a tail that joins a group and reads what was produced
+        door = Commands.for_settings(settings, origin="console")
+        app = make_app(
+            ClusterObserver(settings, proc_states=door.broker_states()), commands=door,
+            settings=settings,
+        )  # fmt: skip
+        app.animation_level = "none"
+        group = f"session-{run}"
+        async with app.run_test(size=(160, 48)) as pilot:
+            await until(lambda: tables.table(app.screen, "partitions").row_count >= 4, 30, "rows")
+            await until(
+                lambda: all(
+                    tables.table(app.screen, "brokers").get_cell(b, "state").plain == "up"
+                    for b in "123"
+                ),
+                30,
+                "brokers 1-3 up",
+            )
+            shown.append(app.export_screenshot())
+            await app.push_screen(TailScreen(topic=TEST_TOPIC, start="beginning", group=group))
+            tail = app.screen
+            assert isinstance(tail, TailScreen)
+            await until(lambda: tail.received >= 20 or tail.state == "failed", 60, "the records")
+            assert tail.state == "live", tail.error
+            await pilot.pause()
+            shown.append(app.export_screenshot())
+            tail.dismiss()
+            await pilot.pause()
+
+        # a reassignment: a new topic's two partitions move off broker 1, through kafka-python
+        moves = f"moves-{run}"
+        admin = AdminClient(
+            {"bootstrap.servers": secured.spec.bootstrap, **secured.client_config()}
+        )
+        new_topic = NewTopic(moves, 2, replica_assignment=[[1, 2], [2, 1]])
+        admin.create_topics([new_topic])[moves].result(30)
+        plan = tmp_path / "plan.json"
+        plan.write_text(
+            json.dumps(
+                {
+                    "version": 1,
+                    "partitions": [
+                        {"topic": moves, "partition": 0, "replicas": [2, 3]},
+                        {"topic": moves, "partition": 1, "replicas": [3, 2]},
+                    ],
+                }
+            )
+        )
+        kconsole("reassign", "execute", "--plan", str(plan), "--yes", "--wait", "--timeout", "60")
+        placed = admin.list_topics(moves, timeout=10).topics[moves].partitions
+        assert {p: placed[p].replicas for p in placed} == {0: [2, 3], 1: [3, 2]}
+
+        # the job, started first, has read the records meanwhile
         wait_until(
             lambda: (
                 sum(p.input_rows or 0 for p in jobs.get(run_id).history) >= 20
@@ -275,6 +270,17 @@ async def test_a_whole_session_through_it(
     finally:
         kconsole("jobs", "stop", run_id)
     shown.append(kconsole("jobs", "logs", run_id, "-n", "400"))
+
+    # a drill: a broker stopped, then started again; no acknowledged record lost
+    report = home / "drill.json"
+    kconsole(
+        "--backend", "local", "drill", "run", "--fault", "stop", "--target", "broker:2",
+        "--duration", "5", "--restore-after", "2", "--no-wait-preferred", "--rate", "100",
+        "--yes", "--report", str(report),
+    )  # fmt: skip
+    drill = json.loads(report.read_text())
+    assert drill["ok"] is True and drill["audit"]["acked"] > 0, drill
+
     shown.append(kconsole("audit", "-n", "50"))
 
     # who did it, as the cluster knows kconsole
