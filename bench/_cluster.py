@@ -77,18 +77,25 @@ def temporary_cluster(
     down_timeout: float = 30.0,
     create_topic: bool = True,
     progress: Callable[[str], None] | None = None,
+    security: str = "plaintext",
+    mtls: bool = False,
 ) -> Iterator[tuple[LocalCluster, Path]]:
-    """A running cluster in a new temporary dir (and that dir), taken down and removed after."""
+    """A running cluster in a new temporary dir (and that dir), taken down and removed after.
+    `security` / `mtls` as LocalClusterSpec's (its secrets and certificates in that dir; a
+    client of the cluster sets `cluster.client_config()`)."""
     say = progress or (lambda _msg: None)
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         zk_port, base_port = free_ports(brokers, prefer)
-        spec = LocalClusterSpec(brokers=brokers, zk_port=zk_port, base_port=base_port)
+        spec = LocalClusterSpec(
+            brokers=brokers, zk_port=zk_port, base_port=base_port, security=security, mtls=mtls
+        )
         cluster = LocalCluster(Path(tmp) / "cluster", spec)
         reaper = _start_reaper(cluster, Path(tmp))
         try:
             t = time.monotonic()
             cluster.up(timeout=up_timeout, create_topic=create_topic, progress=progress)
-            say(f"cluster up in {time.monotonic() - t:.1f} s ({describe_ports(spec)})")
+            secured = "" if security == "plaintext" else f", {security}{' + mTLS' * mtls}"
+            say(f"cluster up in {time.monotonic() - t:.1f} s ({describe_ports(spec)}{secured})")
             yield cluster, Path(tmp)
         finally:
             try:

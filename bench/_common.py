@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from confluent_kafka import ElectionType, KafkaException, TopicPartition
@@ -63,14 +63,23 @@ def create_topics(
 
 
 def elect_preferred(
-    bootstrap: str, partitions: list[TopicPartition] | None = None, timeout: float = 60.0
+    bootstrap: str,
+    partitions: list[TopicPartition] | None = None,
+    timeout: float = 60.0,
+    config: Mapping[str, str] | None = None,
 ) -> None:
     """Preferred-leader election for `partitions` (None: every partition), asked again until
-    it succeeds or `timeout`; ELECTION_NOT_NEEDED is success."""
+    it succeeds or `timeout`; ELECTION_NOT_NEEDED is success. `config`: the cluster's client
+    settings (a secured cluster's LocalCluster.client_config())."""
     # No keyword arguments: confluent-kafka 2.16.1's elect_leaders raises SystemError on them;
     # socket.timeout.ms sets the request and operation timeouts instead.
     admin = AdminClient(
-        {"bootstrap.servers": bootstrap, "log_level": 0, "socket.timeout.ms": 15000}
+        {
+            "bootstrap.servers": bootstrap,
+            "log_level": 0,
+            "socket.timeout.ms": 15000,
+            **(config or {}),
+        }
     )
     deadline = time.monotonic() + timeout
     while True:

@@ -1,6 +1,7 @@
 """Delay from a broker stop (or kill) to the console's SCREEN showing the new leaders.
 
     .venv/bin/python bench/console_failover.py [--runs 5] [--kill-runs 3]
+    .venv/bin/python bench/console_failover.py --security sasl-scram|ssl-mtls [--runs 5] ...
     .venv/bin/python bench/console_failover.py --compose [--runs 5] [--kill-runs 3] [--idle 30]
 
 Starts its own throw-away 3-broker cluster and always takes it down again: by default the local
@@ -9,7 +10,12 @@ cluster (compose/docker-compose.yml, a project of its own on free ports, bench/_
 brokers stopped, killed and started through the engine (DockerBrokerControl: docker stop,
 docker kill, docker start) and the console's broker states read from the engine, as the console
 does against a compose project. The real console runs headless (Textual's run_test) on the
-live ClusterObserver. Each run:
+live ClusterObserver. With --security (local cluster only) the cluster is a secured one:
+sasl-scram (SASL_PLAINTEXT listeners, SCRAM-SHA-512, an ACL authorizer) or ssl-mtls (TLS
+listeners requiring a client certificate); the console's settings get the cluster's client
+settings as `kconsole` itself gives them (with_local_security), so its Admin API and group reads
+go through SASL or TLS, and the bench's own Kafka clients (the preferred elections) use the
+cluster's client config too. ZooKeeper is not secured in either mode. Each run:
 
   1. the victim is the current leader of test-topic/0 on the app's snapshot;
   2. t0, then `stop_broker` (SIGTERM, controlled shutdown) or `kill_broker` (SIGKILL) on a thread,
@@ -66,6 +72,7 @@ from kconsole.cluster.local_control import LocalBrokerControl
 from kconsole.cluster.local_probes import partitions_fully_in_sync, zk_client
 from kconsole.cluster.procs import ProcState
 from kconsole.cluster.settings import TEST_TOPIC
+from kconsole.commands.local_security import with_local_security
 from kconsole.config import Settings
 from kconsole.models import BrokerState, ClusterSnapshot
 from kconsole.observer import ClusterObserver
@@ -74,6 +81,9 @@ from kconsole.ui.app import KConsoleApp, make_app
 from kconsole.ui.widgets.tables import PartitionsTable
 
 POLL_S = 0.01
+# --security: its name -> LocalClusterSpec's (security, mtls)
+SECURITY = {"plaintext": ("plaintext", False), "sasl-scram": ("sasl-scram", False),
+            "ssl-mtls": ("ssl", True)}  # fmt: skip
 
 
 @dataclass
@@ -143,6 +153,8 @@ class Target:
     bootstrap = ""
     zk_connect = ""
     broker_ids: list[int] = []
+    security = "plaintext"  # a name of SECURITY
+    client: dict[str, str] = {}  # the cluster's client settings, for the bench's own clients
     settings: Settings
     states: Callable[[], dict[int, ProcState]]  # the console's broker states (its backend's)
 
@@ -159,21 +171,30 @@ class Target:
 class LocalTarget(Target):
     """The local cluster's processes (SIGTERM / SIGKILL / start by bench/_cluster.py)."""
 
-    def __init__(self, cluster: LocalCluster) -> None:
+    def __init__(self, cluster: LocalCluster, security: str = "plaintext") -> None:
         spec = cluster.spec
         self.cluster = cluster
+        self.security = security
         self.describe = describe_ports(spec)
+        if security != "plaintext":
+            self.describe += f", listeners {security}"
         self.bootstrap, self.zk_connect, self.broker_ids = (
             spec.bootstrap,
             spec.zk_connect,
             spec.broker_ids,
         )
-        self.settings = Settings(
-            bootstrap=spec.bootstrap,
-            zookeeper=spec.zk_connect,
-            backend="local",
-            cluster_dir=cluster.state_dir,
+        # As `kconsole` makes them: a secured local cluster's client settings join the settings.
+        self.settings = with_local_security(
+            Settings(
+                bootstrap=spec.bootstrap,
+                zookeeper=spec.zk_connect,
+                backend="local",
+                cluster_dir=cluster.state_dir,
+            )
         )
+        self.client = cluster.client_config()
+        if security != "plaintext" and not self.settings.client:
+            raise RuntimeError(f"the console's settings got no {security} client settings")
         self.states = LocalBrokerControl(cluster).states
 
     def act(self, action: str, victim: int) -> None:
@@ -277,6 +298,30 @@ def settled(app: KConsoleApp, brokers: list[int]) -> bool:
     return True
 
 
+def sources_said(app: KConsoleApp) -> tuple[str, bool]:
+    """The console's sources as a line, and whether every one answered in full."""
+    sources = app.snapshot.sources if app.snapshot is not None else ()
+    said = ", ".join(
+        f"{h.name}: {'ok' if h.ok and not h.error else h.error or 'failed'}" for h in sources
+    )
+    return said or "none", bool(sources) and all(h.ok and not h.error for h in sources)
+
+
+async def check_sources(app: KConsoleApp, target: Target) -> None:
+    """Every source the console reads answers in full within a minute (on a secured cluster:
+    the Admin API and the group reads get through SASL / TLS), said on stderr; a secured run
+    stops if not."""
+    try:
+        await wait_for(lambda: sources_said(app)[1], 60.0, "every source to answer")
+    except TimeoutError:
+        if target.security != "plaintext":
+            raise RuntimeError(
+                f"{target.security}: the console's reads did not all get through: "
+                f"{sources_said(app)[0]}"
+            ) from None
+    print(f"console's sources: {sources_said(app)[0]}", file=sys.stderr)
+
+
 async def wait_for(cond: Callable[[], bool], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not cond():
@@ -373,6 +418,7 @@ async def settle(app: KConsoleApp, target: Target) -> None:
         elect_preferred,
         target.bootstrap,
         [TopicPartition(TEST_TOPIC, p) for p in range(count or 4)],
+        config=target.client,
     )
     await wait_for(
         lambda: settled(app, target.broker_ids), 120.0, "the screen to show a healthy cluster"
@@ -475,6 +521,7 @@ async def drive(
             await wait_for(lambda: app.snapshot is not None, 60.0, "the first snapshot")
             await settle(app, target)
             await pilot.pause()
+            await check_sources(app, target)
             plan = [("stop", i) for i in range(1, args.runs + 1)]
             plan += [("kill", i) for i in range(1, args.kill_runs + 1)]
             for action, n in plan:
@@ -543,6 +590,14 @@ def report(
         "console: real app, headless (run_test, 160x48), live ClusterObserver (ZooKeeper watches, "
         f"Admin poll every 1 s); screen polled every {POLL_S * 1000:.0f} ms.\n"
     )
+    if args.security != "plaintext":
+        how = {"sasl-scram": "SASL_PLAINTEXT listeners, SCRAM-SHA-512, ACL authorizer",
+               "ssl-mtls": "TLS listeners, client certificate required"}[args.security]  # fmt: skip
+        print(
+            f"security: {args.security} ({how}); the console's settings carry the cluster's "
+            "client settings (with_local_security), the bench's elections its client config; "
+            "ZooKeeper plaintext.\n"
+        )
     print(
         "| run | action | victim | was controller | partitions it led | process exited (s) "
         "| ZooKeeper: new leaders (s) | observer published (s) | app snapshot (s) "
@@ -606,8 +661,11 @@ def cluster_under_test(args: argparse.Namespace) -> Iterator[Target]:
         with temporary_compose("kcbench-failover", progress=to_stderr) as compose:
             yield ComposeTarget(compose)
     else:
-        with temporary_cluster("kc-bench-failover-", progress=to_stderr) as (cluster, _tmp):
-            yield LocalTarget(cluster)
+        security, mtls = SECURITY[args.security]
+        with temporary_cluster(
+            "kc-bench-failover-", progress=to_stderr, security=security, mtls=mtls
+        ) as (cluster, _tmp):
+            yield LocalTarget(cluster, args.security)
 
 
 def main() -> None:
@@ -623,9 +681,17 @@ def main() -> None:
     )
     ap.add_argument("--idle-runs", type=int, default=3, help="--compose: windows of --idle")
     ap.add_argument(
+        "--security",
+        choices=list(SECURITY),
+        default="plaintext",
+        help="local cluster: its listeners' security (ssl-mtls: TLS with client certificates)",
+    )
+    ap.add_argument(
         "--json", type=Path, help="also write every run's figures here (bench/suite.py)"
     )
     args = ap.parse_args()
+    if args.compose and args.security != "plaintext":
+        ap.error("--security is for the local cluster (not --compose)")
     # librdkafka complains loudly while a broker is down; keep stderr to progress lines.
     logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
     revision = code_revision()

@@ -12,6 +12,7 @@ Sections (each is also a script of its own in bench/):
   terminal-scale-nice  the same again with the brokers' JVMs at nice 10: how much of change ->
              screen is the brokers taking the console's CPU on this small machine (no targets)
   failover   graceful stop of a partition leader: ZooKeeper's time and the screen's
+  secured-failover  the same through a SASL/SCRAM and an mTLS cluster (5 stops each)
   compose-failover  the same on the docker compose cluster (docker stop / docker kill), plus
              `compose up -d` to a healthy cluster and the console's and containers' idle cost
   kraft-failover  a KRaft cluster of its own (3 controllers + 3 brokers): idle CPU, RSS, and
@@ -376,19 +377,56 @@ def plot_latency(data: dict[str, list[float]], target: float, path: Path, s: Sec
     s.text += f"\n\n![change -> screen]({os.path.relpath(path, ARGS_OUT_DIR[0])})"
 
 
-def section_failover(smoke: bool, charts: Path) -> Section:
-    out, path = script("console_failover.py", "--runs", "5", "--kill-runs", "0")
-    runs = json.loads(path.read_text())
-    s = Section("Failover observed: graceful stop of a partition leader (headless console)")
+def leader_stop_figures(runs: list[dict[str, Any]], label: str = "") -> list[Figure]:
+    """console_failover.py's stop runs: Kafka's own time, the screen's, and kconsole's share
+    (screen - ZooKeeper, held to 100 ms)."""
     zk = [r["zk_s"] * 1000 for r in runs]
     screen = [r["screen_s"] * 1000 for r in runs]
     own = [b - a for a, b in zip(zk, screen, strict=True)]
-    s.figures += [
-        Figure("leader stop: Kafka's own time (stop -> ZooKeeper names new leaders)", "ms", zk),
-        Figure("leader stop: stop -> new leaders on screen", "ms", screen),
-        Figure("leader stop: kconsole's share (screen - ZooKeeper)", "ms", own, 100.0),
-    ]
+    return [
+        Figure(f"{label}leader stop: Kafka's own time (stop -> ZooKeeper names new leaders)",
+               "ms", zk),
+        Figure(f"{label}leader stop: stop -> new leaders on screen", "ms", screen),
+        Figure(f"{label}leader stop: kconsole's share (screen - ZooKeeper)", "ms", own, 100.0),
+    ]  # fmt: skip
+
+
+def section_failover(smoke: bool, charts: Path) -> Section:
+    out, path = script("console_failover.py", "--runs", "5", "--kill-runs", "0")
+    s = Section("Failover observed: graceful stop of a partition leader (headless console)")
+    s.figures += leader_stop_figures(json.loads(path.read_text()))
     s.text = out
+    return s
+
+
+SECURED = (("sasl-scram", "SASL/SCRAM"), ("ssl-mtls", "mTLS"))  # console_failover.py --security
+
+
+def section_secured_failover(smoke: bool, charts: Path) -> Section:
+    s = Section(
+        "Failover observed through a secured cluster: graceful stop of a partition leader, "
+        "SASL/SCRAM and mTLS (headless console)"
+    )
+    parts = [
+        "Method: the failover section's measurement (bench/console_failover.py, the same code) "
+        "on a local 3-broker ZooKeeper-mode cluster started secured, once per mode, 5 leader "
+        "stops (SIGTERM, controlled shutdown) each: `--security sasl-scram` (SASL_PLAINTEXT "
+        "listeners, SCRAM-SHA-512, the ACL authorizer) and `--security ssl-mtls` (TLS "
+        "listeners, hostname verified, a client certificate required). The console's settings "
+        "get the cluster's client settings as `kconsole` gives them (with_local_security), so "
+        "the observer's Admin API metadata polls and group reads go through SASL or TLS; the "
+        "bench's own preferred-leader elections use the cluster's client config. ZooKeeper "
+        "(the brokers' and the console's watches, and Kafka's own time, read from a kazoo "
+        "watch of the partition state znodes) is plaintext in both modes. kconsole's share is "
+        "screen - ZooKeeper, held to 100 ms as in the failover section."
+    ]
+    for mode, name in SECURED:
+        out, path = script(
+            "console_failover.py", "--security", mode, "--runs", "5", "--kill-runs", "0"
+        )
+        s.figures += leader_stop_figures(json.loads(path.read_text()), f"{name}, ")
+        parts.append(f"### {name} (`--security {mode}`)\n\n{out.strip()}")
+    s.text = "\n\n".join(parts)
     return s
 
 
@@ -650,6 +688,7 @@ SECTIONS: dict[str, Callable[[bool, Path], Section]] = {
     "terminal-scale": section_terminal_scale,
     "terminal-scale-nice": section_terminal_scale_nice,
     "failover": section_failover,
+    "secured-failover": section_secured_failover,
     "compose-failover": section_compose_failover,
     "kraft-failover": section_kraft_failover,
     "kraft-scale": section_kraft_scale,
