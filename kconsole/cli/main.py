@@ -173,12 +173,10 @@ def main(
         _run_console(ctx, settings)
 
 
-def _run_console(ctx: click.Context, settings: Settings) -> None:
-    from kconsole.observer import ClusterObserver
-
-    log_file = paths.state_dir() / "kconsole.log"
+def log_to_file(log_file: Path) -> logging.Handler:
+    """The console's log: the screen belongs to the console, so every library's log (warnings
+    and worse) goes to `log_file` instead, secrets scrubbed. Returns the handler."""
     log_file.parent.mkdir(parents=True, exist_ok=True)
-    # The screen belongs to the console: every library's log goes to a file instead.
     root = logging.getLogger()
     for handler in list(root.handlers):
         root.removeHandler(handler)
@@ -187,7 +185,13 @@ def _run_console(ctx: click.Context, settings: Settings) -> None:
     handler.addFilter(secrets.ScrubFilter())
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
+    return handler
 
+
+def _run_console(ctx: click.Context, settings: Settings) -> None:
+    from kconsole.observer import ClusterObserver
+
+    log_to_file(paths.state_dir() / "kconsole.log")
     door = commands(ctx, origin="console")
     # Picks the broker control now, before the screen asks whether its keys are available.
     observer = ClusterObserver(settings, proc_states=door.broker_states())

@@ -10,6 +10,7 @@ a file of the cluster's other than the one meant to hold it.
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ from click.testing import CliRunner
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kconsole.cli.main import log_to_file
 from kconsole.cli.main import main as cli
 from kconsole.cluster import reaper
 from kconsole.cluster.local import LocalCluster, LocalClusterSpec
@@ -201,34 +203,51 @@ async def test_a_whole_session_through_it(
         sent = kconsole("produce", "-t", TEST_TOPIC, "-k", f"s-{run}", "-v", run, "-n", "20")
         assert "sent 20, acked 20, failed 0" in sent
 
-        # the console: live panes, then a tail that joins a group and reads what was produced
-        door = Commands.for_settings(settings, origin="console")
-        app = make_app(
-            ClusterObserver(settings, proc_states=door.broker_states()), commands=door,
-            settings=settings,
-        )  # fmt: skip
-        app.animation_level = "none"
-        group = f"session-{run}"
-        async with app.run_test(size=(160, 48)) as pilot:
-            await until(lambda: tables.table(app.screen, "partitions").row_count >= 4, 30, "rows")
-            await until(
-                lambda: all(
-                    tables.table(app.screen, "brokers").get_cell(b, "state").plain == "up"
-                    for b in "123"
-                ),
-                30,
-                "brokers 1-3 up",
-            )
-            shown.append(app.export_screenshot())
-            await app.push_screen(TailScreen(topic=TEST_TOPIC, start="beginning", group=group))
-            tail = app.screen
-            assert isinstance(tail, TailScreen)
-            await until(lambda: tail.received >= 20 or tail.state == "failed", 60, "the records")
-            assert tail.state == "live", tail.error
-            await pilot.pause()
-            shown.append(app.export_screenshot())
-            tail.dismiss()
-            await pilot.pause()
+        # the console: live panes, then a tail that joins a group and reads what was produced;
+        # its log where the kconsole command puts it
+        root = logging.getLogger()
+        kept = (list(root.handlers), root.level)
+        log_to_file(home / "kconsole.log")
+        try:
+            door = Commands.for_settings(settings, origin="console")
+            app = make_app(
+                ClusterObserver(settings, proc_states=door.broker_states()), commands=door,
+                settings=settings,
+            )  # fmt: skip
+            app.animation_level = "none"
+            group = f"session-{run}"
+            async with app.run_test(size=(160, 48)) as pilot:
+                await until(
+                    lambda: tables.table(app.screen, "partitions").row_count >= 4, 30, "rows"
+                )
+                await until(
+                    lambda: all(
+                        tables.table(app.screen, "brokers").get_cell(b, "state").plain == "up"
+                        for b in "123"
+                    ),
+                    30,
+                    "brokers 1-3 up",
+                )
+                shown.append(app.export_screenshot())
+                await app.push_screen(TailScreen(topic=TEST_TOPIC, start="beginning", group=group))
+                tail = app.screen
+                assert isinstance(tail, TailScreen)
+                await until(
+                    lambda: tail.received >= 20 or tail.state == "failed", 60, "the records"
+                )
+                assert tail.state == "live", tail.error
+                await pilot.pause()
+                shown.append(app.export_screenshot())
+                tail.dismiss()
+                await pilot.pause()
+        finally:
+            for handler in list(root.handlers):
+                root.removeHandler(handler)
+                handler.close()
+            for handler in kept[0]:
+                root.addHandler(handler)
+            root.setLevel(kept[1])
+        assert (home / "kconsole.log").exists()  # searched for the secrets below
 
         # a reassignment: a new topic's two partitions move off broker 1, through kafka-python
         moves = f"moves-{run}"
