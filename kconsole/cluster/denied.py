@@ -10,6 +10,8 @@ leaders)" rather than a bare error code.
 
 from __future__ import annotations
 
+from kconsole.cluster import security
+from kconsole.config import Settings
 from kconsole.errors import AuthorizationDenied
 
 # Kafka's authorization errors -> the kind of resource they are about.
@@ -72,7 +74,7 @@ def authorization_error(text: object) -> str | None:
 
 
 def denied(
-    error: str, request: str, resource: str = "", principal: str | None = None, detail: str = ""
+    error: str, request: str, resource: str = "", principal: str | None = None
 ) -> AuthorizationDenied:
     """The refusal of `request` (a name in NEEDS) on `resource` (a topic's or group's name; ""
     for the cluster or unknown), as AuthorizationDenied: 'denied by the cluster's ACLs: User:x
@@ -87,7 +89,15 @@ def denied(
         what = f"{kind} {resource}"
     else:
         what = f"the {kind}"
-    tail = f"; {detail}" if detail else ""
     return AuthorizationDenied(
-        f"denied by the cluster's ACLs: {who} may not {op} {what} ({purpose}; {error}{tail})"
+        f"denied by the cluster's ACLs: {who} may not {op} {what} ({purpose}; {error})"
     )
+
+
+def denied_to(
+    settings: Settings, error: str, request: str, resource: str = ""
+) -> AuthorizationDenied:
+    """denied(), to the principal the cluster knows `settings` as (worked out only now, when
+    there is a refusal to say)."""
+    who = security.principal(settings.kafka_config(), settings.client_origin)
+    return denied(error, request, resource, principal=who)

@@ -39,7 +39,7 @@ from kconsole.cluster.kraft_spec import (
     node_properties,
     scram_arguments,
 )
-from kconsole.cluster.local_dir import StateDir, jvm_flags
+from kconsole.cluster.local_dir import StateDir, jvm_flags, private_file
 from kconsole.cluster.local_probes import check_port_free
 from kconsole.cluster.local_security import (
     SASL_SCRAM,
@@ -340,7 +340,7 @@ class KRaftCluster(StateDir[KRaftSpec]):
             # StorageTool prints the bootstrap records, the users' stored and server keys
             # among them: the logs are kept private like the rest of the secrets.
             for node in nodes:
-                _private(self.proc_dir(node.name) / "format.log")
+                private_file(self.proc_dir(node.name) / "format.log")
         out = self.state_dir / "format.log"
         with self._argfile(args) as argfile, open(out, "wb") as f:
             popen = subprocess.Popen(
@@ -381,7 +381,7 @@ class KRaftCluster(StateDir[KRaftSpec]):
                 argfile = argfiles.enter_context(self._argfile(args))
                 out = d / "format.log"
                 if scram:
-                    _private(out)
+                    private_file(out)
                 with open(out, "wb") as f:
                     popen = subprocess.Popen(
                         [*self._format_argv(lib), f"@{argfile}"],
@@ -899,16 +899,15 @@ class KRaftCluster(StateDir[KRaftSpec]):
 
     @staticmethod
     def _wait_controllers_down(
-        signalled: list[ManagedProcess], voters: int, timeout: float, grace: float | None = None
-    ) -> None:
+        signalled: list[ManagedProcess], voters: int, timeout: float,
+        grace: float = LAST_NODES_GRACE_S,
+    ) -> None:  # fmt: skip
         """Wait for the controllers (and combined nodes) sent SIGTERM together to exit; SIGKILL
         what has not after `timeout`. Once fewer than a majority of the voters run, the rest
         wait for a quorum that is gone (a combined node's broker half for its controlled
-        shutdown, which can no longer commit): they get `grace` (LAST_NODES_GRACE_S unless
-        said) to exit by themselves, then SIGKILL, not the whole timeout. Which node loses its
-        majority depends only on which exits first, so without this a `down` took 5 s or 30 s
-        by luck."""
-        grace = LAST_NODES_GRACE_S if grace is None else grace
+        shutdown, which can no longer commit): they get `grace` to exit by themselves, then
+        SIGKILL, not the whole timeout. Which node loses its majority depends only on which
+        exits first, so without this a `down` took 5 s or 30 s by luck."""
         deadline = time.monotonic() + timeout
         majority = voters // 2 + 1
         lost_at: float | None = None
@@ -924,12 +923,6 @@ class KRaftCluster(StateDir[KRaftSpec]):
                     proc.kill()
                 return
             time.sleep(0.05)
-
-
-def _private(path: Path) -> None:
-    """`path` exists, readable by the user only (what is written to it later stays so)."""
-    path.touch(mode=0o600)
-    path.chmod(0o600)
 
 
 def _wait(cond: Callable[[], bool], timeout: float) -> bool:

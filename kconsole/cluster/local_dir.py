@@ -61,6 +61,12 @@ def jvm_flags() -> list[str]:
     return [*_JVM_FLAGS, *shlex.split(os.environ.get(JVM_OPTS_ENV, ""))]
 
 
+def private_file(path: Path) -> None:
+    """`path` exists, readable by the user only (what is written to it later stays so)."""
+    path.touch(mode=0o600)
+    path.chmod(0o600)
+
+
 class _Spec(Protocol):
     @property
     def security(self) -> str: ...
@@ -122,8 +128,7 @@ class StateDir(Generic[S]):
         """A node's server.properties; readable by the user only when it holds a `secret`
         (the brokers' own password)."""
         if secret:
-            conf.touch(mode=0o600)
-            conf.chmod(0o600)
+            private_file(conf)
         conf.write_text(render_properties(props))
 
     def pid_file_name(self, name: str) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from kconsole.cluster import clients, denied, security
+from kconsole.cluster import clients, denied
 from kconsole.cluster.produce_outcome import (
     Delivery,
     OnProgress,
@@ -275,10 +275,7 @@ class WarmProducer:
                 if name is not None:
                     # the id (InitProducerId) is the first thing an idempotent producer asks
                     request = "InitProducerId" if "PID" in err.str() else "Produce"
-                    who = security.principal(
-                        self.settings.kafka_config(), self.settings.client_origin
-                    )
-                    self.denial = denied.denied(name, request, principal=who)
+                    self.denial = denied.denied_to(self.settings, name, request)
             self.fatal = self.fatal or f"{err.name()}: {err.str()}"
             self.spent = (
                 self.denial.message if self.denial else f"fatal producer error {self.fatal}"

@@ -23,7 +23,7 @@ import kafka.errors as kerrors
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
 from kafka.structs import TopicPartition
 
-from kconsole.cluster import denied, kafka_python, security
+from kconsole.cluster import denied, kafka_python
 from kconsole.cluster.clients import kafka_python_config
 from kconsole.cluster.elect import ELECTION_TYPES, ElectResult, elect_results, error_text
 from kconsole.cluster.reassign_outcome import CancelOutcome, Ongoing
@@ -139,7 +139,7 @@ class ReassignClient:
         conf["bootstrap_timeout_ms"] = int(timeout_s * 1000)
         conf["reconnect_backoff_max_ms"] = 1000
         self._conf = conf
-        self._principal = security.principal(settings.kafka_config(), settings.client_origin)
+        self._settings = settings
         self._admin: Any = None
         self.last_unreachable: list[int] = []
         self.last_throttle_plan: ThrottlePlan | None = None  # what the last execute set
@@ -181,7 +181,7 @@ class ReassignClient:
         """Kafka's no to admin.fn: an ACL refusal says which operation was denied to whom."""
         name = denied.authorization_error(getattr(err, "message", ""))
         if name is not None:
-            return denied.denied(name, _REQUESTS.get(fn, fn), principal=self._principal)
+            return denied.denied_to(self._settings, name, _REQUESTS.get(fn, fn))
         return ReassignError(f"Kafka refused {fn}: {error_text(err)}")
 
     def _brokers(self) -> list[int]:

@@ -28,7 +28,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from kconsole.cluster import clients, denied, security
+from kconsole.cluster import clients, denied
 from kconsole.cluster.clients import RDKAFKA_LOG, client_config, groupless_consumer_config
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.produce_request import check_topic_name
@@ -463,11 +463,10 @@ class Tailer:
 
     def _denied(self, error: str) -> TailError:
         """The cluster's ACLs refused this tail: reading the topic, or joining the group."""
-        who = security.principal(self.settings.kafka_config(), self.settings.client_origin)
         if error == "GROUP_AUTHORIZATION_FAILED":
-            refusal = denied.denied(error, "JoinGroup", self.group_id or "", principal=who)
+            refusal = denied.denied_to(self.settings, error, "JoinGroup", self.group_id or "")
         else:
-            refusal = denied.denied(error, "Fetch", self.topic, principal=who)
+            refusal = denied.denied_to(self.settings, error, "Fetch", self.topic)
         return TailError(refusal.message)
 
     def behind(self) -> int | None:

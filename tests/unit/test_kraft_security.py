@@ -166,13 +166,19 @@ class FakeJava:
         return REAL_POPEN(["true"])
 
 
+def fake_java(monkeypatch: pytest.MonkeyPatch) -> FakeJava:
+    """Every JVM kconsole starts is the fake (java found at once)."""
+    fake = FakeJava()
+    monkeypatch.setattr(kraft.subprocess, "Popen", fake)
+    monkeypatch.setattr(jars, "java_executable", lambda: "java")
+    return fake
+
+
 def test_the_scram_users_reach_storagetool_through_a_private_file_then_removed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cluster = secured(tmp_path, security="sasl-scram")
-    fake = FakeJava()
-    monkeypatch.setattr(kraft.subprocess, "Popen", fake)
-    monkeypatch.setattr(jars, "java_executable", lambda: "java")
+    fake = fake_java(monkeypatch)
     cluster.format_storage(tmp_path / "lib")
     assert len(fake.argvs) == 1  # every node in one JVM
     files = cluster.security_files()
@@ -197,9 +203,7 @@ def test_a_jvm_per_node_gets_an_argfile_each_removed_even_when_the_start_fails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cluster = secured(tmp_path, security="sasl-scram")
-    fake = FakeJava()
-    monkeypatch.setattr(kraft.subprocess, "Popen", fake)
-    monkeypatch.setattr(jars, "java_executable", lambda: "java")
+    fake = fake_java(monkeypatch)
     nodes = cluster.spec.nodes()
     deadline = kraft.time.monotonic() + 30
     assert cluster._format_each(nodes, tmp_path / "lib", deadline) == []
@@ -223,9 +227,7 @@ def test_a_plaintext_cluster_is_formatted_with_no_scram_users(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cluster = secured(tmp_path)
-    fake = FakeJava()
-    monkeypatch.setattr(kraft.subprocess, "Popen", fake)
-    monkeypatch.setattr(jars, "java_executable", lambda: "java")
+    fake = fake_java(monkeypatch)
     cluster.format_storage(tmp_path / "lib")
     assert "--add-scram" not in fake.argfiles[0][2]
     assert not (cluster.state_dir / "security").exists()
