@@ -334,7 +334,9 @@ async def test_what_a_job_does_fits_the_pane_at_any_width(tmp_path: Path) -> Non
         async with app.run_test(size=(width, 40)) as pilot:
             screen = await open_jobs(app, pilot)
             specs = screen.query_one("#job-specs", DataTable)
-            await pilot.pause()
+            # fitted after the first refresh at this size (later under load than one pause)
+            fitted = lambda s=screen, t=specs: s.fitted_width == t.size.width > 0  # noqa: E731
+            await wait_for(pilot, fitted)
             assert ("what" in specs.columns) is column
             if column:
                 cell = str(specs.get_cell("keyed-counts", "what"))

@@ -155,6 +155,7 @@ class JobsScreen(Screen[None]):
         # A start the user asked for: (job, the runs there were); its run is selected on arrival.
         self._awaited: tuple[str, set[str]] | None = None
         self._shown: str | None = None  # the run the detail pane shows
+        self.fitted_width = 0  # the jobs table's width "what it does" was last fitted to
 
     def on_mount(self) -> None:
         specs = self.query_one("#job-specs", DataTable)
@@ -248,6 +249,7 @@ class JobsScreen(Screen[None]):
         name_width = max(len("job"), *(len(sp.name) for sp in specs))
         room = table.scrollable_content_region.width - name_width - 4 * table.cell_padding
         has = "what" in table.columns
+        self.fitted_width = table.size.width
         if room < 16:
             if has:
                 table.remove_column("what")
