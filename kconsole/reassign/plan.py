@@ -230,8 +230,9 @@ def validate(
             continue
         if current.reassigning:
             add(
-                "a reassignment is already in progress "
-                f"(adding {_ids(current.adding)}; removing {_ids(current.removing)})"
+                "already being reassigned "
+                f"(adding {_ids(current.adding)}; removing {_ids(current.removing)}): wait "
+                "until it is done, or cancel it"
             )
         if not m.replicas:
             add("the replica list is empty")
