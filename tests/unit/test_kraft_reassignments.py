@@ -136,6 +136,16 @@ class TestPlan:
         ]
 
 
+    def test_a_running_move_shows_what_it_adds_and_removes(self) -> None:
+        """The screen's `+add` / `-remove` (and the CLI's diff) while the move runs: compared
+        with the replicas before it, not with the old and new ones at once."""
+        from kconsole.reassign.plan import diff
+
+        (m,) = diff(Plan((Move("mv", 0, (2, 3)),)), builder().build(10.0)).moves
+        assert (m.current, m.added, m.removed) == ((2, 1), (3,), (1,))
+        assert not m.unchanged
+
+
 class TestObserverPoll:
     class Reader:
         """AdminReader's calls the KRaft admin poll makes, answering as given."""
