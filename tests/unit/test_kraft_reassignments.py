@@ -135,7 +135,6 @@ class TestPlan:
             "cancel it"
         ]
 
-
     def test_a_running_move_shows_what_it_adds_and_removes(self) -> None:
         """The screen's `+add` / `-remove` (and the CLI's diff) while the move runs: compared
         with the replicas before it, not with the old and new ones at once."""
