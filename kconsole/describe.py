@@ -32,7 +32,9 @@ def render_text(snap: ClusterSnapshot, now: float | None = None) -> str:
         )
     for s in snap.sources:
         age = s.age(now)
-        state = "ok" if s.ok else f"STALE ({s.error})"
+        state = (
+            ("ok" + (f", degraded: {s.error}" if s.error else "")) if s.ok else f"STALE ({s.error})"
+        )
         out.append(
             f"  {s.name.value:<10} {state}" + (f", data {age:.1f}s old" if age is not None else "")
         )
@@ -66,8 +68,12 @@ def render_text(snap: ClusterSnapshot, now: float | None = None) -> str:
     )
     out.append("")
     headers = ["topic", "partition", "leader", "replicas", "isr"]
+    # As kafka-topics --describe: the replicas of a partition being reassigned are the old and
+    # the new ones, with those being added and removed said apart (only while one moves).
+    moving = any(p.reassigning for p in snap.partitions)
     out += _table(
-        [*headers, *(["elr"] if kraft else []), "flags"],
+        [*headers, *(["adding", "removing"] if moving else []), *(["elr"] if kraft else []),
+         "flags"],
         [
             [
                 p.topic,
@@ -75,12 +81,13 @@ def render_text(snap: ClusterSnapshot, now: float | None = None) -> str:
                 str(p.leader) if p.leader >= 0 else "none",
                 ",".join(map(str, p.replicas)),
                 ",".join(map(str, p.isr)),
+                *([_ids(p.adding), _ids(p.removing)] if moving else []),
                 *([_ids(p.elr)] if kraft else []),
                 " ".join(snap.flags(p)),
             ]
             for p in snap.partitions
         ],
-    )
+    )  # fmt: skip
     out.append("")
     out += _table(
         ["group", "state", "members", "assignor", "lag"],

@@ -18,7 +18,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
-from kconsole.cluster import kafka_python
+from kconsole.cluster import denied, kafka_python
 from kconsole.cluster.clients import (
     RDKAFKA_LOG,
     admin_config,
@@ -32,6 +32,9 @@ from kconsole.models import BrokerConfig
 
 log = logging.getLogger(__name__)
 KP_BACKOFF_S = 10.0
+# ListPartitionReassignments waits this long for its broker: it is asked in the metadata poll,
+# and a broker that does not answer (paused) must not hold the leaders and ISRs for long.
+REASSIGN_TIMEOUT_S = 2.0
 # The metadata read's attempts (s); the last one gets whatever is left of the timeout.
 METADATA_ATTEMPTS_S = (1.0, 1.5, 2.5)
 _TIMED_OUT = frozenset({KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT})
@@ -75,6 +78,7 @@ class AdminReader:
         self._kp_backoff_until = 0.0
         self._kp_error = ""
         self._known_servers: list[str] = []
+        self._reassign_node: int | None = None  # the broker ListPartitionReassignments asks
 
     def read_cluster(
         self,
@@ -272,6 +276,31 @@ class AdminReader:
             if not cursor:
                 break
         return out
+
+    def read_reassignments(self, brokers: Sequence[int]) -> kafka_python.Reassignments:
+        """KRaft: every running reassignment (replicas, adding, removing per partition), from
+        one ListPartitionReassignments, as Kafka's kafka-topics reads them: the metadata has no
+        adding or removing replicas there. Asked of the broker that answered last if it is
+        among `brokers` (those up), else the first of them; when it fails, the next call asks
+        the next one. ClusterError saying why (an ACL refusal as AuthorizationDenied)."""
+        ids = list(brokers)
+        if not ids:
+            raise ClusterError("ListPartitionReassignments: no broker is up to ask")
+        node = self._reassign_node if self._reassign_node in ids else ids[0]
+        try:
+            answer = kafka_python.list_reassignments_at(
+                self._kafka_python(), node, int(REASSIGN_TIMEOUT_S * 1000)
+            )
+        except Exception as exc:
+            self._reassign_node = ids[(ids.index(node) + 1) % len(ids)]
+            refused = denied.authorization_error(type(exc).__name__)
+            if refused is not None:
+                raise denied.denied(refused, "ListPartitionReassignments") from exc
+            raise ClusterError(
+                f"ListPartitionReassignments (broker {node}): {str(exc) or type(exc).__name__}"
+            ) from exc
+        self._reassign_node = node
+        return answer
 
     def read_broker_config(self, broker_id: int) -> dict[str, str]:
         """The effective configuration of one broker (DescribeConfigs, asked of that broker)."""

@@ -25,7 +25,9 @@ What they rely on, beyond kafka-python's public API:
   instance of (kafka-python has no client-credentials provider of its own).
 - `kafka.protocol.api_message.ApiMessage` subclassed with `load_json=` (kconsole.cluster.
   group_messages): a protocol class from a JSON message schema kafka-python does not ship.
-- Protocol response fields: ListOffsetsResponse `topics[].name`, `.partitions[].partition_index`,
+- Protocol response fields: ListPartitionReassignmentsResponse `error_code`, `error_message`,
+  `topics[].name`, `.partitions[].partition_index`, `.replicas`, `.adding_replicas`,
+  `.removing_replicas`; ListOffsetsResponse `topics[].name`, `.partitions[].partition_index`,
   `.error_code`, `.offset`; ElectLeadersResponse (what `elect_leaders(raise_errors=False)`
   returns) `error_code`, `replica_election_results[].topic`, `.partition_result[].partition_id`,
   `.error_code`.
@@ -218,6 +220,36 @@ def describe_at(admin: Any, request: Any, node_id: int, timeout_ms: int) -> list
 
 async def _send(admin: Any, request: Any, node_id: int, timeout_ms: int) -> Any:
     return await admin._manager.send(request, node_id=node_id, request_timeout_ms=timeout_ms)
+
+
+# Per partition being reassigned: (replicas, adding, removing), as ListPartitionReassignments
+# lists them.
+Reassignments = dict[TP, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]
+
+
+def list_reassignments_at(admin: Any, node_id: int, timeout_ms: int) -> Reassignments:
+    """Every running reassignment, from one ListPartitionReassignments (all partitions) sent to
+    broker `node_id`: on KRaft any broker forwards it to the active controller, so a broker
+    known to be up is asked, not the metadata's "controller" (a random broker there, perhaps
+    the one that is down). Raises what the request failed with; a refusal (the top-level
+    error, e.g. CLUSTER_AUTHORIZATION_FAILED) as kafka-python's error class."""
+    import kafka.errors
+    from kafka.protocol.admin import ListPartitionReassignmentsRequest
+
+    request = ListPartitionReassignmentsRequest(timeout_ms=timeout_ms, topics=None)
+    response = admin._manager.run(_send, admin, request, node_id, timeout_ms)
+    code = int(response.error_code or 0)
+    if code:
+        raise kafka.errors.for_code(code)(response.error_message or "")
+    return {
+        (str(topic.name), int(part.partition_index)): (
+            tuple(int(b) for b in part.replicas),
+            tuple(int(b) for b in part.adding_replicas),
+            tuple(int(b) for b in part.removing_replicas),
+        )
+        for topic in response.topics
+        for part in topic.partitions
+    }
 
 
 def is_unsupported(exc: BaseException) -> bool:

@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from kconsole.cluster.admin import AdminState
+from kconsole.cluster.kafka_python import Reassignments
 from kconsole.cluster.procs import ProcState
 from kconsole.cluster.quorum import BrokerRegistration
 from kconsole.cluster.zk import ZkState
@@ -89,6 +90,12 @@ class SnapshotBuilder:
         self.features: Features | None = None
         self.registrations: dict[int, BrokerRegistration] | None = None
         self.elr: dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        # KRaft: the running reassignments (ListPartitionReassignments; the metadata has no
+        # adding / removing replicas there), when they were read, and why the latest read
+        # failed ('' : it did not). None: never read.
+        self.reassignments: Reassignments | None = None
+        self.reassignments_at: float | None = None
+        self.reassignments_error = ""
         self._leader_seen: tuple[int | None, int | None, float | None] = (None, None, None)
         self._previous_leader: int | None = None
         self._known: dict[int, Broker] = {}  # every broker ever seen, for "down" rows
@@ -160,6 +167,47 @@ class SnapshotBuilder:
         if SourceName.QUORUM in self.health:
             self.health[SourceName.QUORUM].failure(error)
 
+    def reassignments_read(self, found: Reassignments, now: float) -> None:
+        """A fresh ListPartitionReassignments answer (kept as the same object when unchanged,
+        so the partitions are not built again for it)."""
+        if found != self.reassignments:
+            self.reassignments = found
+        self.reassignments_at, self.reassignments_error = now, ""
+
+    def reassignments_failed(self, error: str) -> None:
+        """The running reassignments could not be read: the last ones read stay (see
+        `moving`), and `reassignments_note` says so."""
+        self.reassignments_error = error
+
+    def reassignments_note(self, now: float) -> str:
+        """What the Admin API source could not say about the running reassignments, for its
+        health ('' : they were read in the latest poll)."""
+        if not self.reassignments_error:
+            return ""
+        at = self.reassignments_at
+        last = (
+            f"the last read ({max(0.0, now - at):.0f}s ago) is shown"
+            if at is not None
+            else "unknown"
+        )
+        return (
+            f"running reassignments not read ({self.reassignments_error}): adding/removing "
+            f"replicas {last}"
+        )
+
+    def moving(
+        self, topic: str, partition: int, replicas: tuple[int, ...]
+    ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """(adding, removing) of one partition whose metadata lists `replicas`, from the
+        running reassignments read. They are read just after the metadata: one that started
+        or ended in between lists other replicas than the metadata does, and is applied only
+        from the next poll on (applied to the old replicas, "adding 3" to [1, 2] would make its
+        replication factor 1)."""
+        listed = (self.reassignments or {}).get((topic, partition))
+        if listed is None or set(listed[0]) != set(replicas):
+            return (), ()
+        return listed[1], listed[2]
+
     def build(self, now: float) -> ClusterSnapshot:
         zk_ok = self.use_zookeeper and self.zk is not None
         admin = self.admin
@@ -204,7 +252,9 @@ class SnapshotBuilder:
             )
         )
         source: tuple[object, ...] = (
-            ("zk", self.zk) if from_zk else ("admin", self.admin and self.admin.topics, self.elr)
+            ("zk", self.zk)
+            if from_zk
+            else ("admin", self.admin and self.admin.topics, self.elr, self.reassignments)
         )
         if len(source) == len(self._parts_from) and all(
             a is b for a, b in zip(source, self._parts_from, strict=True)
@@ -317,6 +367,7 @@ class SnapshotBuilder:
                         elif len(ap.isr) >= len(ap.replicas) and ap.leader >= 0:
                             # ELR holds replicas out of the ISR: none while the ISR is full.
                             elr, known = (), ()
+                    adding, removing = self.moving(topic, ap.partition, ap.replicas)
                     out.append(
                         Partition(
                             topic,
@@ -324,6 +375,8 @@ class SnapshotBuilder:
                             ap.leader,
                             ap.replicas,
                             ap.isr,
+                            adding=adding,
+                            removing=removing,
                             elr=elr,
                             last_known_elr=known,
                         )

@@ -3,7 +3,8 @@
 Sources, each on its own thread, never overlapping themselves:
   - ZooKeeper watches (kconsole.cluster.zk): controller, brokers, topics, partition states;
   - Admin API poll every `refresh_s`: metadata, cluster id, topic min.insync.replicas, broker
-    reachability — and the partition table when there is no ZooKeeper;
+    reachability — and the partition table when there is no ZooKeeper (on KRaft with the
+    running reassignments: one ListPartitionReassignments a poll, as kafka-topics reads them);
   - consumer groups poll every `group_refresh_s`: groups, members, committed and end offsets
     (kconsole.cluster.groups; what one poll could not read is carried with its age);
   - the control backend (if any): which broker processes are paused;
@@ -362,13 +363,28 @@ class ClusterObserver:
                 nodes.setdefault(bid, (r.host, r.port, r.rack))
             reach = {bid: reachable(h, p) for bid, (h, p, _r) in nodes.items()}
             settings_from = (state, reach)
+            moving, moving_error = None, ""
+            if kraft:
+                # Before the publish, unlike the ELR: a partition being reassigned lists its
+                # old and new replicas at once, and without its adding ones it would show as
+                # under-replicated (and with the wrong replication factor) for a poll.
+                try:
+                    moving = reader.read_reassignments(self._up_brokers(state, reach))
+                except Exception as exc:  # unknown, said so: never "nothing is moving"
+                    moving_error = _describe(exc)
             with self._lock:
+                b = self.builder
                 if kraft:  # the last ELR read stands only where the ISR is still short
                     short = _short(state)
-                    self.builder.elr = {k: v for k, v in self.builder.elr.items() if k in short}
-                self.builder.admin = state
-                self.builder.reachable = reach
-                self.builder.health[SourceName.ADMIN].success(self.clock())
+                    b.elr = {k: v for k, v in b.elr.items() if k in short}
+                    if moving is not None:
+                        b.reassignments_read(moving, self.clock())
+                    else:
+                        b.reassignments_failed(moving_error)
+                b.admin = state
+                b.reachable = reach
+                now = self.clock()
+                b.health[SourceName.ADMIN].success(now, b.reassignments_note(now) if kraft else "")
             read = state if kraft else None
         except Exception as exc:  # a dead cluster must never stop the poller
             with self._lock:
@@ -404,6 +420,17 @@ class ClusterObserver:
                 self.builder.broker_config = config
             if changed and publish:
                 self._publish()
+
+    def _up_brokers(self, state: AdminState, reach: dict[int, bool]) -> list[int]:
+        """The brokers in the metadata whose port answers and whose process is not paused
+        (those a request can be sent to), by id."""
+        with self._lock:
+            procs = dict(self.builder.proc_states)
+        return [
+            bid
+            for bid in sorted(state.nodes)
+            if reach.get(bid) and procs.get(bid) is not ProcState.PAUSED
+        ]
 
     def _poll_groups(self, reader: AdminReader, publish: bool = True) -> None:
         with self._lock:

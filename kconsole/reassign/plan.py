@@ -230,8 +230,9 @@ def validate(
             continue
         if current.reassigning:
             add(
-                "a reassignment is already in progress "
-                f"(adding {_ids(current.adding)}; removing {_ids(current.removing)})"
+                "already being reassigned "
+                f"(adding {_ids(current.adding)}; removing {_ids(current.removing)}): wait "
+                "until it is done, or cancel it"
             )
         if not m.replicas:
             add("the replica list is empty")
@@ -319,13 +320,16 @@ class PlanDiff:
 
 
 def diff(plan: Plan, snapshot: ClusterSnapshot, sizes: Mapping[Key, int] | None = None) -> PlanDiff:
-    """What `plan` changes: replicas added and removed, leaders, bytes to copy."""
+    """What `plan` changes: replicas added and removed, leaders, bytes to copy. A partition
+    being reassigned is compared as it was before the move (its replicas without those being
+    added): while a move runs its replicas are the old and the new ones at once, and against
+    those its own plan would add nothing."""
     index = {p_key(p): p for p in snapshot.partitions}
     sizes = sizes or {}
     out = []
     for m in sorted(plan.moves, key=lambda m: m.key):
         p = index.get(m.key)
-        current = p.replicas if p is not None else ()
+        current = original_replicas(p) if p is not None else ()
         added = tuple(b for b in dict.fromkeys(m.replicas) if b not in current)
         size = sizes.get(m.key)
         out.append(

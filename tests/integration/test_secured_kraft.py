@@ -113,6 +113,59 @@ def test_a_user_with_no_acl_is_denied(secured: KRaftCluster) -> None:
     assert TEST_TOPIC in set(admin.list_topics(timeout=5).topics)
 
 
+def test_running_reassignments_not_listable_are_said_unknown(
+    secured: KRaftCluster, tmp_path: Path
+) -> None:
+    """A user allowed to describe the topics but not the cluster (ListPartitionReassignments
+    needs DESCRIBE on it), the quorum read from the controllers: `describe` shows the
+    partitions, and says the running reassignments were denied and adding/removing replicas
+    are unknown -- not that nothing moves."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    user, password = f"topics-{uuid.uuid4().hex[:6]}", uuid.uuid4().hex
+    admin = AdminClient(_config(secured))
+    upsert = UserScramCredentialUpsertion(
+        user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), password.encode()
+    )
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(timeout=30)
+    acl = AclBinding(ResourceType.TOPIC, "*", ResourcePatternType.LITERAL, f"User:{user}", "*",
+                     AclOperation.DESCRIBE, AclPermissionType.ALLOW)  # fmt: skip
+    for future in admin.create_acls([acl]).values():
+        future.result(timeout=30)
+    conf = {**secured.client_config(), "sasl.username": user, "sasl.password": password}
+    args = [f"-X{k}={v}" for k, v in sorted(conf.items())]
+    env = {"KCONSOLE_STATE_DIR": str(tmp_path)}
+
+    def described() -> dict | None:
+        res = CliRunner().invoke(
+            cli,
+            ["--bootstrap", secured.spec.bootstrap, "--bootstrap-controller",
+             secured.spec.quorum_bootstrap, "--backend", "none", "-z", "", *args,
+             "describe", "--json"],
+            env=env,
+        )  # fmt: skip
+        if res.exit_code != 0:
+            return None
+        snap: dict = json.loads(res.output)
+        return snap if any(p["topic"] == TEST_TOPIC for p in snap["partitions"]) else None
+
+    # The credential and the ACL reach every broker through the metadata log.
+    snap = wait_until(described, 60, f"{user} to see {TEST_TOPIC}", interval=0.5)
+    assert snap["mode"] == "kraft", snap["sources"]
+    source = next(s for s in snap["sources"] if s["name"] == "admin")
+    assert source["ok"], source
+    assert "running reassignments not read (denied by the cluster's ACLs" in source["error"]
+    assert "may not DESCRIBE the cluster (list partition reassignments" in source["error"]
+    assert source["error"].endswith("adding/removing replicas unknown"), source
+
+
 def test_no_secret_on_a_command_line_or_in_the_clusters_files(secured: KRaftCluster) -> None:
     files = secured.security_files()
     client = read_secret(files.client_password, "client")

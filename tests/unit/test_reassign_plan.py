@@ -255,7 +255,8 @@ def test_validate_reports_every_problem() -> None:
     problems = validate(plan, snap)
     assert [p.message for p in problems] == [
         "gone: topic gone does not exist",
-        "solo/0: a reassignment is already in progress (adding 4; removing 1)",
+        "solo/0: already being reassigned (adding 4; removing 1): wait until it is done, or "
+        "cancel it",
         "solo/0: broker 8 does not exist (brokers: 1, 2, 3, 4)",
         "solo/0: broker 9 does not exist (brokers: 1, 2, 3, 4)",
         "solo/0: 2 replicas, but solo has replication factor 1 (changing it was not allowed)",
