@@ -376,26 +376,70 @@ def _send(
     clock: Callable[[], float],
 ) -> ProduceResult:
     """produce_records' send through `producer` (kept open when `warm` holds it)."""
-    tally = tally if tally is not None else Tally(0, clock)
-    detailed = on_progress is not None
-    # Detailed: lists indexed by send order. Bulk: the acked records' latencies (in the
-    # tally: their count is the acked count) and a Delivery for every other outcome.
-    outcomes: list[Delivery | None] = []
-    keys: list[bytes | None] = []
-    problems: list[Delivery] = []
-    acked = tally.latencies.append
+    ledger = _Ledger(tally if tally is not None else Tally(0, clock), on_progress, clock)
+    n = _send_all(producer, ledger, topic, records, rate, partition, on_tick, tick_s)
+    sent_done = clock()
+    deadline = sent_done + (
+        flush_timeout_s if flush_timeout_s is not None else message_timeout_ms / 1000 + 5
+    )
+    _flush(producer, ledger, n, deadline, on_tick, tick_s)
+    elapsed = max(sent_done, clock()) - ledger.start
+    done, unknown, unreported = ledger.settle(n)
+    notes = []
+    if unknown:
+        notes.append(
+            f"{unknown} records had no delivery report within the flush timeout: unknown "
+            "outcome (they may or may not be in the log)"
+        )
+    if acks == "0":
+        notes.append("acks=0: a delivery report only means the record was sent, not stored")
+    timing = None if warm is None else _after_warm_send(warm, ledger, n, done, unknown)
+    detailed, latencies = ledger.detailed, ledger.tally.latencies
+    return ProduceResult(
+        topic=topic,
+        acks=acks,
+        sent=n,
+        deliveries=done,
+        elapsed_s=elapsed,
+        notes=tuple(notes),
+        acked_count=None if detailed else len(latencies),
+        latencies_s=() if detailed else tuple(x for x in latencies if x is not None),
+        unreported=unreported,
+        producer=timing,
+    )
 
-    def report(d: Delivery) -> None:
-        if detailed:
-            outcomes[d.index] = d
+
+class _Ledger:
+    """One send's accounting: the delivery reports as they arrive (librdkafka serves them in
+    the sending thread's poll and flush), and at the end whatever is still without one."""
+
+    def __init__(
+        self, tally: Tally, on_progress: OnProgress | None, clock: Callable[[], float]
+    ) -> None:
+        self.tally = tally
+        self.on_progress = on_progress
+        self.detailed = on_progress is not None
+        self.clock = clock
+        # Detailed: lists indexed by send order. Bulk: the acked records' latencies (in the
+        # tally: their count is the acked count) and a Delivery for every other outcome.
+        self.outcomes: list[Delivery | None] = []
+        self.keys: list[bytes | None] = []
+        self.problems: list[Delivery] = []
+        self.start = clock()  # the send begins
+
+    def report(self, d: Delivery) -> None:
+        """Record one outcome (and count it, and hand it to on_progress)."""
+        if self.detailed:
+            self.outcomes[d.index] = d
         else:
-            problems.append(d)
-        tally.add(d)
-        if on_progress is not None:
-            on_progress(d)
+            self.problems.append(d)
+        self.tally.add(d)
+        if self.on_progress is not None:
+            self.on_progress(d)
 
-    def on_record(i: int, err: KafkaError | None, msg: Message) -> None:  # detailed
-        if outcomes[i] is not None:
+    def on_record(self, i: int, err: KafkaError | None, msg: Message) -> None:
+        """A detailed send's delivery callback for the record sent `i`-th."""
+        if self.outcomes[i] is not None:
             return
         part = msg.partition()
         part = part if part is not None and part >= 0 else None
@@ -403,36 +447,82 @@ def _send(
         # when it has no timestamp: then since the send began).
         lat = msg.latency()
         if lat is None:
-            lat = clock() - start
+            lat = self.clock() - self.start
         if err is None:
             off = msg.offset()
             off = off if off is not None and off >= 0 else None  # acks=0: no offset
-            report(Delivery(i, keys[i], part, off, lat))
+            self.report(Delivery(i, self.keys[i], part, off, lat))
         else:
-            report(_failure(i, keys[i], part, lat, err))
+            self.report(_failure(i, self.keys[i], part, lat, err))
 
-    def on_bulk(err: KafkaError | None, msg: Message) -> None:
-        if err is None:
-            acked(msg.latency())
+    def bulk_callback(self) -> Callable[[KafkaError | None, Message], None]:
+        """A bulk send's delivery callback: an ack only appends its latency."""
+        # A closure over locals, not a method: it runs once per record on the hot path.
+        acked, report = self.tally.latencies.append, self.report
+
+        def on_bulk(err: KafkaError | None, msg: Message) -> None:
+            if err is None:
+                acked(msg.latency())
+            else:
+                part = msg.partition()
+                part = part if part is not None and part >= 0 else None
+                report(_failure(-1, msg.key(), part, msg.latency(), err))
+
+        return on_bulk
+
+    def reported(self) -> int:
+        """How many records have a delivery report (or a produce() error) so far."""
+        if self.detailed:
+            return sum(1 for d in self.outcomes if d is not None)
+        return len(self.tally.latencies) + len(self.problems)
+
+    def settle(self, n: int) -> tuple[tuple[Delivery, ...], int, int]:
+        """The `n` records sent, accounted for: (the deliveries kept, how many have an unknown
+        outcome, how many of those never had a Delivery made: a bulk send's)."""
+        unreported = 0
+        if self.detailed:
+            for i in range(n):
+                if self.outcomes[i] is None:
+                    self.report(
+                        Delivery(i, self.keys[i], None, None, None, "UNKNOWN", "no delivery report")
+                    )
+            done = tuple(d for d in self.outcomes if d is not None)
+            unknown = sum(1 for d in done if d.error == "UNKNOWN")
         else:
-            part = msg.partition()
-            part = part if part is not None and part >= 0 else None
-            report(_failure(-1, msg.key(), part, msg.latency(), err))
+            unreported = max(0, n - len(self.tally.latencies) - len(self.problems))
+            self.tally.unknown += unreported
+            done = tuple(self.problems)
+            unknown = unreported + sum(1 for d in done if d.error == "UNKNOWN")
+        return done, unknown, unreported
 
-    start = clock()
+
+def _send_all(
+    producer: Producer,
+    ledger: _Ledger,
+    topic: str,
+    records: Iterable[Record],
+    rate: float | None,
+    partition: int | None,
+    on_tick: Callable[[], None] | None,
+    tick_s: float,
+) -> int:
+    """The send loop: produce() every record (paced by `rate`), serving delivery reports as it
+    goes; how many were sent."""
+    clock, start, detailed = ledger.clock, ledger.start, ledger.detailed
     next_tick = start + tick_s
     n = 0
     period = 1.0 / rate if rate else 0.0
     produce, poll = producer.produce, producer.poll
     fixed: dict[str, Any] = {} if partition is None else {"partition": partition}
-    cb: Callable[..., None] = on_bulk
+    cb: Callable[..., None] = ledger.bulk_callback()
+    on_record = ledger.on_record
     for key, value, headers in records:
         if period:
             while (wait := start + n * period - clock()) > 0:
                 poll(min(wait, 0.1))
         if detailed:
-            keys.append(key)
-            outcomes.append(None)
+            ledger.keys.append(key)
+            ledger.outcomes.append(None)
             cb = partial(on_record, n)
         while True:
             try:
@@ -446,7 +536,7 @@ def _send(
             except KafkaException as exc:
                 err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
                 name = err.name() if err else type(exc).__name__
-                report(
+                ledger.report(
                     Delivery(n if detailed else -1, key, None, None, None, name,
                              err.str() if err else str(exc))
                 )  # fmt: skip
@@ -459,11 +549,20 @@ def _send(
             if on_tick is not None and (now := clock()) >= next_tick:
                 next_tick = now + tick_s
                 on_tick()
-    sent_done = clock()
-    notes = []
-    deadline = sent_done + (
-        flush_timeout_s if flush_timeout_s is not None else message_timeout_ms / 1000 + 5
-    )
+    return n
+
+
+def _flush(
+    producer: Producer,
+    ledger: _Ledger,
+    n: int,
+    deadline: float,
+    on_tick: Callable[[], None] | None,
+    tick_s: float,
+) -> None:
+    """Wait (until `deadline`) for the delivery reports of the `n` records sent; purge what
+    still has none, so that nothing of this send is left in the producer."""
+    clock = ledger.clock
     while producer.flush(tick_s if on_tick is not None else max(0.0, deadline - clock())) > 0:
         if on_tick is not None:
             on_tick()
@@ -471,58 +570,28 @@ def _send(
             break
     # Records still without a report (not len(producer): a kept producer's queue also holds
     # its statistics events, and a purge for them would be a spurious one).
-    if detailed:
-        reported = sum(1 for d in outcomes if d is not None)
-    else:
-        reported = len(tally.latencies) + len(problems)
-    if reported < n:
+    if ledger.reported() < n:
         producer.purge(in_queue=True, in_flight=True, blocking=True)
         producer.flush(1.0)
-    elapsed = max(sent_done, clock()) - start
-    unreported = 0
-    if detailed:
-        for i in range(n):
-            if outcomes[i] is None:
-                report(Delivery(i, keys[i], None, None, None, "UNKNOWN", "no delivery report"))
-        done = tuple(d for d in outcomes if d is not None)
-        unknown = sum(1 for d in done if d.error == "UNKNOWN")
-    else:
-        unreported = max(0, n - len(tally.latencies) - len(problems))
-        tally.unknown += unreported
-        done = tuple(problems)
-        unknown = unreported + sum(1 for d in done if d.error == "UNKNOWN")
-    if unknown:
-        notes.append(
-            f"{unknown} records had no delivery report within the flush timeout: unknown "
-            "outcome (they may or may not be in the log)"
+
+
+def _after_warm_send(
+    warm: WarmProducer, ledger: _Ledger, n: int, done: tuple[Delivery, ...], unknown: int
+) -> ProducerTiming:
+    """How the send stood to the kept producer's start; the producer marked spent when the
+    send left records without an outcome or met a local error."""
+    if n and not warm.ready and warm.idempotent and (ledger.tally.acked or not ledger.detailed):
+        warm.learn_ready(2.5 * STATS_INTERVAL_MS / 1000)  # an ack means the id came
+    timing = warm.timing(ledger.start)
+    failed = ledger.problems if not ledger.detailed else [d for d in done if d.error is not None]
+    local = sorted({d.error for d in failed if d.error and d.error.startswith("_")})
+    if unknown or local:
+        # Records without an outcome, or a local error (a timeout, a lost connection):
+        # the next send gets a new producer rather than this one's state after it.
+        warm.spent = "a send left " + (
+            f"{unknown} records without an outcome" if unknown else ", ".join(local)
         )
-    if acks == "0":
-        notes.append("acks=0: a delivery report only means the record was sent, not stored")
-    timing = None
-    if warm is not None:
-        if n and not warm.ready and warm.idempotent and (tally.acked or not detailed):
-            warm.learn_ready(2.5 * STATS_INTERVAL_MS / 1000)  # an ack means the id came
-        timing = warm.timing(start)
-        failed = problems if not detailed else [d for d in done if d.error is not None]
-        local = sorted({d.error for d in failed if d.error and d.error.startswith("_")})
-        if unknown or local:
-            # Records without an outcome, or a local error (a timeout, a lost connection):
-            # the next send gets a new producer rather than this one's state after it.
-            warm.spent = "a send left " + (
-                f"{unknown} records without an outcome" if unknown else ", ".join(local)
-            )
-    return ProduceResult(
-        topic=topic,
-        acks=acks,
-        sent=n,
-        deliveries=done,
-        elapsed_s=elapsed,
-        notes=tuple(notes),
-        acked_count=None if detailed else len(tally.latencies),
-        latencies_s=() if detailed else tuple(x for x in tally.latencies if x is not None),
-        unreported=unreported,
-        producer=timing,
-    )
+    return timing
 
 
 def _failure(

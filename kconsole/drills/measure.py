@@ -8,7 +8,7 @@ would see: the cluster's reaction plus kconsole's own observation delay (tens of
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 from kconsole.models import BrokerConfig, ClusterSnapshot
@@ -136,71 +136,112 @@ def measure(
     config: BrokerConfig | None = None,
 ) -> list[Measurement]:
     """Durations of one drill. `fault` and `restore` are the ACTION events of the drill."""
-    cfg = config or BrokerConfig()
-    action = str(fault.new or "")
-    after = sorted(
-        (e for e in events if e.ts >= fault.ts and e.kind is not EventKind.ACTION),
-        key=lambda e: e.ts,
-    )
-    session = f"zookeeper.session.timeout.ms = {cfg.session_timeout_ms} ms"
-    graceful = action == "stop"
+    drill = _Drill(before, events, fault, target, config or BrokerConfig())
+    out = [
+        drill.broker_fenced(),
+        drill.broker_gone(),
+        drill.new_controller(),
+        drill.leaders_moved(restore),
+        drill.out_of_isr(restore),
+    ]
+    if restore is not None:
+        out += [drill.broker_back(restore), *drill.whole_again(restore)]
+    return [m for m in out if m is not None]
 
-    def first(pred: object) -> float | None:
-        for e in after:
-            if pred(e):  # type: ignore[operator]
-                return e.ts - fault.ts
+
+class _Drill:
+    """One drill's events from its fault on; each method measures one family (None: it does
+    not apply to this drill)."""
+
+    def __init__(
+        self,
+        before: ClusterSnapshot,
+        events: Sequence[Event],
+        fault: Event,
+        target: int,
+        cfg: BrokerConfig,
+    ) -> None:
+        self.before = before
+        self.events = events
+        self.fault = fault
+        self.target = target
+        self.cfg = cfg
+        self.action = str(fault.new or "")
+        self.after = sorted(
+            (e for e in events if e.ts >= fault.ts and e.kind is not EventKind.ACTION),
+            key=lambda e: e.ts,
+        )
+        timeout = "broker.session.timeout.ms" if cfg.kraft else "zookeeper.session.timeout.ms"
+        self.session = f"{timeout} = {cfg.session_timeout_ms} ms"
+        self.graceful = self.action == "stop"
+
+    def first(self, pred: Callable[[Event], bool]) -> float | None:
+        """Seconds from the fault to the first event after it that `pred` holds for."""
+        for e in self.after:
+            if pred(e):
+                return e.ts - self.fault.ts
         return None
 
-    out: list[Measurement] = []
-    if cfg.kraft:
-        session = f"broker.session.timeout.ms = {cfg.session_timeout_ms} ms"
-        fenced = first(
+    def broker_fenced(self) -> Measurement | None:
+        """KRaft: fault -> the controller fenced the broker."""
+        cfg, target = self.cfg, self.target
+        if not cfg.kraft:
+            return None
+        fenced = self.first(
             lambda e: (
                 e.kind in (EventKind.BROKER_FENCED, EventKind.BROKER_LEFT) and e.broker == target
             )
         )
-        out.append(
-            Measurement(
-                "fault -> broker fenced",
-                fenced,
-                "about a second: controlled shutdown, then the controller fences it"
-                if graceful
-                else f"~{cfg.session_timeout_ms / 1000:g} s: no heartbeat for {session} "
-                f"(heartbeats every {cfg.heartbeat_interval_ms} ms)",
-            )
+        return Measurement(
+            "fault -> broker fenced",
+            fenced,
+            "about a second: controlled shutdown, then the controller fences it"
+            if self.graceful
+            else f"~{cfg.session_timeout_ms / 1000:g} s: no heartbeat for {self.session} "
+            f"(heartbeats every {cfg.heartbeat_interval_ms} ms)",
         )
-    gone = first(lambda e: e.kind is EventKind.BROKER_LEFT and e.broker == target)
-    if not cfg.kraft:  # a KRaft broker stays registered, fenced (measured above)
-        out.append(
-            Measurement(
-                "fault -> broker gone from ZooKeeper",
-                gone,
-                "when it has shut down: its session closes last, after controlled shutdown and "
-                "the log flush (about a second; longer for the controller or on a busy machine)"
-                if graceful
-                else f"~{cfg.session_timeout_ms / 1000:.0f} s: when its session expires "
-                f"({session}; ZooKeeper expires sessions on its tick, so up to one tickTime "
-                "later)",
-            )
+
+    def broker_gone(self) -> Measurement | None:
+        """ZooKeeper: fault -> the broker's registration gone."""
+        cfg, target = self.cfg, self.target
+        if cfg.kraft:  # a KRaft broker stays registered, fenced (broker_fenced measures it)
+            return None
+        return Measurement(
+            "fault -> broker gone from ZooKeeper",
+            self.first(lambda e: e.kind is EventKind.BROKER_LEFT and e.broker == target),
+            "when it has shut down: its session closes last, after controlled shutdown and "
+            "the log flush (about a second; longer for the controller or on a busy machine)"
+            if self.graceful
+            else f"~{cfg.session_timeout_ms / 1000:.0f} s: when its session expires "
+            f"({self.session}; ZooKeeper expires sessions on its tick, so up to one tickTime "
+            "later)",
         )
-    if before.controller.id == target and not cfg.kraft:  # KRaft: drills/kraft.py measures it
-        out.append(
-            Measurement(
-                "fault -> new controller",
-                first(
-                    lambda e: e.kind is EventKind.CONTROLLER_CHANGED and e.new not in (None, target)
-                ),
-                "as soon as it is gone from ZooKeeper (/controller is ephemeral)",
-            )
+
+    def new_controller(self) -> Measurement | None:
+        """ZooKeeper, the controller hit: fault -> another broker is the controller."""
+        target = self.target
+        if self.before.controller.id != target or self.cfg.kraft:
+            return None  # KRaft: drills/kraft.py measures it
+        return Measurement(
+            "fault -> new controller",
+            self.first(
+                lambda e: e.kind is EventKind.CONTROLLER_CHANGED and e.new not in (None, target)
+            ),
+            "as soon as it is gone from ZooKeeper (/controller is ephemeral)",
         )
-    led = {
-        (p.topic, p.partition)
-        for p in before.partitions
-        if p.leader == target and not before.is_offline(p)
-    }
-    if led:
+
+    def leaders_moved(self, restore: Event | None) -> Measurement | None:
+        """fault -> every partition the broker led (and was online) has another leader."""
+        before, target, fault, cfg = self.before, self.target, self.fault, self.cfg
+        led = {
+            (p.topic, p.partition)
+            for p in before.partitions
+            if p.leader == target and not before.is_offline(p)
+        }
+        if not led:
+            return None
         moved: dict[TP, float] = {}
-        for e in after:
+        for e in self.after:
             tp = (e.topic, e.partition)
             if (
                 tp in led
@@ -214,7 +255,7 @@ def measure(
             e.kind in (EventKind.BROKER_LEFT, EventKind.BROKER_FENCED)
             and e.broker == target
             and e.ts < restore.ts
-            for e in after
+            for e in self.after
         )
         why_stuck = (
             f"{len(stuck)} never changed leader: it was back before it lost their leadership"
@@ -222,24 +263,27 @@ def measure(
             else f"{len(stuck)} without a new leader while watched "
             "(no other in-sync replica, unclean election disabled)"
         )
-        out.append(
-            Measurement(
-                f"fault -> every partition it led ({len(led)}) has a leader again",
-                max(moved.values()) if not stuck else None,
-                "< 1 s: controlled shutdown moves leadership before the process exits"
-                if graceful
-                else f"~{cfg.session_timeout_ms / 1000:.0f} s + election ({session})",
-                "" if not stuck else why_stuck,
-            )
+        return Measurement(
+            f"fault -> every partition it led ({len(led)}) has a leader again",
+            max(moved.values()) if not stuck else None,
+            "< 1 s: controlled shutdown moves leadership before the process exits"
+            if self.graceful
+            else f"~{cfg.session_timeout_ms / 1000:.0f} s + election ({self.session})",
+            "" if not stuck else why_stuck,
         )
-    in_isr = {
-        (p.topic, p.partition)
-        for p in before.partitions
-        if target in p.isr and not before.is_offline(p)
-    }
-    if in_isr:
+
+    def out_of_isr(self, restore: Event | None) -> Measurement | None:
+        """fault -> the broker is out of every ISR it was in (of the online partitions)."""
+        before, target, fault, cfg = self.before, self.target, self.fault, self.cfg
+        in_isr = {
+            (p.topic, p.partition)
+            for p in before.partitions
+            if target in p.isr and not before.is_offline(p)
+        }
+        if not in_isr:
+            return None
         dropped: dict[TP, float] = {}
-        for e in after:
+        for e in self.after:
             tp = (str(e.topic), int(e.partition or 0))
             if (
                 e.topic is not None
@@ -250,9 +294,9 @@ def measure(
             ):
                 dropped[tp] = e.ts - fault.ts
         lag_s, sess_s = cfg.replica_lag_time_max_ms / 1000, cfg.session_timeout_ms / 1000
-        if graceful:
+        if self.graceful:
             predicted = "< 1 s: removed from every ISR during controlled shutdown"
-        elif action == "pause" and lag_s < sess_s:
+        elif self.action == "pause" and lag_s < sess_s:
             predicted = f"~{lag_s:.0f} s: replica.lag.time.max.ms = {cfg.replica_lag_time_max_ms}"
         else:
             predicted = (
@@ -266,16 +310,52 @@ def measure(
             if restore is not None and all(t >= restore.ts - fault.ts for t in dropped.values())
             else f"still in {len(missing)} ISR(s) while watched"
         )
-        out.append(
-            Measurement(
-                f"fault -> out of every ISR it was in ({len(in_isr)})",
-                max(dropped.values()) if not missing else None,
-                predicted,
-                kept if missing else "",
-            )
+        return Measurement(
+            f"fault -> out of every ISR it was in ({len(in_isr)})",
+            max(dropped.values()) if not missing else None,
+            predicted,
+            kept if missing else "",
         )
-    if restore is not None:
-        back = [e for e in after if e.ts >= restore.ts]
+
+    def broker_back(self, restore: Event) -> Measurement:
+        """restore -> the broker is back: unfenced (KRaft) or registered again (ZooKeeper)."""
+        back = [e for e in self.after if e.ts >= restore.ts]
+        resumed = str(restore.new or "") == "resume"
+        if self.cfg.kraft:
+            return self._unfenced(restore, back, resumed)
+        return self._registered(restore, back, resumed)
+
+    def _unfenced(self, restore: Event, back: list[Event], resumed: bool) -> Measurement:
+        """KRaft: restore -> the controller unfenced the broker."""
+        target = self.target
+        unfenced = next(
+            (
+                e.ts - restore.ts
+                for e in back
+                if e.kind in (EventKind.BROKER_UNFENCED, EventKind.BROKER_JOINED)
+                and e.broker == target
+            ),
+            None,
+        )
+        return Measurement(
+            "restore -> broker unfenced",
+            unfenced,
+            "its first heartbeat: at once after a resume"
+            if resumed
+            else "JVM start-up, log recovery, then it catches up with the metadata log",
+            ""
+            if unfenced is not None
+            else "never fenced: it was back before the controller fenced it"
+            if not any(
+                e.kind in (EventKind.BROKER_FENCED, EventKind.BROKER_LEFT) and e.broker == target
+                for e in self.after
+            )
+            else "no unfencing seen while watched",
+        )
+
+    def _registered(self, restore: Event, back: list[Event], resumed: bool) -> Measurement:
+        """ZooKeeper: restore -> the broker registered again."""
+        target = self.target
         joined = next(
             (
                 e.ts - restore.ts
@@ -284,72 +364,42 @@ def measure(
             ),
             None,
         )
-        resumed = str(restore.new or "") == "resume"
         left = any(
             e.kind is EventKind.BROKER_LEFT and e.broker == target and e.ts < restore.ts
-            for e in after
+            for e in self.after
         )
-        if cfg.kraft:
-            unfenced = next(
-                (
-                    e.ts - restore.ts
-                    for e in back
-                    if e.kind in (EventKind.BROKER_UNFENCED, EventKind.BROKER_JOINED)
-                    and e.broker == target
-                ),
+        if resumed and not left and joined is None:
+            return Measurement(
+                "restore -> broker registered again",
                 None,
+                "nothing to wait for: resumed before its ZooKeeper session expired",
+                "it never left ZooKeeper (resumed before its session expired)",
             )
-            out.append(
-                Measurement(
-                    "restore -> broker unfenced",
-                    unfenced,
-                    "its first heartbeat: at once after a resume"
-                    if resumed
-                    else "JVM start-up, log recovery, then it catches up with the metadata log",
-                    ""
-                    if unfenced is not None
-                    else "never fenced: it was back before the controller fenced it"
-                    if not any(
-                        e.kind in (EventKind.BROKER_FENCED, EventKind.BROKER_LEFT)
-                        and e.broker == target
-                        for e in after
-                    )
-                    else "no unfencing seen while watched",
-                )
-            )
-        elif resumed and not left and joined is None:
-            out.append(
-                Measurement(
-                    "restore -> broker registered again",
-                    None,
-                    "nothing to wait for: resumed before its ZooKeeper session expired",
-                    "it never left ZooKeeper (resumed before its session expired)",
-                )
-            )
-        else:
-            out.append(
-                Measurement(
-                    "restore -> broker registered again",
-                    joined,
-                    # A resumed process starts nothing: its ZooKeeper client reconnects, finds
-                    # its session expired and registers anew.
-                    "about a second: the resumed process finds its session expired and "
-                    "registers again (no JVM start, no log recovery)"
-                    if resumed
-                    else "JVM start-up and log recovery after the kill: a few seconds here"
-                    if action == "kill"
-                    else "JVM start-up (a clean shutdown leaves no log to recover): "
-                    "a few seconds here",
-                )
-            )
+        return Measurement(
+            "restore -> broker registered again",
+            joined,
+            # A resumed process starts nothing: its ZooKeeper client reconnects, finds
+            # its session expired and registers anew.
+            "about a second: the resumed process finds its session expired and "
+            "registers again (no JVM start, no log recovery)"
+            if resumed
+            else "JVM start-up and log recovery after the kill: a few seconds here"
+            if self.action == "kill"
+            else "JVM start-up (a clean shutdown leaves no log to recover): a few seconds here",
+        )
+
+    def whole_again(self, restore: Event) -> tuple[Measurement, Measurement]:
+        """restore -> every ISR full, and every partition on its preferred leader, again."""
+        cfg, fault = self.cfg, self.fault
+        resumed = str(restore.new or "") == "resume"
         # Whether the ISRs were ever short and the leaders ever off their preferred replica
         # from the fault on: a duration "until whole again" is only one when they were not.
-        replay = Replay.of(before)
+        replay = Replay.of(self.before)
         isr_at: float | None = None
         pref_at: float | None = None
         isr_shrank = not replay.isr_full()
         moved_off = not replay.preferred()
-        for e in sorted(events, key=lambda e: e.ts):
+        for e in sorted(self.events, key=lambda e: e.ts):
             replay.apply(e)
             if e.ts < fault.ts:
                 isr_shrank, moved_off = not replay.isr_full(), not replay.preferred()
@@ -362,30 +412,22 @@ def measure(
                 isr_at = e.ts - restore.ts
             if pref_at is None and replay.preferred():
                 pref_at = e.ts - restore.ts
-        out.append(
-            Measurement(
-                "restore -> ISR fully restored",
-                isr_at if isr_shrank else None,
-                f"once the {'resumed' if resumed else 'restarted'} broker has caught up "
-                "(seconds with little data behind)",
-                ""
-                if isr_shrank
-                else "ISR never shrank: the broker was back before it left the ISR",
-            )
+        isr = Measurement(
+            "restore -> ISR fully restored",
+            isr_at if isr_shrank else None,
+            f"once the {'resumed' if resumed else 'restarted'} broker has caught up "
+            "(seconds with little data behind)",
+            "" if isr_shrank else "ISR never shrank: the broker was back before it left the ISR",
         )
-        out.append(
-            Measurement(
-                "restore -> preferred leaders back",
-                pref_at if moved_off else None,
-                "within leader.imbalance.check.interval.seconds = "
-                f"{cfg.leader_imbalance_check_s} s "
-                "after it is back in sync (auto.leader.rebalance.enable, imbalance > 10 %)"
-                if cfg.auto_leader_rebalance
-                else "never by itself: auto.leader.rebalance.enable is "
-                "false (use a preferred leader election)",
-                ""
-                if moved_off
-                else "leaders never moved: every partition kept its preferred leader",
-            )
+        preferred = Measurement(
+            "restore -> preferred leaders back",
+            pref_at if moved_off else None,
+            "within leader.imbalance.check.interval.seconds = "
+            f"{cfg.leader_imbalance_check_s} s "
+            "after it is back in sync (auto.leader.rebalance.enable, imbalance > 10 %)"
+            if cfg.auto_leader_rebalance
+            else "never by itself: auto.leader.rebalance.enable is "
+            "false (use a preferred leader election)",
+            "" if moved_off else "leaders never moved: every partition kept its preferred leader",
         )
-    return out
+        return isr, preferred

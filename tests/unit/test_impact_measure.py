@@ -192,3 +192,102 @@ def test_an_isr_that_shrank_and_came_back_is_still_measured() -> None:
     assert isr.seconds == pytest.approx(2.5) and isr.note == ""
     # The leaders never moved off their preferred replicas: not a 0.00 s either.
     assert m["restore -> preferred leaders back"].seconds is None
+
+
+def test_the_measurements_come_in_their_order() -> None:
+    """ZooKeeper, the controller killed and restored: every family, in the order shown."""
+    fault = _ev(200.0, EventKind.ACTION, broker=1, new="kill")
+    restore = _ev(220.0, EventKind.ACTION, broker=1, new="start")
+    out = measure(_before(), [fault, restore], fault=fault, target=1, restore=restore)
+    assert [x.name for x in out] == [
+        "fault -> broker gone from ZooKeeper",
+        "fault -> new controller",
+        "fault -> every partition it led (1) has a leader again",
+        "fault -> out of every ISR it was in (2)",
+        "restore -> broker registered again",
+        "restore -> ISR fully restored",
+        "restore -> preferred leaders back",
+    ]
+    # Nothing was seen after the fault: every duration is unknown, none is 0.
+    assert all(x.seconds is None for x in out)
+    kraft = BrokerConfig(9000, 30000, heartbeat_interval_ms=2000, election_timeout_ms=1000)
+    out = measure(_before(), [fault, restore], fault=fault, target=1, restore=restore, config=kraft)
+    assert [x.name for x in out] == [
+        "fault -> broker fenced",
+        "fault -> every partition it led (1) has a leader again",
+        "fault -> out of every ISR it was in (2)",
+        "restore -> broker unfenced",
+        "restore -> ISR fully restored",
+        "restore -> preferred leaders back",
+    ]
+    assert out[1].predicted == "~9 s + election (broker.session.timeout.ms = 9000 ms)"
+
+
+def test_events_missing_leave_the_figures_unknown_with_why() -> None:
+    """The broker left and was fenced but never came back into view: each figure whose event
+    is missing is unknown, and its note says why."""
+    fault = _ev(200.0, EventKind.ACTION, broker=3, new="kill")
+    restore = _ev(220.0, EventKind.ACTION, broker=3, new="start")
+    events = [
+        fault,
+        _ev(206.0, EventKind.BROKER_FENCED, broker=3),
+        # only one of its two ISRs dropped it
+        _ev(206.5, EventKind.ISR_SHRANK, topic="t", partition=0, old=[1, 2, 3], new=[1, 2]),
+        restore,
+    ]
+    kraft = BrokerConfig(9000, 30000, heartbeat_interval_ms=2000, election_timeout_ms=1000)
+    m = {
+        x.name: x
+        for x in measure(_before(), events, fault=fault, target=3, restore=restore, config=kraft)
+    }
+    assert m["fault -> broker fenced"].seconds == pytest.approx(6.0)
+    assert m["fault -> broker fenced"].predicted == (
+        "~9 s: no heartbeat for broker.session.timeout.ms = 9000 ms (heartbeats every 2000 ms)"
+    )
+    isr = m["fault -> out of every ISR it was in (2)"]
+    assert isr.seconds is None and isr.note == "still in 1 ISR(s) while watched"
+    unfenced = m["restore -> broker unfenced"]
+    assert unfenced.seconds is None and unfenced.note == "no unfencing seen while watched"
+    assert "JVM start-up, log recovery" in unfenced.predicted
+    whole = m["restore -> ISR fully restored"]
+    assert whole.seconds is None and whole.note == ""  # it shrank, and never came back
+    assert m["restore -> preferred leaders back"].note.startswith("leaders never moved")
+
+
+def test_a_clean_stop_predicts_controlled_shutdown() -> None:
+    """A stop: leadership and ISRs move during controlled shutdown; a partition that was
+    offline before the fault is not one the broker had to hand over."""
+    before = _before()
+    offline = Partition("t", 2, -1, (2, 1), (2,))
+    before = ClusterSnapshot(
+        before.taken_at, brokers=before.brokers, controller=before.controller,
+        partitions=(*before.partitions, offline), topics=before.topics,
+    )  # fmt: skip
+    fault = _ev(200.0, EventKind.ACTION, broker=2, new="stop")
+    events = [
+        fault,
+        _ev(200.3, EventKind.LEADER_CHANGED, topic="t", partition=1, old=2, new=3),
+        _ev(200.4, EventKind.ISR_SHRANK, topic="t", partition=1, old=[2, 3, 1], new=[3, 1]),
+        _ev(200.5, EventKind.ISR_SHRANK, topic="t", partition=0, old=[1, 2, 3], new=[1, 3]),
+        _ev(201.2, EventKind.BROKER_LEFT, broker=2),
+    ]
+    cfg = BrokerConfig(6000, 10000, 30, auto_leader_rebalance=False)
+    m = {x.name: x for x in measure(before, events, fault=fault, target=2, config=cfg)}
+    gone = m["fault -> broker gone from ZooKeeper"]
+    assert gone.seconds == pytest.approx(1.2) and gone.predicted.startswith("when it has shut")
+    led = m["fault -> every partition it led (1) has a leader again"]
+    assert led.seconds == pytest.approx(0.3) and led.note == ""
+    assert led.predicted.startswith("< 1 s: controlled shutdown moves leadership")
+    isr = m["fault -> out of every ISR it was in (2)"]
+    assert isr.seconds == pytest.approx(0.5) and isr.note == ""
+    assert isr.predicted == "< 1 s: removed from every ISR during controlled shutdown"
+    assert not [n for n in m if n.startswith("restore")]  # no restore: nothing after it
+    restore = _ev(210.0, EventKind.ACTION, broker=2, new="start")
+    events += [restore, _ev(214.0, EventKind.BROKER_JOINED, broker=2)]
+    m = {
+        x.name: x
+        for x in measure(before, events, fault=fault, target=2, restore=restore, config=cfg)
+    }
+    pref = m["restore -> preferred leaders back"]
+    assert pref.seconds is None and pref.note == ""  # moved off, never back
+    assert pref.predicted.startswith("never by itself: auto.leader.rebalance.enable is false")
