@@ -380,3 +380,57 @@ async def test_an_unknown_behind_is_shown_unknown_not_zero(tmp_path: Path) -> No
         assert chart is not None and len(chart) == len(batches) - 1
         summary = text_of(app, "#job-summary")
         assert "behind ? (the log ends could not be read: timed out)" in summary, summary
+
+
+async def test_a_run_started_elsewhere_is_selected_when_it_appears(tmp_path: Path) -> None:
+    """Issue 35 #19: a run started from the command line while the console was open was listed
+    but not selected: the cursor stayed on an older run. It is selected when it appears, as a
+    run started from the screen is."""
+    state_dir = tmp_path / "state"
+    jobs = recorded_jobs(state_dir)
+    app = new_app(commands=Commands(None), settings=Settings(), jobs=jobs)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_jobs(app, pilot)
+        runs = screen.query_one("#job-runs", DataTable)
+        await wait_for(pilot, lambda: runs.row_count == 3)
+        runs.focus()
+        runs.move_cursor(row=2)  # an older run
+        await pilot.pause()
+        assert screen.selected_run is not None
+        assert screen.selected_run.run_id == "sequence-checker-20270115-074000-5c1d"
+        new = "keyed-counts-20270115-080500-77aa"
+        plant_run(state_dir, new, "keyed_counts_backlog", job="keyed-counts",
+                  started_at=T0 + 300, topic="test-topic", group_id=None)  # fmt: skip
+        await wait_for(pilot, lambda: runs.row_count == 4, timeout=10)
+        await wait_for(pilot, lambda: screen.selected_run is not None)
+        assert screen.selected_run is not None and screen.selected_run.run_id == new
+        await wait_for(pilot, lambda: new in border_title(app, "#job-detail"))
+
+
+async def test_an_option_error_goes_once_the_value_is_right(tmp_path: Path) -> None:
+    """Issue 35 #19: the trigger's error stayed under it after the value was corrected, until
+    the next ctrl+s. An option said to be wrong is checked again as it changes."""
+    app = new_app(commands=Commands(None), settings=Settings(), jobs=recorded_jobs(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_jobs(app, pilot)
+        screen.query_one("#job-specs", DataTable).focus()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, StartJobDialog))
+        dialog = app.screen
+        assert isinstance(dialog, StartJobDialog)
+        trigger = dialog.query_one("#opt-trigger", Input)
+        trigger.value = ""
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert app.screen is dialog
+        note = dialog.query_one("#err-trigger", Static)
+        assert note.display and "trigger" in text_of(app, "#err-trigger")
+        assert "fix trigger" in text_of(app, "#start-job-error")
+        trigger.value = "x"  # still wrong: said as it is now
+        await pilot.pause()
+        assert note.display and "'x'" in text_of(app, "#err-trigger"), text_of(app, "#err-trigger")
+        trigger.value = "5"
+        await pilot.pause()
+        assert not note.display
+        assert text_of(app, "#start-job-error") == ""
+        await pilot.press("escape")

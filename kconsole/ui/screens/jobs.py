@@ -155,6 +155,7 @@ class JobsScreen(Screen[None]):
         # A start the user asked for: (job, the runs there were); its run is selected on arrival.
         self._awaited: tuple[str, set[str]] | None = None
         self._shown: str | None = None  # the run the detail pane shows
+        self._known: set[str] = set()  # the runs listed so far (one new among them: selected)
         self.fitted_width = 0  # the jobs table's width "what it does" was last fitted to
 
     def on_mount(self) -> None:
@@ -200,9 +201,15 @@ class JobsScreen(Screen[None]):
             for run in runs:
                 table.add_row(*run_cells(run, view.snapshot), key=run.run_id)
             started = self._started_run(runs)
+            # A run that appeared while the screen is open (started from the command line, or
+            # by another console): selected, as one started here is (newest first).
+            arrived = [r for r in wanted if r not in self._known] if self._known else []
+            self._known = set(wanted)
             if started is not None:  # the run the user just started: show it
                 table.move_cursor(row=wanted.index(started.run_id), animate=False)
                 table.focus()
+            elif arrived:
+                table.move_cursor(row=wanted.index(arrived[0]), animate=False)
             elif selected is not None and selected.run_id in wanted:
                 table.move_cursor(row=wanted.index(selected.run_id), animate=False)
         else:
@@ -570,6 +577,28 @@ class StartJobDialog(ModalScreen[tuple[dict[str, Any], bool] | None]):
         """What is wrong with each option given, by the job's own parser, in words."""
         found = {name: value_problem(self.spec, name, v) for name, v in options.items()}
         return {name: problem for name, problem in found.items() if problem}
+
+    @on(Input.Changed)
+    @on(Select.Changed)
+    @on(Checkbox.Changed)
+    def _recheck(self) -> None:
+        """An option said to be wrong is checked again as it changes: its note goes once the
+        value is right (and the line below with it once none is left), or says what is wrong
+        now. Options not said to be wrong are left alone while being typed."""
+        shown = [o.name for o in self.spec.options if self.query_one(f"#err-{o.name}").display]
+        if not shown:
+            return
+        problems = self.problems(self.options())
+        for name in shown:
+            note = self.query_one(f"#err-{name}", Static)
+            problem = problems.get(name)
+            note.update(Text(f"↑ {problem}", fmt.BAD) if problem else "")
+            note.display = problem is not None
+        left = [name for name in shown if name in problems]
+        error = self.query_one("#start-job-error", Static)
+        error.update(
+            Text(f"not started: fix {', '.join(left)} (see beside it)", fmt.BAD) if left else ""
+        )
 
     @on(Input.Submitted)
     def action_start(self) -> None:
