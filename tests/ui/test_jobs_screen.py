@@ -19,11 +19,16 @@ from kconsole.jobs.manager import JobManager
 from kconsole.ui.app import KConsoleApp
 from kconsole.ui.screens.jobs import (
     CHART_BATCHES,
+    RUN_COLUMNS,
+    RUN_LAYOUTS,
     JobsScreen,
     StartJobDialog,
+    fit_runs,
     group_lag,
+    layout_width,
     rate_scale,
     run_cells,
+    short_run_id,
 )
 from tests.ui.conftest import feed, load, new_app
 from tests.ui.jobs_fakes import T0, RecordedJobs, plant_run, recorded_jobs
@@ -341,9 +346,16 @@ async def test_what_a_job_does_fits_the_pane_at_any_width(tmp_path: Path) -> Non
             if column:
                 cell = str(specs.get_cell("keyed-counts", "what"))
                 assert cell.endswith("…") and len(cell) > 16
-                assert "how many records each key had in each".startswith(cell[:-1])
+                whole = "how many records each key had in each event-time window, from a Kafka"
+                assert whole.startswith(cell[:-1])
                 widths = sum(c.get_render_width(specs) for c in specs.columns.values())
                 assert widths <= specs.scrollable_content_region.width
+                # Issue 35 #19: ~30 columns stood empty beside the runs while this was cut: the
+                # runs table has all its columns, and the jobs table the width left.
+                runs = screen.query_one("#job-runs", DataTable)
+                assert list(runs.columns) == [key for _, key in RUN_COLUMNS]
+                used = sum(c.get_render_width(runs) for c in runs.columns.values())
+                assert runs.scrollable_content_region.width - used <= 4
             specs.focus()
             await wait_for(pilot, lambda: "Job" in border_title(pilot.app, "#job-detail"))  # type: ignore[arg-type]
             assert "keyed-counts" in border_title(app, "#job-detail")
@@ -434,3 +446,36 @@ async def test_an_option_error_goes_once_the_value_is_right(tmp_path: Path) -> N
         assert not note.display
         assert text_of(app, "#start-job-error") == ""
         await pilot.press("escape")
+
+
+def test_run_ids_are_shortened_only_as_far_as_the_room_needs(tmp_path: Path) -> None:
+    """The runs table's layouts: the start time (in the run id) goes first, then the columns
+    of least use; what a run is doing (state, rows/s done, offsets behind) stays."""
+    runs = list(reversed(recorded_jobs(tmp_path).runs()))
+    keyed = next(r for r in runs if r.job == "keyed-counts")
+    assert short_run_id(keyed, "full") == "keyed-counts-20270115-075800-a41f"
+    assert short_run_id(keyed, "job") == "keyed-counts …075800-a41f"
+    assert short_run_id(keyed, "tail") == "…075800-a41f"
+    assert short_run_id(dataclasses.replace(keyed, run_id="odd"), "tail") == "odd"
+    full = layout_width(runs, None, RUN_LAYOUTS[0])
+    assert fit_runs(runs, None, full) == RUN_LAYOUTS[0]
+    assert "started" not in fit_runs(runs, None, full - 1)[0]
+    assert fit_runs(runs, None, 10) == RUN_LAYOUTS[-1]
+    assert RUN_LAYOUTS[-1][0] == ("run", "state", "done", "behind")
+
+
+async def test_at_80x24_the_runs_table_shows_what_a_run_is_doing(tmp_path: Path) -> None:
+    """Issue 35 #19: at 80x24 the runs table showed only run and state, and the jobs pane's
+    border read `enter or n st…`."""
+    app = new_app(commands=Commands(None), settings=Settings(), jobs=recorded_jobs(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_jobs(app, pilot)
+        runs = screen.query_one("#job-runs", DataTable)
+        await wait_for(pilot, lambda: runs.row_count == 3 and "done" in runs.columns)
+        assert list(runs.columns) == ["run", "state", "done", "behind"]
+        used = sum(c.get_render_width(runs) for c in runs.columns.values())
+        assert used <= runs.scrollable_content_region.width
+        assert str(runs.get_cell("keyed-counts-20270115-075800-a41f", "run")) == "…075800-a41f"
+        pane = screen.query_one("#job-specs-pane")
+        assert pane.border_subtitle == "n starts one"
+        assert pane.size.width >= len("n starts one") + 6
