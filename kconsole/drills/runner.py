@@ -182,7 +182,7 @@ class DrillRunner:
             else f"the {spec.fault} command took {took:.2f} s of it",
         )
         self.say(
-            f"restored {held:.2f} s after the fault (--restore-after {spec.restore_after_s:g})"
+            f"restore applied {held:.2f} s after the fault (--restore-after {spec.restore_after_s:g})"
         )
         return fault, applied, restore, not_restored, measured
 
