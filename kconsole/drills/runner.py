@@ -181,9 +181,8 @@ class DrillRunner:
             if late
             else f"the {spec.fault} command took {took:.2f} s of it",
         )
-        self.say(
-            f"restore applied {held:.2f} s after the fault (--restore-after {spec.restore_after_s:g})"
-        )
+        asked = f"--restore-after {spec.restore_after_s:g}"
+        self.say(f"restore applied {held:.2f} s after the fault ({asked})")
         return fault, applied, restore, not_restored, measured
 
     def _restore(self, action: BrokerAction, nodes: tuple[int, ...]) -> tuple[Event, list[str]]:

@@ -267,7 +267,7 @@ def test_a_fault_command_slower_than_restore_after_is_restored_when_it_returns(
 ) -> None:
     clock = Clock()
     monkeypatch.setattr(runner_mod, "time", clock)
-    control, (fault, _applied, restore, _nr, measured) = held(clock, takes=9.5)
+    _control, (fault, _applied, restore, _nr, measured) = held(clock, takes=9.5)
     assert clock.slept == []  # no wait at all
     assert restore.ts - fault.ts == measured.seconds == pytest.approx(9.5)
     assert measured.note == "the kill command itself took 9.50 s: restored as soon as it returned"

@@ -115,7 +115,7 @@ def test_ports_checked() -> None:
         KRaftSpec(base_port=19192)
     with pytest.raises(ClusterError, match="inside this machine's ephemeral port range"):
         KRaftSpec(controller_base_port=60000)
-    with pytest.raises(ClusterError, match="outside 1024..65535"):
+    with pytest.raises(ClusterError, match=r"outside 1024\.\.65535"):
         KRaftSpec(base_port=1000)
 
 

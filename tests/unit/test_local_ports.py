@@ -38,7 +38,7 @@ class TestPorts:
 
     @pytest.mark.parametrize("port", [80, 1023, 65536])
     def test_ports_no_node_can_have(self, port: int) -> None:
-        with pytest.raises(ClusterError, match=f"port {port} is outside 1024..65535: pick 1024"):
+        with pytest.raises(ClusterError, match=rf"port {port} is outside 1024\.\.65535: pick 1024"):
             check_port(port)
 
     def test_both_modes_say_the_same(self) -> None:
