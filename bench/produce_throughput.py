@@ -167,8 +167,11 @@ async def console_send(
         return result.acked_n, elapsed, result.elapsed_s
 
 
+# With acks=0 nothing is acked: "sent N (acks=0: not confirmed)", every record sent counted.
 _CLI_SUMMARY = re.compile(
-    r"^sent (\d+), acked (\d+), failed (\d+).*, unknown (\d+), (\d+) msg/s", re.MULTILINE
+    r"^sent (\d+)(?:, acked (\d+)| \(acks=0: not confirmed\)), failed (\d+).*, unknown (\d+), "
+    r"(\d+) msg/s",
+    re.MULTILINE,
 )
 
 
@@ -194,7 +197,8 @@ def cli_send(
         raise RuntimeError(
             f"kconsole produce exited {done.returncode}: {(done.stdout + done.stderr)[-800:]}"
         )
-    sent, acked, rate = int(m.group(1)), int(m.group(2)), int(m.group(5))
+    sent, rate = int(m.group(1)), int(m.group(5))
+    acked = int(m.group(2)) if m.group(2) is not None else sent - int(m.group(3)) - int(m.group(4))
     if rate <= 0:
         raise RuntimeError(f"kconsole produce reported no rate: {m.group(0)}")
     return acked, sent / rate, wall

@@ -19,7 +19,12 @@ from kconsole.cluster.control import BrokerAction
 from kconsole.cluster.jars import kafka_major
 from kconsole.cluster.kraft_spec import CONTROLLER_BASE_PORT, KRaftSpec
 from kconsole.cluster.local_security import SECURITY_MODES, SecurityFiles, security_summary
-from kconsole.cluster.local_spec import LocalClusterSpec, parse_set_options
+from kconsole.cluster.local_spec import (
+    LocalClusterSpec,
+    ephemeral_port_range,
+    parse_set_options,
+    usable_ports,
+)
 from kconsole.cluster.local_status import ClusterStatus
 from kconsole.cluster.procs import tail_lines
 from kconsole.cluster.settings import (
@@ -102,6 +107,13 @@ def _local(ctx: click.Context) -> LocalView | KRaftView:
         fail(exc)
 
 
+# Said in --help: every port of a local cluster must be outside this machine's ephemeral range.
+_PORTS = (
+    f"Every port must be in {usable_ports()} (outside this machine's ephemeral port range "
+    "{}-{}).".format(*ephemeral_port_range())
+)
+
+
 @cluster.command()
 @click.option(
     "--mode",
@@ -131,19 +143,24 @@ def _local(ctx: click.Context) -> LocalView | KRaftView:
     metavar="KEY=VALUE",
     help="Override a broker setting; zk:KEY=VALUE overrides a ZooKeeper one. Repeatable.",
 )
-@click.option("--zk-port", type=int, default=None, help="ZooKeeper port (default 22181).")
+@click.option(
+    "--zk-port",
+    type=int,
+    default=None,
+    help=f"ZooKeeper port (default 22181; {usable_ports()} here).",
+)
 @click.option(
     "--base-port",
     type=int,
     default=None,
-    help="Port of broker 1; broker N gets BASE+N-1 (default 19092).",
+    help=f"Port of broker 1; broker N gets BASE+N-1 (default 19092). {_PORTS}",
 )
 @click.option(
     "--controller-port",
     type=int,
     default=None,
     help=f"KRaft: port of the first controller, the next ones follow (default "
-    f"{CONTROLLER_BASE_PORT}).",
+    f"{CONTROLLER_BASE_PORT}; {usable_ports()} here).",
 )
 @click.option(
     "--timeout",

@@ -45,7 +45,8 @@ def drill() -> None:
     type=float,
     default=10.0,
     show_default=True,
-    help="Seconds between the fault and the restore (start / resume).",
+    help="Seconds between the fault and the restore (start / resume), counted from the moment "
+    "the fault is applied; the report gives the time it really took.",
 )
 @click.option(
     "--settle-timeout",

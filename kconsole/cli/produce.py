@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -83,6 +84,8 @@ def produce(
 
 # A single record slower than this gets a note on where its time went.
 SLOW_RECORD_S = 0.2
+# These stop a send early, with its summary (a background `produce --rate` stopped by kill).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 def _produce(
@@ -177,6 +180,17 @@ def _produce(
     # broker it is sent anyway and its outcome says what happened): the wait was overlapped
     # with the reads above, and what is left of it is not counted as the record's latency.
     warm = session.producer_ready(topic, acks, codec, limits.max_message_bytes)
+    stop = pr.StopSending()
+    # SIGTERM (a background send stopped) or ctrl+c: no further record, what was sent is
+    # flushed and counted, and the summary and the audit line say so. A second one ends it.
+    before = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+
+    def stopped(signum: int, _frame: object) -> None:
+        stop.set(signal.Signals(signum).name)
+        signal.signal(signum, before[signal.Signals(signum)])
+
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, stopped)
     try:
         result = door.produce(
             topic,
@@ -188,17 +202,30 @@ def _produce(
             on_progress=progress if small else None,  # no Python call per record in bulk
             max_message_bytes=limits.max_message_bytes,
             warm=warm,  # the one made above, unless the topic's size limit needed another
+            stop=stop,
         )
     except ClusterError as exc:
         fail(exc)
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
     lat = result.latency()
     lat_s = (
         f", latency p50 {lat['p50']:.1f} ms p99 {lat['p99']:.1f} ms max {lat['max']:.1f} ms"
         if lat
         else ""
     )
+    if result.stopped:
+        click.echo(f"stopped by {result.stopped} after {result.sent:,} of {len(records):,} records")
+    # acks=0: the producer reports a record delivered once it is written to the socket; no
+    # broker confirms anything, so nothing is called acked.
+    sent = (
+        f"sent {result.sent} (acks=0: not confirmed)"
+        if acks == "0"
+        else f"sent {result.sent}, acked {result.acked_n}"
+    )
     click.echo(
-        f"sent {result.sent}, acked {result.acked_n}, failed {result.failed_n}"
+        f"{sent}, failed {result.failed_n}"
         f"{' ' + str(result.failed_by_code) if result.failed_n else ''}, unknown "
         f"{result.unknown_n}, {result.rate:.0f} msg/s{lat_s}"
     )
@@ -207,6 +234,8 @@ def _produce(
     slow = where_the_time_went(result)
     if slow:
         click.echo(f"note: {slow}")
+    if result.stopped:
+        sys.exit(128 + signal.Signals[result.stopped].value)  # as if the signal had ended it
     if not result.ok:
         sys.exit(2)
 

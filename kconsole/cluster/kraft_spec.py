@@ -44,7 +44,7 @@ from kconsole.cluster.local_security import (
     read_secret,
     scram_credential,
 )
-from kconsole.cluster.local_spec import LOG4J_PROPERTIES, ephemeral_port_range
+from kconsole.cluster.local_spec import LOG4J_PROPERTIES, check_port
 from kconsole.cluster.settings import (
     BROKER_BASE_PORT,
     HOST,
@@ -152,13 +152,8 @@ class KRaftSpec:
         ports = [*self.broker_ports().values(), *self.controller_ports().values()]
         if len(set(ports)) != len(ports):
             raise ClusterError(f"broker and controller ports collide: {sorted(ports)}")
-        low, _high = ephemeral_port_range()
         for port in ports:
-            if not 1024 <= port < low:
-                raise ClusterError(
-                    f"port {port} is outside 1024..{low - 1} (below this machine's ephemeral "
-                    "port range, where a client retrying a stopped node could take it)"
-                )
+            check_port(port)
 
     # -- topology -------------------------------------------------------------------------
     @property

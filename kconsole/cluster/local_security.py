@@ -211,6 +211,7 @@ def _openssl(*args: str, cwd: Path) -> None:
         text=True,
         timeout=OPENSSL_TIMEOUT_S,
         stdin=subprocess.DEVNULL,
+        umask=0o077,  # what it writes is the user's only (0600), from the start
     )
     if run.returncode != 0:
         tail = " ".join(run.stderr.strip().splitlines()[-2:])
@@ -246,6 +247,11 @@ def ensure_certificates(files: SecurityFiles, host: str, mtls: bool) -> list[str
     if mtls and not (files.client_cert.exists() and files.client_key.exists()):
         _sign(d, "client", f"/CN={CLIENT_USER}", "", files)
         made += [files.client_cert.name, files.client_key.name]
+    # Every file 0600, as the README says: the certificates too (a directory made by an
+    # earlier kconsole has them 0644).
+    for path in d.iterdir():
+        if path.is_file():
+            path.chmod(0o600)
     return made
 
 
@@ -261,7 +267,7 @@ def _sign(d: Path, name: str, subject: str, san: str, files: SecurityFiles) -> N
     lines.append(f"extendedKeyUsage={'serverAuth,clientAuth' if san else 'clientAuth'}")
     if san:
         lines.append(f"subjectAltName={san}")
-    ext.write_text("\n".join(lines) + "\n")
+    _write_secret(ext, "\n".join(lines) + "\n")
     _openssl(
         "x509", "-req", "-in", f"{name}.csr", "-CA", files.ca_cert.name,
         "-CAkey", files.ca_key.name, "-CAcreateserial", "-out", f"{name}.crt",

@@ -83,15 +83,8 @@ class LocalClusterSpec:
                 raise ClusterError(f"port {port} is outside 1024..65535")
         if self.zk_port in self.broker_ports().values():
             raise ClusterError(f"ZooKeeper port {self.zk_port} collides with a broker port")
-        low, high = ephemeral_port_range()
         for port in (self.zk_port, *self.broker_ports().values()):
-            if low <= port <= high:
-                raise ClusterError(
-                    f"port {port} is inside this machine's ephemeral port range ({low}-{high}): "
-                    "while a broker is stopped, a client retrying it can be given that very "
-                    "port and connect to itself, and the broker then cannot start again. "
-                    f"Use ports below {low} (the defaults are 22181 and 19092-)."
-                )
+            check_port(port)
 
     @property
     def broker_ids(self) -> list[int]:
@@ -208,6 +201,30 @@ def render_properties(props: dict[str, str]) -> str:
     lines = ["# Written by kconsole; regenerated on every `kconsole cluster up`."]
     lines += [f"{k}={v}" for k, v in props.items()]
     return "\n".join(lines) + "\n"
+
+
+def usable_ports() -> str:
+    """The ports a local cluster may use on this machine, in words (for --help and refusals)."""
+    low, high = ephemeral_port_range()
+    above = f" or {high + 1}..65535" if high < 65535 else ""
+    return f"1024..{low - 1}{above}"
+
+
+def check_port(port: int) -> None:
+    """Refuse a port a local node must not listen on: outside 1024..65535, or inside this
+    machine's ephemeral port range (while a node is stopped, a client retrying it can be given
+    that very port as its own local port and connect to itself; the node then cannot start)."""
+    if not 1024 <= port <= 65535:
+        raise ClusterError(f"port {port} is outside 1024..65535: pick {usable_ports()}")
+    low, high = ephemeral_port_range()
+    if low <= port <= high:
+        raise ClusterError(
+            f"port {port} is inside this machine's ephemeral port range {low}-{high} "
+            "(net.ipv4.ip_local_port_range), where the kernel hands out the local ports of "
+            "outgoing connections: while a node is stopped, a client retrying it can be given "
+            f"that very port and connect to itself, and the node cannot start again. Pick "
+            f"{usable_ports()}."
+        )
 
 
 def ephemeral_port_range() -> tuple[int, int]:

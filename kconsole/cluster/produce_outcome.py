@@ -69,6 +69,19 @@ class ProducerClosed:
         return "producer closed: nothing was in flight"
 
 
+class StopSending:
+    """Asks a send to stop before its next record (set from a signal handler: a plain attribute,
+    no lock). What it sent is still flushed and accounted for, and the result says why it
+    stopped."""
+
+    def __init__(self) -> None:
+        self.reason = ""
+
+    def set(self, reason: str) -> None:
+        """Stop the send, saying why ('SIGTERM')."""
+        self.reason = reason
+
+
 @dataclass(frozen=True)
 class ProduceResult:
     """Every record of a send accounted for: acked, failed (with the broker's error) or unknown.
@@ -88,6 +101,7 @@ class ProduceResult:
     latencies_s: tuple[float, ...] = ()  # bulk sends: the acked records' latencies
     unreported: int = 0  # bulk sends: records with no delivery report (unknown outcome)
     producer: ProducerTiming | None = None  # sent through a producer kept open
+    stopped: str = ""  # what stopped the send before its last record ("SIGTERM"; "": none)
 
     @property
     def acked(self) -> tuple[Delivery, ...]:

@@ -218,8 +218,8 @@ def validate(
         if size > limits.max_message_bytes:
             which = f"record {i + 1}" if len(records) > 1 else "the record"
             raise ProduceError(
-                f"{which} is too large: about {size} bytes with overhead, but {topic} accepts at "
-                f"most {limits.max_message_bytes} (max.message.bytes, "
+                f"{which} is too large: about {size:,} bytes with overhead, but {topic} accepts "
+                f"at most {limits.max_message_bytes:,} (max.message.bytes, "
                 f"{limits.max_message_bytes_source}); nothing was sent"
             )
 

@@ -24,6 +24,7 @@ from kconsole.cluster.produce_outcome import (
     ProducerClosed,
     ProduceResult,
     ProducerTiming,
+    StopSending,
     Tally,
 )
 from kconsole.cluster.produce_request import ProduceError, Record
@@ -301,6 +302,7 @@ def produce_records(
     extra: dict[str, Any] | None = None,
     clock: Callable[[], float] = time.monotonic,
     warm: WarmProducer | None = None,
+    stop: StopSending | None = None,
 ) -> ProduceResult:
     """Send `records` (key, value, headers) to `topic` and account for every one.
 
@@ -317,7 +319,8 @@ def produce_records(
 
     With `warm` the records go through that producer (kept open, its id perhaps already
     acquired; its own acks, codec and size limit apply) instead of a new one, and the result
-    says how the send stood to the producer's start (`producer`).
+    says how the send stood to the producer's start (`producer`). Once `stop` is set no
+    further record is sent; the result's `stopped` says why.
     """
     if warm is None:
         conf = producer_config(
@@ -333,7 +336,7 @@ def produce_records(
         except KafkaException as exc:
             raise ProduceError(f"cannot create the producer: {exc}") from exc
         return _send(producer, None, topic, records, acks, rate, partition, on_progress, tally,
-                     on_tick, tick_s, message_timeout_ms, flush_timeout_s, clock)  # fmt: skip
+                     on_tick, tick_s, message_timeout_ms, flush_timeout_s, clock, stop)  # fmt: skip
     if warm.denial is not None:
         raise warm.denial  # the cluster's ACLs refused the producer: nothing is sent
     if warm.acks != acks or warm.compression != compression or not warm.usable:
@@ -346,7 +349,7 @@ def produce_records(
         try:
             return _send(warm.producer, warm, topic, records, acks, rate, partition,
                          on_progress, tally, on_tick, tick_s, warm.message_timeout_ms,
-                         flush_timeout_s, clock)  # fmt: skip
+                         flush_timeout_s, clock, stop)  # fmt: skip
         except (KafkaException, SystemError) as exc:
             # A fatal error in the middle of the send: poll raises it (and a delivery callback
             # served by the same poll then fails with SystemError).
@@ -374,10 +377,12 @@ def _send(
     message_timeout_ms: int,
     flush_timeout_s: float | None,
     clock: Callable[[], float],
+    stop: StopSending | None = None,
 ) -> ProduceResult:
     """produce_records' send through `producer` (kept open when `warm` holds it)."""
     ledger = _Ledger(tally if tally is not None else Tally(0, clock), on_progress, clock)
-    n = _send_all(producer, ledger, topic, records, rate, partition, on_tick, tick_s)
+    halt = stop if stop is not None else StopSending()
+    n = _send_all(producer, ledger, topic, records, rate, partition, on_tick, tick_s, halt)
     sent_done = clock()
     deadline = sent_done + (
         flush_timeout_s if flush_timeout_s is not None else message_timeout_ms / 1000 + 5
@@ -406,6 +411,7 @@ def _send(
         latencies_s=() if detailed else tuple(x for x in latencies if x is not None),
         unreported=unreported,
         producer=timing,
+        stopped=halt.reason,
     )
 
 
@@ -505,9 +511,10 @@ def _send_all(
     partition: int | None,
     on_tick: Callable[[], None] | None,
     tick_s: float,
+    halt: StopSending,
 ) -> int:
     """The send loop: produce() every record (paced by `rate`), serving delivery reports as it
-    goes; how many were sent."""
+    goes, until the records end or `halt` is set (read once a record); how many were sent."""
     clock, start, detailed = ledger.clock, ledger.start, ledger.detailed
     next_tick = start + tick_s
     n = 0
@@ -518,8 +525,10 @@ def _send_all(
     on_record = ledger.on_record
     for key, value, headers in records:
         if period:
-            while (wait := start + n * period - clock()) > 0:
+            while (wait := start + n * period - clock()) > 0 and not halt.reason:
                 poll(min(wait, 0.1))
+        if halt.reason:
+            break
         if detailed:
             ledger.keys.append(key)
             ledger.outcomes.append(None)

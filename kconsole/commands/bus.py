@@ -304,12 +304,7 @@ class Commands(ReassignCommands):
             topic,
             args,
             lambda: produce_records(settings, topic, records, **options),  # type: ignore[arg-type]
-            result=lambda r: {
-                "sent": r.sent,
-                "acked": r.acked_n,
-                "failed": r.failed_n,
-                "unknown": r.unknown_n,
-            },
+            result=produce_counts,
         )
 
     def produce_session(self, message_timeout_ms: int = 30000) -> ProduceSession:
@@ -538,3 +533,17 @@ def _cached(fetch: Callable[[], str | None]) -> Callable[[], str | None]:
         return found[0] if found else None
 
     return get
+
+
+def produce_counts(r: ProduceResult) -> dict[str, Any]:
+    """What a send's audit line carries: its real counts. With acks=0 no record is
+    acknowledged, so none is counted as acked; a send stopped early says what stopped it."""
+    counts: dict[str, Any] = {"sent": r.sent}
+    if r.acks == "0":
+        counts["not_confirmed"] = r.acked_n  # sent with no broker's word on them
+    else:
+        counts["acked"] = r.acked_n
+    counts.update(failed=r.failed_n, unknown=r.unknown_n)
+    if r.stopped:
+        counts["stopped_by"] = r.stopped
+    return counts

@@ -19,6 +19,7 @@ from kconsole.config import Settings
 from kconsole.drills import kraft
 from kconsole.drills.audit import PAGE_CACHE_NOTE, PAUSE_NOTE, check
 from kconsole.drills.export import ClusterIdentity
+from kconsole.drills.measure import Measurement
 from kconsole.drills.spec import (
     FAULTS,
     RESTORE,
@@ -153,6 +154,36 @@ class DrillRunner:
                 + "; ".join(said[n] for n in failed)
             )
         return event
+
+    def _hold_fault(
+        self, targets: tuple[int, ...]
+    ) -> tuple[Event, float, Event, list[str], Measurement]:
+        """The fault, held --restore-after seconds counted from the moment it was applied, then
+        the restore: (fault event, its moment on the workload's clock, restore event, the nodes
+        not restored, the fault -> restore time as measured)."""
+        spec = self.spec
+        fault = self._act(FAULTS[spec.fault], targets)
+        applied = self._acted_at
+        assert applied is not None  # _act set it
+        # From the fault, not from its command's return: a kill waits for the process to go and
+        # a stop for the controlled shutdown (2-4 s), which would otherwise lengthen the fault.
+        took = time.monotonic() - applied
+        if spec.restore_after_s - took > 0:
+            time.sleep(spec.restore_after_s - took)  # the fault lasts this long, by design
+        restore, not_restored = self._restore(RESTORE[spec.fault], targets)
+        held = restore.ts - fault.ts
+        late = took > spec.restore_after_s
+        measured = Measurement(
+            "fault -> restore",
+            held,
+            f"{spec.restore_after_s:g} s (--restore-after, counted from the fault)",
+            f"the {spec.fault} command itself took {took:.2f} s: restored as soon as it returned"
+            if late
+            else f"the {spec.fault} command took {took:.2f} s of it",
+        )
+        asked = f"--restore-after {spec.restore_after_s:g}"
+        self.say(f"restore applied {held:.2f} s after the fault ({asked})")
+        return fault, applied, restore, not_restored, measured
 
     def _restore(self, action: BrokerAction, nodes: tuple[int, ...]) -> tuple[Event, list[str]]:
         """Restore every node (at once when several), each retried (RESTORE_ATTEMPTS); the
@@ -316,10 +347,7 @@ class DrillRunner:
             impact_lines = lines(before)
             for line in impact_lines:
                 self.say(f"  {line}")
-            fault = self._act(FAULTS[spec.fault], targets)
-            fault_clock = self._acted_at
-            time.sleep(spec.restore_after_s)  # the fault lasts this long, by design
-            restore, not_restored = self._restore(RESTORE[spec.fault], targets)
+            fault, fault_clock, restore, not_restored, held = self._hold_fault(targets)
             for line in not_restored:
                 self.say(line)
             self.say(
@@ -384,6 +412,7 @@ class DrillRunner:
             measurements, more = kraft.measure_drill(
                 before, events, fault=fault, targets=targets, restore=restore, cfg=config
             )
+            measurements = [held, *measurements]
             notes += more
             if not back.complete:
                 notes.append("read-back did not reach every high watermark before its deadline")
@@ -412,6 +441,7 @@ class DrillRunner:
                 list(targets),
                 what,
                 not_restored,
+                restore.ts,
             )
         finally:
             if workload is not None:

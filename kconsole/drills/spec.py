@@ -175,6 +175,12 @@ class DrillReport:
     target_label: str = ""  # 'controller 1001, controller 1002'; '' : broker N
     # Per node the restore left down: what happened and what to run (empty: all restored)
     not_restored: list[str] = field(default_factory=list)
+    restore_at: float | None = None  # when the restore was applied (None: not yet known)
+
+    @property
+    def restored_after_s(self) -> float | None:
+        """Seconds from the fault to the restore, as they happened (--restore-after asked)."""
+        return None if self.restore_at is None else self.restore_at - self.fault_at
 
     @property
     def restored(self) -> bool:
@@ -204,6 +210,9 @@ class DrillReport:
             "settled": self.settled,
             "restored": self.restored,
             "not_restored": self.not_restored,
+            "restored_after_s": (
+                None if self.restored_after_s is None else round(self.restored_after_s, 3)
+            ),
             "ok": self.ok,
             "cluster": None if self.cluster is None else self.cluster.to_dict(),
             "blast_radius": self.impact,
@@ -228,8 +237,14 @@ class DrillReport:
             )
             + f") with acks={s.acks}",
             "",
-            f"Started {self.started}; workload {s.rate:g} msg/s on {s.topic}; restore after "
-            f"{s.restore_after_s:g} s; "
+            f"Started {self.started}; workload {s.rate:g} msg/s on {s.topic}; restore asked "
+            f"after {s.restore_after_s:g} s"
+            + (
+                ""
+                if self.restored_after_s is None
+                else f", applied {self.restored_after_s:.2f} s after the fault"
+            )
+            + "; "
             + ("" if self.restored else "restore FAILED; ")
             + f"{'settled' if self.settled else 'did NOT settle'}.",
             "",

@@ -160,6 +160,76 @@ def kraft_broker_rows(snap: ClusterSnapshot) -> Rows:
     return rows
 
 
+# A narrow brokers pane (80x24 on KRaft) drops or shortens these first, in this order, until
+# the table fits: id, role, state, leads and URP stay.
+SHORT_ROLES = {"controller": "ctrl", "combined": "b+ctrl"}
+
+
+def _table_width(columns: Columns, rows: Rows) -> int:
+    """Cells a DataTable needs for these columns: the widest cell or label, padded 1 + 1."""
+    widths = [cell_len(label) for _, label in columns]
+    for cells in rows.values():
+        widths = [max(w, c.cell_len) for w, c in zip(widths, cells, strict=False)]
+    return sum(w + 2 for w in widths)
+
+
+def _without(columns: Columns, rows: Rows, key: str) -> tuple[Columns, Rows]:
+    keys = [k for k, _ in columns]
+    if key not in keys:
+        return columns, rows
+    i = keys.index(key)
+    return columns[:i] + columns[i + 1 :], {k: v[:i] + v[i + 1 :] for k, v in rows.items()}
+
+
+def _fold_fencing(columns: Columns, rows: Rows) -> tuple[Columns, Rows]:
+    """The fencing column folded into the state: a broker up but fenced reads `fenced` (a
+    paused or down one keeps its state: that is why it is fenced)."""
+    keys = [k for k, _ in columns]
+    if "fencing" not in keys or "state" not in keys:
+        return columns, rows
+    f, st = keys.index("fencing"), keys.index("state")
+    folded = {}
+    for key, cells in rows.items():
+        cells = list(cells)
+        if cells[f].plain == "fenced" and cells[st].plain == "up":
+            cells[st] = cells[f]
+        folded[key] = cells
+    return _without(columns, folded, "fencing")
+
+
+def _short_roles(columns: Columns, rows: Rows) -> tuple[Columns, Rows]:
+    keys = [k for k, _ in columns]
+    if "role" not in keys:
+        return columns, rows
+    r = keys.index("role")
+    out = {}
+    for key, cells in rows.items():
+        cells = list(cells)
+        short = SHORT_ROLES.get(cells[r].plain)
+        if short is not None:
+            cells[r] = fmt.cell(short, cells[r].style)
+        out[key] = cells
+    return columns, out
+
+
+def fit_broker_table(columns: Columns, rows: Rows, width: int | None) -> tuple[Columns, Rows]:
+    """The brokers table in `width` cells (None: as wide as it needs): the rack goes first,
+    then the address, the fencing (folded into the state), the long role names and the hosted
+    count, each only while the table is still too wide; id, role, state, leads and URP stay."""
+    steps = (
+        lambda c, r: _without(c, r, "rack"),
+        lambda c, r: _without(c, r, "address"),
+        _fold_fencing,
+        _short_roles,
+        lambda c, r: _without(c, r, "hosts"),
+    )
+    for step in steps:
+        if width is None or _table_width(columns, rows) <= width:
+            break
+        columns, rows = step(columns, rows)
+    return columns, rows
+
+
 def fencing_cell(b: Broker) -> Text:
     """fenced (red) / unfenced (green); a dash when not reported."""
     if b.fenced is None:
@@ -599,6 +669,26 @@ def event_lines(le: LoggedEvent, width: int) -> list[str]:
     return textwrap.wrap(
         le.event.text, max(width, 8), break_on_hyphens=False, drop_whitespace=True
     ) or [""]
+
+
+# The kind column's width in a wrapped pane: its widest kind, so the text's width (and with it
+# every event's lines) does not change as events come.
+KIND_WIDTH = max(cell_len(k.value) for k in EventKind)
+
+
+def wrapped_event_cells(le: LoggedEvent, line: int, text: str) -> list[Text]:
+    """Line `line` of an event in a pane with the kind column: the time and the kind on its
+    first line only, the text wrapped below itself."""
+    action = le.event.kind is EventKind.ACTION
+    text_cell = fmt.cell(text, fmt.ACTION if action else "")
+    if line:
+        return [fmt.cell(""), fmt.cell(""), text_cell]
+    style = fmt.ACTION if action else fmt.SEVERITY_STYLE.get(le.event.severity, fmt.PLAIN)
+    return [
+        fmt.cell(fmt.clock_time(le.event.ts), fmt.DIM),
+        fmt.cell(le.event.kind.value, style),
+        text_cell,
+    ]
 
 
 def narrow_event_cells(le: LoggedEvent, line: int, text: str) -> list[Text]:

@@ -60,6 +60,11 @@ def check_common(report: DrillReport) -> list[EventKind]:
     joined = order.index((EventKind.BROKER_JOINED, target))
     assert actions[0] < left < actions[1] < joined
     assert all(m.seconds is None or m.seconds >= 0 for m in report.measurements)
+    # --restore-after counts from the fault (issue 35 #10: the stop's or kill's own time was
+    # added to it), and the report says the time it really was.
+    held = report.restored_after_s
+    assert held is not None and abs(held - report.spec.restore_after_s) < 0.5, held
+    assert seconds(report, "fault -> restore") == held
     # Once it joined again it stays up: Kafka registers before its listeners open, and a port
     # probe in between made it "unreachable (was up)" for a poll (issue 26).
     flicker = [

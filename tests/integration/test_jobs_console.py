@@ -87,8 +87,8 @@ async def test_start_watch_and_stop_keyed_counts_from_the_jobs_screen(
             await until(
                 lambda: sum(p.input_rows for p in run().history) >= 300, 120, "300 rows processed"
             )
-            row = [str(c) for c in runs.get_row(run().run_id)]
-            assert row[1] == "running" and row[2] != "-"
+            cell = lambda col: str(runs.get_cell(run().run_id, col))  # noqa: E731
+            assert cell("state") == "running" and cell("batch") != "-"
             assert f"topic {topic}" in text_of(app, "#job-summary")
             # Caught up: the groups pane's lag of its group equals the job's offsets behind.
             await until(
@@ -96,8 +96,7 @@ async def test_start_watch_and_stop_keyed_counts_from_the_jobs_screen(
                 90,
                 "the job and its consumer group both caught up",
             )
-            cells = [str(c) for c in runs.get_row(run().run_id)]
-            assert cells[6] == cells[7] == "0"  # behind (job) == group lag (groups pane)
+            assert cell("behind") == cell("lag") == "0"  # the job's == the groups pane's
             pid = run().pid
             runs.focus()
             await pilot.press("s")

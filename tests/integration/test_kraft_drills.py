@@ -52,6 +52,8 @@ def test_kill_the_active_controller(kraft_healthy: KRaftCluster) -> None:
     assert report.ok, report.audit.markdown()
     assert report.audit.acked > 100
     assert report.settled
+    held, _ = measured(report, "fault -> restore")
+    assert held is not None and abs(held - 6) < 0.5, held  # from the fault (issue 35 #10)
     took, said = measured(report, "fault -> new quorum leader")
     assert took is not None and 0 < took < 30, said
     changed = [
@@ -82,6 +84,9 @@ def test_quorum_majority_lost_then_restored(kraft_healthy: KRaftCluster) -> None
     assert set(report.targets) <= set(kraft_healthy.spec.controller_ids)
     assert report.ok, report.audit.markdown()
     assert report.settled
+    # --restore-after counts from the fault, not from the two pauses' return (issue 35 #10)
+    held, _ = measured(report, "fault -> restore")
+    assert held == report.restored_after_s and held is not None and abs(held - 8) < 0.5, held
     restore = [e for e in report.events if e.kind is EventKind.ACTION][1]
     froze = [e for e in report.events if e.kind is EventKind.METADATA_FROZEN]
     thawed = [e for e in report.events if e.kind is EventKind.METADATA_UNFROZEN]

@@ -3,7 +3,12 @@ reference for where keys land."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import signal
 import subprocess
+import sys
 import time
 import uuid
 from collections import defaultdict
@@ -226,7 +231,7 @@ def test_too_large_value_is_refused(healthy: LocalCluster, tmp_path: Path) -> No
     before = ends(healthy)
     res = _cli(healthy, "--topic", TEST_TOPIC, "--file", str(big))
     assert res.exit_code == 1, res.output
-    assert "too large" in res.output and "1048588" in res.output
+    assert "too large" in res.output and "1,048,588" in res.output
     assert_nothing_sent(healthy, before, marker)
     # Just under the limit goes through (librdkafka's own smaller default does not refuse it).
     big.write_bytes(b"y" * 1_040_000)
@@ -284,3 +289,84 @@ def test_bulk_path_accounts_for_every_record(healthy: LocalCluster) -> None:
             assert at[(p, off)] == int(value or b"-1")  # the report named this very record
             found += 1
     assert found == m
+
+
+def _audit() -> list[dict]:
+    """The audit log's lines (every kconsole these tests run writes into the same state dir)."""
+    path = Path(os.environ["KCONSOLE_STATE_DIR"]) / "audit.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _audited_produce(since: int) -> dict:
+    """The one produce line the audit log got after its first `since` lines."""
+    (entry,) = [e for e in _audit()[since:] if e["command"] == "produce"]
+    return entry
+
+
+def _count_marked(cluster: LocalCluster, start: Mapping[int, int], marker: str) -> int:
+    m = marker.encode()
+    return sum(1 for *_, value in _read(cluster, TEST_TOPIC, start) if value == m)
+
+
+def test_acks_0_says_sent_not_acked(healthy: LocalCluster) -> None:
+    """Issue 35 #17: with acks=0 no broker acknowledges anything, yet the summary said `sent 2,
+    acked 2`. It says the records went out unconfirmed, and so does the audit line."""
+    marker = f"acks0-{uuid.uuid4().hex[:8]}"
+    start, audited = ends(healthy), len(_audit())
+    res = _cli(healthy, "--topic", TEST_TOPIC, "-k", "a", "-v", marker, "-n", "2", "--acks", "0")
+    assert res.exit_code == 0, res.output
+    summary = next(line for line in res.output.splitlines() if line.startswith("sent "))
+    assert summary.startswith("sent 2 (acks=0: not confirmed), failed 0, unknown 0,"), summary
+    assert "acked" not in summary
+    result = _audited_produce(audited)["result"]
+    assert result == {"sent": 2, "not_confirmed": 2, "failed": 0, "unknown": 0}
+    # Not confirmed is not lost: on a healthy cluster both are in the log.
+    wait_until(lambda: _count_marked(healthy, start, marker) == 2, 30, "both records in the log")
+
+
+def test_sigterm_stops_a_background_send_with_its_summary(healthy: LocalCluster) -> None:
+    """Issue 35 #17: a background `produce --rate 200` stopped by SIGTERM printed nothing (and
+    logged nothing). It stops sending, accounts for what it sent, prints the summary, writes the
+    audit line with the real counts and exits 143 (as a process the signal ended)."""
+    marker = f"sigterm-{uuid.uuid4().hex[:8]}"
+    start, audited = ends(healthy), len(_audit())
+    cmd = [
+        sys.executable, "-m", "kconsole",
+        "--bootstrap", healthy.spec.bootstrap, "--zookeeper", healthy.spec.zk_connect,
+        "produce", "-t", TEST_TOPIC, "-k", "bg", "-v", marker,
+        "-n", "100000", "--rate", "200", "--acks", "all",
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        # sending: the topic grows (200 msg/s: a second's worth)
+        wait_until(
+            lambda: sum(ends(healthy).values()) - sum(start.values()) >= 200,
+            60,
+            "the background send to be under way",
+        )
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + signal.SIGTERM, out
+    stopped = re.search(r"^stopped by SIGTERM after ([\d,]+) of 100,000 records$", out, re.M)
+    assert stopped is not None, out
+    n = int(stopped.group(1).replace(",", ""))
+    assert 200 <= n < 100_000
+    assert f"\nsent {n}, acked {n}, failed 0, unknown 0, " in out, out
+    assert _audited_produce(audited)["result"] == {
+        "sent": n,
+        "acked": n,
+        "failed": 0,
+        "unknown": 0,
+        "stopped_by": "SIGTERM",
+    }
+    assert _count_marked(healthy, start, marker) == n  # every one it counted, and no other

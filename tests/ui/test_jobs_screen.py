@@ -19,11 +19,16 @@ from kconsole.jobs.manager import JobManager
 from kconsole.ui.app import KConsoleApp
 from kconsole.ui.screens.jobs import (
     CHART_BATCHES,
+    RUN_COLUMNS,
+    RUN_LAYOUTS,
     JobsScreen,
     StartJobDialog,
+    fit_runs,
     group_lag,
+    layout_width,
     rate_scale,
     run_cells,
+    short_run_id,
 )
 from tests.ui.conftest import feed, load, new_app
 from tests.ui.jobs_fakes import T0, RecordedJobs, plant_run, recorded_jobs
@@ -341,9 +346,16 @@ async def test_what_a_job_does_fits_the_pane_at_any_width(tmp_path: Path) -> Non
             if column:
                 cell = str(specs.get_cell("keyed-counts", "what"))
                 assert cell.endswith("…") and len(cell) > 16
-                assert "how many records each key had in each".startswith(cell[:-1])
+                whole = "how many records each key had in each event-time window, from a Kafka"
+                assert whole.startswith(cell[:-1])
                 widths = sum(c.get_render_width(specs) for c in specs.columns.values())
                 assert widths <= specs.scrollable_content_region.width
+                # Issue 35 #19: ~30 columns stood empty beside the runs while this was cut: the
+                # runs table has all its columns, and the jobs table the width left.
+                runs = screen.query_one("#job-runs", DataTable)
+                assert list(runs.columns) == [key for _, key in RUN_COLUMNS]
+                used = sum(c.get_render_width(runs) for c in runs.columns.values())
+                assert runs.scrollable_content_region.width - used <= 4
             specs.focus()
             await wait_for(pilot, lambda: "Job" in border_title(pilot.app, "#job-detail"))  # type: ignore[arg-type]
             assert "keyed-counts" in border_title(app, "#job-detail")
@@ -380,3 +392,90 @@ async def test_an_unknown_behind_is_shown_unknown_not_zero(tmp_path: Path) -> No
         assert chart is not None and len(chart) == len(batches) - 1
         summary = text_of(app, "#job-summary")
         assert "behind ? (the log ends could not be read: timed out)" in summary, summary
+
+
+async def test_a_run_started_elsewhere_is_selected_when_it_appears(tmp_path: Path) -> None:
+    """Issue 35 #19: a run started from the command line while the console was open was listed
+    but not selected: the cursor stayed on an older run. It is selected when it appears, as a
+    run started from the screen is."""
+    state_dir = tmp_path / "state"
+    jobs = recorded_jobs(state_dir)
+    app = new_app(commands=Commands(None), settings=Settings(), jobs=jobs)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_jobs(app, pilot)
+        runs = screen.query_one("#job-runs", DataTable)
+        await wait_for(pilot, lambda: runs.row_count == 3)
+        runs.focus()
+        runs.move_cursor(row=2)  # an older run
+        await pilot.pause()
+        assert screen.selected_run is not None
+        assert screen.selected_run.run_id == "sequence-checker-20270115-074000-5c1d"
+        new = "keyed-counts-20270115-080500-77aa"
+        plant_run(state_dir, new, "keyed_counts_backlog", job="keyed-counts",
+                  started_at=T0 + 300, topic="test-topic", group_id=None)  # fmt: skip
+        await wait_for(pilot, lambda: runs.row_count == 4, timeout=10)
+        await wait_for(pilot, lambda: screen.selected_run is not None)
+        assert screen.selected_run is not None and screen.selected_run.run_id == new
+        await wait_for(pilot, lambda: new in border_title(app, "#job-detail"))
+
+
+async def test_an_option_error_goes_once_the_value_is_right(tmp_path: Path) -> None:
+    """Issue 35 #19: the trigger's error stayed under it after the value was corrected, until
+    the next ctrl+s. An option said to be wrong is checked again as it changes."""
+    app = new_app(commands=Commands(None), settings=Settings(), jobs=recorded_jobs(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_jobs(app, pilot)
+        screen.query_one("#job-specs", DataTable).focus()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, StartJobDialog))
+        dialog = app.screen
+        assert isinstance(dialog, StartJobDialog)
+        trigger = dialog.query_one("#opt-trigger", Input)
+        trigger.value = ""
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert app.screen is dialog
+        note = dialog.query_one("#err-trigger", Static)
+        assert note.display and "trigger" in text_of(app, "#err-trigger")
+        assert "fix trigger" in text_of(app, "#start-job-error")
+        trigger.value = "x"  # still wrong: said as it is now
+        await pilot.pause()
+        assert note.display and "'x'" in text_of(app, "#err-trigger"), text_of(app, "#err-trigger")
+        trigger.value = "5"
+        await pilot.pause()
+        assert not note.display
+        assert text_of(app, "#start-job-error") == ""
+        await pilot.press("escape")
+
+
+def test_run_ids_are_shortened_only_as_far_as_the_room_needs(tmp_path: Path) -> None:
+    """The runs table's layouts: the start time (in the run id) goes first, then the columns
+    of least use; what a run is doing (state, rows/s done, offsets behind) stays."""
+    runs = list(reversed(recorded_jobs(tmp_path).runs()))
+    keyed = next(r for r in runs if r.job == "keyed-counts")
+    assert short_run_id(keyed, "full") == "keyed-counts-20270115-075800-a41f"
+    assert short_run_id(keyed, "job") == "keyed-counts …075800-a41f"
+    assert short_run_id(keyed, "tail") == "…075800-a41f"
+    assert short_run_id(dataclasses.replace(keyed, run_id="odd"), "tail") == "odd"
+    full = layout_width(runs, None, RUN_LAYOUTS[0])
+    assert fit_runs(runs, None, full) == RUN_LAYOUTS[0]
+    assert "started" not in fit_runs(runs, None, full - 1)[0]
+    assert fit_runs(runs, None, 10) == RUN_LAYOUTS[-1]
+    assert RUN_LAYOUTS[-1][0] == ("run", "state", "done", "behind")
+
+
+async def test_at_80x24_the_runs_table_shows_what_a_run_is_doing(tmp_path: Path) -> None:
+    """Issue 35 #19: at 80x24 the runs table showed only run and state, and the jobs pane's
+    border read `enter or n st…`."""
+    app = new_app(commands=Commands(None), settings=Settings(), jobs=recorded_jobs(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_jobs(app, pilot)
+        runs = screen.query_one("#job-runs", DataTable)
+        await wait_for(pilot, lambda: runs.row_count == 3 and "done" in runs.columns)
+        assert list(runs.columns) == ["run", "state", "done", "behind"]
+        used = sum(c.get_render_width(runs) for c in runs.columns.values())
+        assert used <= runs.scrollable_content_region.width
+        assert str(runs.get_cell("keyed-counts-20270115-075800-a41f", "run")) == "…075800-a41f"
+        pane = screen.query_one("#job-specs-pane")
+        assert pane.border_subtitle == "n starts one"
+        assert pane.size.width >= len("n starts one") + 6

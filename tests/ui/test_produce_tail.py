@@ -117,7 +117,10 @@ async def test_trace_checks_the_record_size() -> None:
         assert "at most 1,048,588 (max.message.bytes, topic): a send would be refused" in trace
         assert "would be accepted" not in trace
         await send_and_wait(pilot, screen)
-        assert "the record is too large: about 1500090 bytes" in text_of(app, "#produce-status")
+        # the refusal writes the figures as the trace does (issue 35 #19: 1500087 beside 1,500,087)
+        refused = text_of(app, "#produce-status")
+        assert "the record is too large: about 1,500,090 bytes with overhead" in refused, refused
+        assert "test-topic accepts at most 1,048,588 (max.message.bytes" in refused, refused
         # Key, headers and value all count, as in the send's check: one byte under the limit
         # is accepted, one over is not.
         limit = RECORDED_LIMITS.max_message_bytes

@@ -11,6 +11,7 @@ from kconsole.ui import rows
 from kconsole.ui.rows import PartitionView
 from kconsole.ui.widgets.panes import controller_text, header_text, pane_source, stale_text
 from tests.ui import builders as B
+from tests.unit.snapshots import load
 
 
 class TestFormat:
@@ -135,3 +136,56 @@ class TestNarrowPanes:
         assert [c.plain for c in first] == ["08:00:00", lines[0]]
         assert [c.plain for c in second] == ["", lines[1]]
         assert first[1].style == fmt.SEVERITY_STYLE["good"]  # the kind's colour, on the text
+
+    def test_wrapped_event_keeps_its_kind_column(self) -> None:
+        """Issue 35 #13: at 160 columns events were cut (`(was controller …`); they wrap under
+        their own text, the time and kind on the first line only."""
+        text = "quorum leader is controller 1001, epoch 2 (was controller 1003)"
+        le = rows.LoggedEvent(1, Event(B.T0, EventKind.CONTROLLER_CHANGED, text))
+        lines = rows.event_lines(le, 40)
+        assert " ".join(lines) == text and len(lines) == 2
+        first = rows.wrapped_event_cells(le, 0, lines[0])
+        second = rows.wrapped_event_cells(le, 1, lines[1])
+        assert [c.plain for c in first] == ["08:00:00.000", "controller-changed", lines[0]]
+        assert [c.plain for c in second] == ["", "", lines[1]]
+        assert max(len(k.value) for k in EventKind) == rows.KIND_WIDTH
+
+
+class TestBrokersFit:
+    """Issue 35 #13: at 80x24 the KRaft brokers pane cut the address to `1` and hid leads,
+    hosts and URP. Lower-value columns give way first; id, role, state, leads, URP stay."""
+
+    def test_kraft_at_80x24_keeps_what_matters(self) -> None:
+        from tests.ui import kraft_fakes as K
+
+        snap = K.fenced_broker()
+        full = rows.broker_columns(snap)
+        columns, cells = rows.fit_broker_table(full, rows.broker_rows(snap), 37)
+        assert [k for k, _ in columns] == ["id", "role", "state", "leads", "urp"]
+        assert rows._table_width(columns, cells) <= 37
+        assert [cells["1001"][1].plain, cells["1"][1].plain] == ["ctrl", "broker"]
+        # a paused broker stays paused (that is why it is fenced)
+        assert cells["3"][2].plain == "paused"
+
+    def test_a_broker_up_but_fenced_reads_fenced_once_the_column_goes(self) -> None:
+        columns: rows.Columns = (("id", "id"), ("state", "state"), ("fencing", "fencing"))
+        cells = {
+            "1": [fmt.cell("1"), fmt.cell("up"), fmt.cell("fenced", fmt.BAD)],
+            "2": [fmt.cell("2"), fmt.cell("up"), fmt.cell("unfenced", fmt.GOOD)],
+        }
+        shown, out = rows._fold_fencing(columns, cells)
+        assert [k for k, _ in shown] == ["id", "state"]
+        assert [out["1"][1].plain, out["2"][1].plain] == ["fenced", "up"]
+        assert out["1"][1].style == fmt.BAD
+
+    def test_only_what_does_not_fit_goes(self) -> None:
+        snap = load("healthy")
+        full = rows.broker_columns(snap)
+        every = rows.broker_rows(snap)
+        assert rows.fit_broker_table(full, every, None)[0] == full
+        wide = rows._table_width(full, every)
+        assert rows.fit_broker_table(full, every, wide)[0] == full  # fits: all of it
+        less = rows.fit_broker_table(full, every, wide - 1)[0]
+        assert [k for k, _ in less] == ["id", "address", "state", "leads", "hosts", "urp"]
+        least = rows.fit_broker_table(full, every, 10)[0]
+        assert [k for k, _ in least] == ["id", "state", "leads", "urp"]

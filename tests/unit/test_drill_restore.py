@@ -192,3 +192,92 @@ def test_drill_run_exits_1_when_a_node_was_not_restored(
     )
     assert res.exit_code == code, res.output
     assert ("RESTORE FAILED: broker 2 was NOT restored" in res.output) == bool(not_restored)
+
+
+class Clock:
+    """A fake clock for the runner: time(), monotonic() and sleep() move together."""
+
+    def __init__(self) -> None:
+        self.now = 1_000.0
+        self.slept: list[float] = []
+
+    def time(self) -> float:
+        return self.now
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+class SlowKill(Control):
+    """A kill that returns `takes` seconds after it was applied (it waits for the process to
+    go, as the local backend's does), then a start that returns at once."""
+
+    def __init__(self, clock: Clock, takes: float) -> None:
+        super().__init__(name="local")
+        self.clock, self.takes = clock, takes
+        self.at: dict[BrokerAction, float] = {}
+
+    def act(self, action: BrokerAction, broker_id: int, progress: object = None) -> str:
+        self.at[action] = self.clock.now
+        if action is BrokerAction.KILL:
+            self.clock.now += self.takes
+            self.state = ProcState.STOPPED
+            return f"broker {broker_id} killed"
+        return super().act(action, broker_id)
+
+
+def held(clock: Clock, takes: float, restore_after: float = 8.0) -> tuple[SlowKill, tuple]:
+    control = SlowKill(clock, takes)
+    spec = DrillSpec("kill", "broker:2", duration_s=30, restore_after_s=restore_after)
+    run = DrillRunner(
+        Settings(),
+        control,
+        spec,
+        act=control.act,
+        confirm=lambda _p, _e: True,  # type: ignore[arg-type]
+    )
+    return control, run._hold_fault((2,))
+
+
+def test_the_restore_comes_restore_after_seconds_from_the_fault_itself(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 35 #10: --restore-after 8 restored at +10.3 s, the wait starting only when the
+    kill command returned (2.3 s later). Counted from the fault, the restore comes at +8 s, and
+    the drill measures and says the time it really took."""
+    clock = Clock()
+    monkeypatch.setattr(runner_mod, "time", clock)
+    control, (fault, applied, restore, not_restored, measured) = held(clock, takes=2.3)
+    assert not_restored == []
+    assert control.at[BrokerAction.START] - control.at[BrokerAction.KILL] == pytest.approx(8.0)
+    assert clock.slept == [pytest.approx(5.7)]  # 8 s less the kill's own 2.3 s
+    assert fault.ts == applied == control.at[BrokerAction.KILL]
+    assert restore.ts - fault.ts == pytest.approx(8.0)
+    assert measured.name == "fault -> restore" and measured.seconds == pytest.approx(8.0)
+    assert measured.predicted == "8 s (--restore-after, counted from the fault)"
+    assert measured.note == "the kill command took 2.30 s of it"
+
+
+def test_a_fault_command_slower_than_restore_after_is_restored_when_it_returns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = Clock()
+    monkeypatch.setattr(runner_mod, "time", clock)
+    _control, (fault, _applied, restore, _nr, measured) = held(clock, takes=9.5)
+    assert clock.slept == []  # no wait at all
+    assert restore.ts - fault.ts == measured.seconds == pytest.approx(9.5)
+    assert measured.note == "the kill command itself took 9.50 s: restored as soon as it returned"
+
+
+def test_the_report_gives_the_real_fault_to_restore_time() -> None:
+    report = _report([])
+    assert report.restored_after_s is None
+    assert "restore asked after 10 s; did NOT settle." in report.markdown()
+    report.restore_at = report.fault_at + 10.27
+    md = report.markdown()
+    assert "restore asked after 10 s, applied 10.27 s after the fault;" in md
+    assert report.to_dict()["restored_after_s"] == 10.27

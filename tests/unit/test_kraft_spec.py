@@ -113,8 +113,10 @@ def test_json_round_trip_and_mode_check() -> None:
 def test_ports_checked() -> None:
     with pytest.raises(ClusterError, match="collide"):
         KRaftSpec(base_port=19192)
-    with pytest.raises(ClusterError, match="outside"):
+    with pytest.raises(ClusterError, match="inside this machine's ephemeral port range"):
         KRaftSpec(controller_base_port=60000)
+    with pytest.raises(ClusterError, match=r"outside 1024\.\.65535"):
+        KRaftSpec(base_port=1000)
 
 
 def test_kafka_uuid_shape() -> None:

@@ -8,6 +8,7 @@ import base64
 import hashlib
 import hmac
 import json
+import shutil
 import stat
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from kconsole.cluster.local_security import (
     CLIENT_USER,
     SecurityFiles,
     client_properties,
+    ensure_certificates,
     ensure_passwords,
     ensure_scram_users,
     scram_credential,
@@ -186,3 +188,24 @@ def test_the_spec_says_what_it_cannot_do() -> None:
     for key in ("security", "mtls", "password_file"):
         old.pop(key)
     assert LocalClusterSpec.from_json(json.dumps(old)).security == "plaintext"
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
+def test_every_certificate_file_is_readable_by_the_user_only(tmp_path: Path) -> None:
+    """Issue 35 #13: ca.pem, broker.crt and client.crt were 0644 while the README says every
+    file in the security directory is 0600. They are made so (openssl runs with umask 077), and
+    a directory made by an earlier kconsole is put right on the next start."""
+    files = SecurityFiles(tmp_path)
+    made = ensure_certificates(files, "127.0.0.1", mtls=True)
+    assert set(made) >= {"ca.pem", "ca.key", "broker.pem", "client.crt", "client.key"}
+
+    def modes() -> dict[str, int]:
+        return {p.name: stat.S_IMODE(p.stat().st_mode) for p in files.dir.iterdir()}
+
+    assert {"ca.pem", "broker.crt", "client.crt"} <= modes().keys()
+    assert modes() == dict.fromkeys(modes(), 0o600), modes()
+    assert stat.S_IMODE(files.dir.stat().st_mode) == 0o700
+    for name in ("ca.pem", "broker.crt", "client.crt"):
+        (files.dir / name).chmod(0o644)  # as an earlier kconsole left them
+    assert ensure_certificates(files, "127.0.0.1", mtls=True) == []  # nothing made again
+    assert modes() == dict.fromkeys(modes(), 0o600), modes()

@@ -104,7 +104,7 @@ LIMITS = TopicLimits("t", True, 4, DEFAULT_MAX_MESSAGE_BYTES, "topic")
 def test_size_limit() -> None:
     fits = b"x" * (DEFAULT_MAX_MESSAGE_BYTES - record_size(b"k", b""))
     validate("t", limits=LIMITS, records=[(b"k", fits, [])])
-    with pytest.raises(ProduceError, match=r"too large.*1048588"):
+    with pytest.raises(ProduceError, match=r"too large.*1,048,588"):
         validate("t", limits=LIMITS, records=[(b"k", fits + b"x", [])])
 
 

@@ -7,6 +7,7 @@ thread workers, so a JVM starting or a graceful stop never blocks the screen.
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -45,6 +46,68 @@ RUN_COLUMNS = (
     ("group lag", "lag"),
     ("started", "started"),
 )
+
+
+# The runs table in less room: the columns kept, and how run ids are written (full; "job
+# …HHMMSS-xxxx"; "…HHMMSS-xxxx"), the first that fits is shown. The start time is in the run
+# id, so it goes first; what a run is doing now (state, rows/s done, offsets behind) stays.
+RUN_LAYOUTS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("run", "state", "batch", "in", "done", "batch_ms", "behind", "lag", "started"), "full"),
+    (("run", "state", "batch", "in", "done", "batch_ms", "behind", "lag"), "full"),
+    (("run", "state", "batch", "done", "batch_ms", "behind", "lag"), "full"),
+    (("run", "state", "batch", "done", "behind", "lag"), "full"),
+    (("run", "state", "batch", "done", "behind", "lag"), "job"),
+    (("run", "state", "done", "behind", "lag"), "job"),
+    (("run", "state", "done", "behind"), "job"),
+    (("run", "state", "done", "behind"), "tail"),
+)
+_LABELS = {key: label for label, key in RUN_COLUMNS}
+_RUN_ID = re.compile(r"(?P<job>.+)-(?P<date>\d{8})-(?P<tail>\d{6}-\w+)")
+
+
+def short_run_id(run: JobRun, style: str) -> str:
+    """The run id as a layout writes it: whole, or without its date (and its job)."""
+    m = _RUN_ID.fullmatch(run.run_id)
+    if style == "full" or m is None:
+        return run.run_id
+    return f"{m['job']} …{m['tail']}" if style == "job" else f"…{m['tail']}"
+
+
+def layout_cells(
+    run: JobRun, snapshot: ClusterSnapshot | None, layout: tuple[tuple[str, ...], str]
+) -> list[Text | str]:
+    """A run's cells in `layout`'s columns."""
+    keys, style = layout
+    cells = dict(zip((key for _, key in RUN_COLUMNS), run_cells(run, snapshot), strict=True))
+    cells["run"] = short_run_id(run, style)
+    return [cells[k] for k in keys]
+
+
+def layout_width(
+    runs: list[JobRun], snapshot: ClusterSnapshot | None, layout: tuple[tuple[str, ...], str]
+) -> int:
+    """Cells the runs table needs in `layout`: each column's widest cell or label, padded."""
+    widths = [len(_LABELS[k]) for k in layout[0]]
+    for run in runs:
+        cells = layout_cells(run, snapshot, layout)
+        widths = [max(w, Text(c).cell_len if isinstance(c, str) else c.cell_len)
+                  for w, c in zip(widths, cells, strict=True)]  # fmt: skip
+    return sum(w + 2 for w in widths)
+
+
+def fit_runs(
+    runs: list[JobRun], snapshot: ClusterSnapshot | None, width: int
+) -> tuple[tuple[str, ...], str]:
+    """The first of RUN_LAYOUTS that fits in `width` cells (the last when none does)."""
+    for layout in RUN_LAYOUTS:
+        if layout_width(runs, snapshot, layout) <= width:
+            return layout
+    return RUN_LAYOUTS[-1]
+
+
+# The jobs pane's hint, and the one it says when narrow (80 columns: 21 cells).
+START_HINT = "enter or n starts one"
+SHORT_START_HINT = "n starts one"
 
 
 def group_lag(snapshot: ClusterSnapshot | None, group_id: str | None) -> int | None:
@@ -127,7 +190,7 @@ class JobsScreen(Screen[None]):
         with Horizontal(id="jobs-top"):
             with Vertical(id="job-specs-pane", classes="pane") as specs:
                 specs.border_title = "Jobs"
-                specs.border_subtitle = "enter or n starts one"
+                specs.border_subtitle = START_HINT
                 yield DataTable(cursor_type="row", id="job-specs")
             with Vertical(id="job-runs-pane", classes="pane") as runs:
                 runs.border_title = "Runs"
@@ -155,14 +218,16 @@ class JobsScreen(Screen[None]):
         # A start the user asked for: (job, the runs there were); its run is selected on arrival.
         self._awaited: tuple[str, set[str]] | None = None
         self._shown: str | None = None  # the run the detail pane shows
+        self._known: set[str] = set()  # the runs listed so far (one new among them: selected)
         self.fitted_width = 0  # the jobs table's width "what it does" was last fitted to
+        self._layout = RUN_LAYOUTS[0]  # the runs table's columns and run ids, as fitted
 
     def on_mount(self) -> None:
         specs = self.query_one("#job-specs", DataTable)
         specs.add_column("job", key="job")
         runs = self.query_one("#job-runs", DataTable)
-        for label, key in RUN_COLUMNS:
-            runs.add_column(label, key=key)
+        for key in self._layout[0]:
+            runs.add_column(_LABELS[key], key=key)
         view = state(self)
         view.show_job_logs = True
         if actions(self).jobs_available:
@@ -193,22 +258,30 @@ class JobsScreen(Screen[None]):
         runs = list(reversed(view.job_runs))  # newest first
         table = self.query_one("#job-runs", DataTable)
         selected = self.selected_run
+        self._fit(runs)  # the columns may change: then the rows are added again below
         wanted = [r.run_id for r in runs]
         current = [str(k.value) for k in table.rows]
         if current != wanted:
             table.clear()
             for run in runs:
-                table.add_row(*run_cells(run, view.snapshot), key=run.run_id)
+                table.add_row(*layout_cells(run, view.snapshot, self._layout), key=run.run_id)
             started = self._started_run(runs)
+            # A run that appeared while the screen is open (started from the command line, or
+            # by another console): selected, as one started here is (newest first).
+            arrived = [r for r in wanted if r not in self._known] if self._known else []
+            self._known = set(wanted)
             if started is not None:  # the run the user just started: show it
                 table.move_cursor(row=wanted.index(started.run_id), animate=False)
                 table.focus()
+            elif arrived:
+                table.move_cursor(row=wanted.index(arrived[0]), animate=False)
             elif selected is not None and selected.run_id in wanted:
                 table.move_cursor(row=wanted.index(selected.run_id), animate=False)
         else:
             for run in runs:
-                for (_, col), value in zip(RUN_COLUMNS, run_cells(run, view.snapshot), strict=True):
-                    table.update_cell(run.run_id, col, value)
+                cells = layout_cells(run, view.snapshot, self._layout)
+                for col, value in zip(self._layout[0], cells, strict=True):
+                    table.update_cell(run.run_id, col, value, update_width=True)
         active = sum(1 for r in runs if r.active)
         set_border(
             self.query_one("#job-runs-pane"),
@@ -236,20 +309,46 @@ class JobsScreen(Screen[None]):
             self._detail()
 
     def on_resize(self, event: events.Resize) -> None:
-        self.call_after_refresh(self._fit_what_it_does)
+        self.call_after_refresh(self.redraw)
 
-    def _fit_what_it_does(self) -> None:
-        """The jobs table says what each job does where the pane has room for a useful part of
-        it, elided with '…' (at 80 columns it has none: the detail pane shows it whole while
-        the jobs table has the focus)."""
-        table = self.query_one("#job-specs", DataTable)
+    def _fit(self, runs: list[JobRun]) -> None:
+        """Share the screen's width between the two tables by what they hold: the runs table
+        gets all its columns when it can (else the first of RUN_LAYOUTS that fits), the jobs
+        table the rest, up to what it needs to say whole what each job does (elided with '…'
+        where it has room for a useful part of it; at 80 columns it has none: the detail pane
+        shows it whole while the jobs table has the focus)."""
+        width = self.size.width
         specs = state(self).job_specs()
-        if not specs or not table.size.width:
+        if not width:
             return
+        snapshot = state(self).snapshot
+        chrome = 3  # a pane's border, and a column for a vertical scrollbar
         name_width = max(len("job"), *(len(sp.name) for sp in specs))
-        room = table.scrollable_content_region.width - name_width - 4 * table.cell_padding
+        what_width = max((len(what_it_does(sp)) for sp in specs), default=0)
+        least = max(name_width + 2 + chrome, len(SHORT_START_HINT) + 6)
+        whole = name_width + what_width + 4 + chrome
+        runs_need = layout_width(runs, snapshot, RUN_LAYOUTS[0]) + chrome
+        room = whole if width >= whole + runs_need else max(least, width - runs_need)
+        pane = self.query_one("#job-specs-pane")
+        if pane.styles.width is None or pane.styles.width.value != room:
+            pane.styles.width = room
+            pane.border_subtitle = START_HINT if room >= len(START_HINT) + 6 else SHORT_START_HINT
+        layout = fit_runs(runs, snapshot, width - room - chrome)
+        if layout != self._layout:
+            self._layout = layout
+            table = self.query_one("#job-runs", DataTable)
+            table.clear(columns=True)
+            for key in layout[0]:
+                table.add_column(_LABELS[key], key=key)
+        self._fit_what_it_does(specs, name_width, room - chrome - name_width - 4)
+        self.fitted_width = room - 2
+
+    def _fit_what_it_does(self, specs: list[JobSpec], name_width: int, room: int) -> None:
+        """'what it does' elided to `room` cells, or left out with less than 16."""
+        table = self.query_one("#job-specs", DataTable)
+        if not specs:
+            return
         has = "what" in table.columns
-        self.fitted_width = table.size.width
         if room < 16:
             if has:
                 table.remove_column("what")
@@ -259,7 +358,8 @@ class JobsScreen(Screen[None]):
         for spec in specs:
             what = what_it_does(spec)
             shown = what if len(what) <= room else what[: room - 1].rstrip() + "…"
-            table.update_cell(spec.name, "what", Text(shown, fmt.DIM), update_width=True)
+            if str(table.get_cell(spec.name, "what")) != shown:
+                table.update_cell(spec.name, "what", Text(shown, fmt.DIM), update_width=True)
 
     def _focused_spec(self) -> JobSpec | None:
         """The job under the cursor while the jobs table has the focus."""
@@ -570,6 +670,28 @@ class StartJobDialog(ModalScreen[tuple[dict[str, Any], bool] | None]):
         """What is wrong with each option given, by the job's own parser, in words."""
         found = {name: value_problem(self.spec, name, v) for name, v in options.items()}
         return {name: problem for name, problem in found.items() if problem}
+
+    @on(Input.Changed)
+    @on(Select.Changed)
+    @on(Checkbox.Changed)
+    def _recheck(self) -> None:
+        """An option said to be wrong is checked again as it changes: its note goes once the
+        value is right (and the line below with it once none is left), or says what is wrong
+        now. Options not said to be wrong are left alone while being typed."""
+        shown = [o.name for o in self.spec.options if self.query_one(f"#err-{o.name}").display]
+        if not shown:
+            return
+        problems = self.problems(self.options())
+        for name in shown:
+            note = self.query_one(f"#err-{name}", Static)
+            problem = problems.get(name)
+            note.update(Text(f"↑ {problem}", fmt.BAD) if problem else "")
+            note.display = problem is not None
+        left = [name for name in shown if name in problems]
+        error = self.query_one("#start-job-error", Static)
+        error.update(
+            Text(f"not started: fix {', '.join(left)} (see beside it)", fmt.BAD) if left else ""
+        )
 
     @on(Input.Submitted)
     def action_start(self) -> None:

@@ -116,17 +116,36 @@ class BrokersTable(KeyedTable):
         """Re-sync from the latest snapshot (skipped when nothing the rows show changed: the
         partition counts are a pass over every partition)."""
         snap = state(self).snapshot
+        size = self.size
         inputs = None
         if snap is not None:
-            inputs = (snap.brokers, snap.controller.id, snap.partitions, snap.mode, snap.quorum)
+            inputs = (
+                snap.brokers,
+                snap.controller.id,
+                snap.partitions,
+                snap.mode,
+                snap.quorum,
+                size,
+            )
         if inputs is not None and inputs == self._synced:
             return
         self._synced = inputs
         at = self.cursor_key
-        self.set_columns(rows.broker_columns(snap))
-        self.sync(rows.broker_rows(snap))
+        cells = rows.broker_rows(snap)
+        # What the table has room for (less the vertical scrollbar when the rows need it): in a
+        # narrow pane lower-value columns give way.
+        scrolls = len(cells) + 1 > size.height
+        width = size.width - (self.styles.scrollbar_size_vertical if scrolls else 0)
+        columns, cells = rows.fit_broker_table(
+            rows.broker_columns(snap), cells, width if size.width else None
+        )
+        self.set_columns(columns)
+        self.sync(cells)
         if at is not None and at in self.rows and self.cursor_key != at:
             self.move_cursor(row=self.get_row_index(at))
+
+    def on_resize(self, _event: Resize) -> None:
+        self.redraw()
 
 
 class PartitionsTable(VirtualTable[Partition]):
@@ -464,16 +483,17 @@ class EventsTable(VirtualTable[EventLine]):
     """Events, newest first; with the cursor on the newest row it keeps following the newest.
     A burst of events (a third of 10,000 leaders moving) costs only the rows on screen.
 
-    Narrower than WRAP_BELOW cells (80 columns: 44) an event shows whole: the time to the
-    second and the text, wrapped onto lines below it, instead of a kind column and a text cut
-    off at the pane's edge."""
+    An event shows whole: its text wrapped onto lines below it, never cut off at the pane's
+    edge. Narrower than WRAP_BELOW cells (80 columns: 44) without the kind column, and the
+    time to the second."""
 
     COLUMNS = rows.EVENT_COLUMNS
     WRAP_BELOW = 72
     follow_top = True
 
     _shown: tuple[LoggedEvent, ...] | None = None
-    _wrap: int | None = None  # the text's width when wrapping
+    _wrap: int | None = None  # the text's width (None: not laid out yet, nothing wrapped)
+    _narrow = False  # without the kind column
     _lines: dict[int, dict[str, EventLine]] = {}  # each event's rows by seq, when wrapping
 
     def on_mount(self) -> None:
@@ -481,28 +501,34 @@ class EventsTable(VirtualTable[EventLine]):
 
     def on_resize(self, _event: Resize) -> None:
         width = self.size.width
-        wrap = None
-        if width < self.WRAP_BELOW:
-            # The vertical scrollbar's column is kept: it comes and goes with the rows.
-            used = rows.SHORT_CLOCK_WIDTH + 4 + self.styles.scrollbar_size_vertical
-            wrap = max(width - used, 8)
-        if wrap != self._wrap:
-            self._wrap = wrap
+        narrow = width < self.WRAP_BELOW
+        # Each column is padded 1 + 1; the vertical scrollbar's column is kept: it comes and
+        # goes with the rows.
+        used = rows.SHORT_CLOCK_WIDTH + 4 if narrow else rows.CLOCK_WIDTH + rows.KIND_WIDTH + 6
+        wrap = max(width - used - self.styles.scrollbar_size_vertical, 8)
+        if (wrap, narrow) != (self._wrap, self._narrow):
+            self._wrap, self._narrow = wrap, narrow
             self._shown, self._lines = None, {}
-            columns = rows.NARROW_EVENT_COLUMNS if wrap else rows.EVENT_COLUMNS
+            columns = rows.NARROW_EVENT_COLUMNS if narrow else rows.EVENT_COLUMNS
             self.set_columns(columns, {})
             self.redraw()
 
     def render_cells(self, key: str, item: EventLine) -> list[Text]:
         if self._wrap is None:
             return rows.event_cells(item.event)
-        return rows.narrow_event_cells(item.event, item.line, item.text)
+        if self._narrow:
+            return rows.narrow_event_cells(item.event, item.line, item.text)
+        return rows.wrapped_event_cells(item.event, item.line, item.text)
 
     def cell_widths(self, key: str, item: EventLine) -> tuple[int, ...]:
         if self._wrap is None:
             return rows.event_widths(item.event)
-        clock = rows.SHORT_CLOCK_WIDTH if item.line == 0 else 0
-        return (clock, cell_len(item.text))
+        if self._narrow:
+            clock = rows.SHORT_CLOCK_WIDTH if item.line == 0 else 0
+            return (clock, cell_len(item.text))
+        first = item.line == 0
+        kind = cell_len(item.event.event.kind.value) if first else 0
+        return (rows.CLOCK_WIDTH if first else 0, kind, cell_len(item.text))
 
     def _event_lines(self, le: LoggedEvent) -> dict[str, EventLine]:
         """A wrapped event's rows: its seq, then seq.1, seq.2 … for the lines below."""
