@@ -76,12 +76,16 @@ class ClusterObserver:
         settings: Settings,
         *,
         proc_states: StatesFn | None = None,
+        controller_states: StatesFn | None = None,
         clock: Callable[[], float] = time.time,
         history: int = 2000,
     ):
         self.settings = settings
         self.clock = clock
         self.proc_states_fn = proc_states
+        # KRaft: the process states of the controllers that are no brokers (a stopped one is
+        # shown down at once; the quorum alone says so only after the fetch timeout).
+        self.controller_states_fn = controller_states
         self.builder = SnapshotBuilder(use_zookeeper=bool(settings.zookeeper))
         self.events: deque[Event] = deque(maxlen=history)
         self.snapshot: ClusterSnapshot | None = None
@@ -114,7 +118,7 @@ class ClusterObserver:
             ("groups", self._groups_loop),
             ("quorum", self._quorum_loop),
         ]
-        if self.proc_states_fn is not None:
+        if self.proc_states_fn is not None or self.controller_states_fn is not None:
             loops.append(("backend", self._backend_loop))
         for name, target in loops:
             t = threading.Thread(target=target, name=f"kconsole-{name}", daemon=True)
@@ -282,6 +286,7 @@ class ClusterObserver:
                 b.features = features
             new_q = b.quorum
             assert new_q is not None
+            shown = self.snapshot.controllers if self.snapshot is not None else ()
             changed = (
                 found
                 or old_q is None
@@ -290,6 +295,8 @@ class ClusterObserver:
                 or old_q.voter_ids != new_q.voter_ids
                 or old_q.lagging_voters() != new_q.lagging_voters()
                 or (registrations is not None and registrations != old_regs)
+                # a controller's health (its reason says an age: that alone is no news)
+                or [(c.id, c.state) for c in shown] != [(c.id, c.state) for c in b.controllers(now)]
             )
         if found:
             zk, self._zk = self._zk, None
@@ -453,24 +460,31 @@ class ClusterObserver:
         return config
 
     def _read_proc_states(self) -> bool:
-        """Read the backend's process states; True when they changed."""
-        if self.proc_states_fn is None:
-            return False
-        try:
-            states = self.proc_states_fn()
-        except Exception:
-            log.debug("backend states", exc_info=True)
-            return False
-        with self._lock:
-            changed = states != self.builder.proc_states
-            self.builder.proc_states = states
+        """Read the backend's process states (brokers', and controllers'); True when they
+        changed."""
+        changed = False
+        for fn, attr in (
+            (self.proc_states_fn, "proc_states"),
+            (self.controller_states_fn, "controller_proc_states"),
+        ):
+            if fn is None:
+                continue
+            try:
+                states = fn()
+            except Exception:
+                log.debug("backend states", exc_info=True)
+                continue
+            with self._lock:
+                if states != getattr(self.builder, attr):
+                    changed = True
+                    setattr(self.builder, attr, states)
         return changed
 
     def _backend_loop(self) -> None:
         # Its own loop: an Admin poll can block for its whole timeout on a frozen broker, and
         # "paused" must not wait for that. A backend whose read costs more than a look at
         # /proc says how often to ask (STATES_POLL_S: the docker one, a call to the engine).
-        owner = getattr(self.proc_states_fn, "__self__", None)
+        owner = getattr(self.proc_states_fn or self.controller_states_fn, "__self__", None)
         interval = float(getattr(owner, "STATES_POLL_S", PROC_STATES_POLL_S))
         while not self._stop.is_set():
             if self._read_proc_states():
