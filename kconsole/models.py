@@ -199,6 +199,9 @@ class ControllerStatus:
     id: int
     state: BrokerState | None  # None: not known (the quorum not read, nothing else says)
     reason: str = ""  # why it is not up, or why its state is not known ('' : up)
+    # While its state is not known: the last one that was (None: never known). A change is
+    # an event when it ends a run of readings that could not say (e.g. an election).
+    last_known: BrokerState | None = None
 
     @property
     def up(self) -> bool:

@@ -246,17 +246,19 @@ def _controller_health_events(ts: float, old: ClusterSnapshot, new: ClusterSnaps
     out: list[Event] = []
     for c in new.controllers:
         was = before.get(c.id)
+        # What it was before: across readings that could not say (an election, a failed
+        # read), the last state known.
+        prior = None if was is None else (was.state or was.last_known)
         # up <-> not up (a restarted one running but not fetching yet stays "not up")
-        if was is None or was.state is None or c.state is None or was.up is c.up:
+        if prior is None or c.state is None or (prior is BrokerState.UP) is c.up:
             continue
         if c.up:
-            text = f"controller {c.id} is up again (was {was.state.value})"
+            text = f"controller {c.id} is up again (was {prior.value})"
             kind = EventKind.CONTROLLER_UP
-            out.append(Event(ts, kind, text, c.id, old=was.state.value, new=c.state.value))
         else:
             text = f"controller {c.id} is {c.state.value}: {c.reason}"
             kind = EventKind.CONTROLLER_DOWN
-            out.append(Event(ts, kind, text, c.id, old=was.state.value, new=c.state.value))
+        out.append(Event(ts, kind, text, c.id, old=prior.value, new=c.state.value))
     return out
 
 

@@ -35,7 +35,7 @@ from kconsole.models import (
     SourceName,
     Topic,
 )
-from kconsole.observer.controllers import controller_statuses
+from kconsole.observer.controllers import controller_statuses, with_last_known
 
 # A source's error before its first answer: _has_metadata tells "not yet" from "failed".
 _WAITING = "waiting for first data"
@@ -83,6 +83,7 @@ class SnapshotBuilder:
         self.proc_states: dict[int, ProcState] = {}
         # KRaft: the backend's process states of the controllers that are no brokers.
         self.controller_proc_states: dict[int, ProcState] = {}
+        self._controller_known: dict[int, BrokerState] = {}  # each one's last known state
         self.health = {n: _Health(n) for n in SourceName}
         # ZooKeeper when one is given; else the quorum is asked (KRaft), until set_mode says.
         del self.health[SourceName.ZOOKEEPER if not use_zookeeper else SourceName.QUORUM]
@@ -216,11 +217,16 @@ class SnapshotBuilder:
         q = self.quorum
         ids = {*(q.voter_ids if q is not None else ()), *self.controller_proc_states}
         processes = {**self.proc_states, **self.controller_proc_states}
+        statuses = controller_statuses(q, ids, processes, self.fetch_timeout_s(), now)
+        return with_last_known(statuses, self._controller_known)
+
+    def fetch_timeout_s(self) -> float | None:
+        """controller.quorum.fetch.timeout.ms as read from a broker, in seconds (None: not
+        read: Kafka's default is assumed)."""
         cfg = self.broker_config
-        timeout = None
-        if cfg is not None and cfg.fetch_timeout_ms is not None and cfg.read_from is not None:
-            timeout = cfg.fetch_timeout_ms / 1000.0
-        return controller_statuses(q, ids, processes, timeout, now)
+        if cfg is None or cfg.fetch_timeout_ms is None or cfg.read_from is None:
+            return None
+        return cfg.fetch_timeout_ms / 1000.0
 
     def _mode(self, zk_ok: bool) -> ClusterMode:
         if self.mode is ClusterMode.UNKNOWN and zk_ok:

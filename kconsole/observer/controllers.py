@@ -17,6 +17,7 @@ lag growing): the quorum alone never says "down". So, in this order:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
 from kconsole.cluster.procs import ProcState
 from kconsole.models import BrokerState, ControllerStatus, Quorum
@@ -86,3 +87,18 @@ def controller_status(
     return ControllerStatus(
         cid, None, f"no fetch reported by leader {quorum.leader_id} yet (log end offset -1)"
     )
+
+
+def with_last_known(
+    statuses: tuple[ControllerStatus, ...], memory: dict[int, BrokerState]
+) -> tuple[ControllerStatus, ...]:
+    """`statuses`, each unknown one with the state it last had (`memory`, by id, which this
+    updates with every known one)."""
+    out = []
+    for c in statuses:
+        if c.state is not None:
+            memory[c.id] = c.state
+            out.append(c)
+        else:
+            out.append(replace(c, last_known=memory.get(c.id)))
+    return tuple(out)

@@ -48,6 +48,7 @@ from kconsole.observer.builder import (
     _has_metadata,
     _same_where_equal,
 )
+from kconsole.observer.controllers import DEFAULT_FETCH_TIMEOUT_S
 from kconsole.timeline import Event, diff
 
 log = logging.getLogger(__name__)
@@ -206,7 +207,33 @@ class ClusterObserver:
             self._poll_groups(reader, publish=False)
         finally:
             reader.close()
+        self._settle_controllers()
         return self._publish(publish=False)
+
+    def _settle_controllers(self) -> None:
+        """One reading cannot tell a voter the leader has had no fetch from because it was
+        elected a moment ago from one that is gone (a killed leader, once another leads):
+        when that leaves a controller unknown, the quorum is read once more when the leader
+        has been seen for longer than controller.quorum.fetch.timeout.ms."""
+        with self._lock:
+            b = self.builder
+            q = b.quorum
+            if b.mode is not ClusterMode.KRAFT or q is None or q.stale:
+                return
+            if q.leader_seen_since is None:
+                return
+            now = self.clock()
+            if all(c.state is not None for c in b.controllers(now)):
+                return
+            timeout = b.fetch_timeout_s() or DEFAULT_FETCH_TIMEOUT_S
+            wait = q.leader_seen_since + timeout + 0.2 - now
+        if wait > 0:
+            self._stop.wait(wait)
+        quorum = self._quorum_reader()
+        try:
+            self._poll_quorum(quorum, publish=False)
+        finally:
+            quorum.close()
 
     # -- sources ----------------------------------------------------------------------------
     def _reader(self) -> AdminReader:
@@ -236,7 +263,7 @@ class ClusterObserver:
                 before = b.quorum
                 if b.mode is not ClusterMode.KRAFT:
                     b.set_mode(ClusterMode.KRAFT)
-                b.quorum_leaderless(str(exc), now)
+                b.quorum_leaderless(str(exc), self.clock())
                 changed = before is None or before.leader_id is not None
             if publish and changed:
                 self._publish()
@@ -277,7 +304,9 @@ class ClusterObserver:
             if found:
                 b.set_mode(ClusterMode.KRAFT)
             old_q, old_regs = b.quorum, b.registrations
-            b.quorum_read(quorum, now)
+            # Seen when it answered: a read through the brokers during an election blocks for
+            # seconds (they wait for the new leader), and "seen since" must not predate it.
+            b.quorum_read(quorum, self.clock())
             if reg_error:
                 b.health[SourceName.QUORUM].success(now, reg_error)
             if registrations is not None:
@@ -296,7 +325,8 @@ class ClusterObserver:
                 or old_q.lagging_voters() != new_q.lagging_voters()
                 or (registrations is not None and registrations != old_regs)
                 # a controller's health (its reason says an age: that alone is no news)
-                or [(c.id, c.state) for c in shown] != [(c.id, c.state) for c in b.controllers(now)]
+                or [(c.id, c.state) for c in shown]
+                != [(c.id, c.state) for c in b.controllers(self.clock())]
             )
         if found:
             zk, self._zk = self._zk, None

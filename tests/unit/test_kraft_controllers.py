@@ -176,6 +176,21 @@ class TestControllerEvents:
         first = SnapshotBuilder(use_zookeeper=False).build(now - 31)
         assert not [e for e in diff(first, s0) if e.kind is EventKind.CONTROLLER_DOWN]
 
+    def test_a_change_across_readings_that_could_not_say_is_an_event(self) -> None:
+        """Up, then unknown (a failed read; after an election, no fetch reported yet), then
+        unreachable: the change is said when it is known, against the last state known."""
+        now = _now(Q_VOTER)
+        b = kraft_builder(HEALTHY, now - 30)
+        s0 = b.build(now - 30)
+        b.quorum_failed("timed out")
+        s1 = b.build(now - 1)
+        gap = s1.controller_status(PAUSED_VOTER)
+        assert gap is not None and gap.state is None and gap.last_known is BrokerState.UP
+        assert not [e for e in diff(s0, s1) if e.kind is EventKind.CONTROLLER_DOWN]
+        b.quorum_read(quorum_of(Q_VOTER, now), now)
+        down = [e for e in diff(s1, b.build(now)) if e.kind is EventKind.CONTROLLER_DOWN]
+        assert [(e.broker, e.old, e.new) for e in down] == [(PAUSED_VOTER, "up", "unreachable")]
+
     def test_the_brokers_settings_give_the_timeout(self) -> None:
         now = _now(Q_VOTER)
         b = kraft_builder(VOTER, now)
