@@ -147,9 +147,9 @@ def _quorum(q: Quorum | None, now: float) -> list[str]:
         if q.leader_seen_since is not None:
             led = max(0.0, now - q.leader_seen_since)
             head += (
-                f", elected {led:.1f}s ago"
+                f", elected {led:.1f}s ago (seen)"
                 if q.leader_seen_elected
-                else f", seen leading for {led:.1f}s (elected before kconsole looked)"
+                else ", election time not known (Kafka does not report it)"
             )
     hwm = q.high_watermark if q.high_watermark is not None else "?"
     out = [f"{head}, high watermark {hwm}{age}{stale}"]
