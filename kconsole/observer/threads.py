@@ -200,6 +200,7 @@ class ClusterObserver:
             with self._lock:
                 self.builder.health[SourceName.ADMIN].failure(refused)
                 self.builder.health[SourceName.GROUPS].failure(refused)
+            self._settle_controllers()  # the quorum, asked of the controllers, still answers
             return self._publish(publish=False)
         reader = self._reader()
         try:

@@ -6,12 +6,22 @@ metadata's random "controller"), a controller's health from its process and from
 from __future__ import annotations
 
 import dataclasses
+import socket
 
 from kconsole.cluster.procs import ProcState
 from kconsole.cluster.quorum import quorum_of
+from kconsole.config import Settings
 from kconsole.describe import render_text
-from kconsole.models import BrokerConfig, BrokerState, ClusterMode, ClusterSnapshot, SourceName
-from kconsole.observer import SnapshotBuilder
+from kconsole.errors import ClusterError
+from kconsole.models import (
+    BrokerConfig,
+    BrokerState,
+    ClusterMode,
+    ClusterSnapshot,
+    Quorum,
+    SourceName,
+)
+from kconsole.observer import ClusterObserver, SnapshotBuilder
 from kconsole.observer.controllers import controller_status, controller_statuses
 from kconsole.timeline import EventKind, diff
 from tests.unit.test_kraft_observer import HEALTHY, VOTER, _now, admin_state, kraft_builder
@@ -209,3 +219,65 @@ class TestControllerEvents:
         assert lines[at + 2].split() == ["1001", "down", "process", "not", "running"]
         assert lines[at + 3].split() == ["1002", "up", "-"]
         assert lines[at + 4].split() == ["1003", "*", "up", "-"]
+
+
+class _Reader:
+    """QuorumReader's calls as read_once makes them, answering recorded quorums; the brokers
+    do not answer."""
+
+    def __init__(self, quorum: Quorum):
+        self.quorum = quorum
+        self.reads = 0
+
+    def read_quorum(self, now: float) -> Quorum:
+        self.reads += 1
+        return dataclasses.replace(self.quorum, read_at=now)
+
+    def read_registrations(self) -> object:
+        raise ClusterError("brokers not answering")
+
+    def read_features(self, now: float) -> object:
+        raise ClusterError("brokers not answering")
+
+    def close(self) -> None:
+        pass
+
+
+def _dead_bootstrap() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{s.getsockname()[1]}"  # closed again: nothing listens
+
+
+class TestDescribeSettles:
+    """One reading cannot tell an election a moment ago from a voter that is gone: describe
+    reads the quorum once more after the fetch timeout, only when that is what is unknown."""
+
+    def _observer(self, quorum: Quorum) -> tuple[ClusterObserver, _Reader]:
+        obs = ClusterObserver(Settings(bootstrap=_dead_bootstrap(), zookeeper=""))
+        reader = _Reader(quorum)
+        obs._quorum_reader = lambda: reader  # type: ignore[method-assign,assignment,return-value]
+        return obs, reader
+
+    def test_a_voter_with_no_fetch_is_read_again_and_unreachable(self) -> None:
+        q = quorum_of(Q_HEALTHY, 0.0)
+        gone = tuple(
+            dataclasses.replace(v, log_end_offset=None, last_fetch_at=None, last_caught_up_at=None)
+            if v.id == 1001
+            else v
+            for v in q.voters
+        )
+        obs, reader = self._observer(dataclasses.replace(q, voters=gone))
+        snap = obs.read_once()
+        assert reader.reads == 2
+        c = snap.controller_status(1001)
+        assert c is not None and c.state is BrokerState.UNREACHABLE, c
+        assert "since its election" in c.reason
+
+    def test_every_controller_known_is_read_once(self) -> None:
+        obs, reader = self._observer(quorum_of(Q_HEALTHY, 0.0))
+        snap = obs.read_once()
+        assert reader.reads == 1
+        assert {c.id: c.state for c in snap.controllers} == dict.fromkeys(
+            (1001, 1002, 1003), BrokerState.UP
+        )
