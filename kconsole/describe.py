@@ -42,6 +42,7 @@ def render_text(snap: ClusterSnapshot, now: float | None = None) -> str:
     out.append("")
     if snap.mode is ClusterMode.KRAFT:
         out += _quorum(snap.quorum, now)
+        out += _controllers(snap)
     elif c.id is None:
         out.append("controller: NONE (no active controller)")
     else:
@@ -111,6 +112,33 @@ def _ids(ids: tuple[int, ...] | None) -> str:
     return ",".join(map(str, ids)) or "-"
 
 
+def controllers_summary(snap: ClusterSnapshot) -> str:
+    """'3, 1 down, 1 unknown': how many controllers (quorum voters), and how many of them
+    are in each state that is not up."""
+    counts: dict[str, int] = {}
+    for c in snap.controllers:
+        if not c.up:
+            name = c.state.value if c.state is not None else "unknown"
+            counts[name] = counts.get(name, 0) + 1
+    return ", ".join([str(len(snap.controllers)), *(f"{n} {s}" for s, n in counts.items())])
+
+
+def _controllers(snap: ClusterSnapshot) -> list[str]:
+    """KRaft: each controller's health, and why when it is not up (or not known)."""
+    if not snap.controllers:
+        return []
+    leader = snap.quorum.leader_id if snap.quorum is not None else None
+    rows = [
+        [
+            str(c.id) + (" *" if c.id == leader else ""),
+            c.state.value if c.state is not None else "unknown",
+            c.reason or "-",
+        ]
+        for c in snap.controllers
+    ]
+    return ["", f"controllers: {controllers_summary(snap)}", *_table(["id", "state", "why"], rows)]
+
+
 def _quorum(q: Quorum | None, now: float) -> list[str]:
     """The metadata quorum: leader, epoch, high watermark, then every voter and observer."""
     if q is None:
@@ -123,6 +151,13 @@ def _quorum(q: Quorum | None, now: float) -> list[str]:
         prev = f", previous {q.previous_leader}" if q.previous_leader is not None else ""
         epoch = q.leader_epoch if q.leader_epoch is not None else "?"
         head = f"quorum: leader controller {q.leader_id}, epoch {epoch}{prev}"
+        if q.leader_seen_since is not None:
+            led = max(0.0, now - q.leader_seen_since)
+            head += (
+                f", elected {led:.1f}s ago (seen)"
+                if q.leader_seen_elected
+                else ", election time not known (Kafka does not report it)"
+            )
     hwm = q.high_watermark if q.high_watermark is not None else "?"
     out = [f"{head}, high watermark {hwm}{age}{stale}"]
     lagging = q.lagging_voters()

@@ -72,7 +72,10 @@ class Broker:
 class Controller:
     id: int | None  # None: no active controller
     epoch: int | None = None
-    since: float | None = None  # when kconsole first saw this controller (epoch seconds)
+    # Since when it is the controller (epoch seconds), as far as known: ZooKeeper mode the
+    # /controller znode's creation; KRaft the election kconsole saw (None: it led already at
+    # kconsole's first reading, so its election time is not known).
+    since: float | None = None
     previous: int | None = None
 
 
@@ -114,7 +117,12 @@ class Quorum:
     observers: tuple[QuorumReplica, ...] = ()
     read_at: float | None = None  # when these figures were read (epoch seconds)
     error: str = ""  # why the latest read failed ('' : `read_at` is the latest poll)
-    leader_since: float | None = None  # when kconsole first saw this leader and epoch
+    # When kconsole first saw this leader and epoch (or no leader). Kafka reports no election
+    # time: this is the election's time (within one poll) only when `leader_seen_elected`,
+    # i.e. kconsole saw the leader or epoch change; else it led already at kconsole's first
+    # reading and has led at least since then.
+    leader_seen_since: float | None = None
+    leader_seen_elected: bool = False
     previous_leader: int | None = None
 
     @property
@@ -139,6 +147,17 @@ class Quorum:
             return None
         return max(0.0, ref - r.last_caught_up_at)
 
+    def fetch_age(self, r: QuorumReplica) -> float | None:
+        """Seconds since the leader last had a fetch from `r`, on the leader's clock (its own
+        entry's last fetch time is its "now" when it answered); None: none reported (none
+        since this leader was elected: its log end offset is -1 too)."""
+        leader = self.replica(self.leader_id) if self.leader_id is not None else None
+        ref = leader.last_fetch_at if leader is not None else None
+        ref = ref if ref is not None else self.read_at
+        if ref is None or r.last_fetch_at is None:
+            return None
+        return max(0.0, ref - r.last_fetch_at)
+
     def lagging_voters(self, lag_s: float = VOTER_LAG_S) -> frozenset[int]:
         """Voters other than the leader not caught up for more than `lag_s` seconds. One that
         reports no time counts only once the leader has led for `lag_s` (right after an
@@ -150,8 +169,8 @@ class Quorum:
             age = self.caught_up_age(r)
             if age is None:
                 led = (
-                    self.read_at - self.leader_since
-                    if self.read_at is not None and self.leader_since is not None
+                    self.read_at - self.leader_seen_since
+                    if self.read_at is not None and self.leader_seen_since is not None
                     else None
                 )
                 if led is not None and led > lag_s:
@@ -169,6 +188,24 @@ class Features:
     metadata_version_level: int | None = None
     kraft_version: int | None = None  # 0: static quorum, 1: dynamic (KIP-853)
     read_at: float | None = None
+
+
+@dataclass(frozen=True)
+class ControllerStatus:
+    """A KRaft controller (a quorum voter) as kconsole judges it: from its process when the
+    backend knows it (stopped, paused), else from its fetches as the quorum leader reports
+    them (none for longer than controller.quorum.fetch.timeout.ms: unreachable)."""
+
+    id: int
+    state: BrokerState | None  # None: not known (the quorum not read, nothing else says)
+    reason: str = ""  # why it is not up, or why its state is not known ('' : up)
+    # While its state is not known: the last one that was (None: never known). A change is
+    # an event when it ends a run of readings that could not say (e.g. an election).
+    last_known: BrokerState | None = None
+
+    @property
+    def up(self) -> bool:
+        return self.state is BrokerState.UP
 
 
 @dataclass(frozen=True)
@@ -397,6 +434,8 @@ class ClusterSnapshot:
     broker_config: BrokerConfig | None = None  # read from a live broker (None: not yet)
     mode: ClusterMode = ClusterMode.ZOOKEEPER
     quorum: Quorum | None = None  # KRaft: the metadata quorum (None: ZooKeeper, or not read)
+    # KRaft: every quorum voter's health, by id (combined nodes too; empty: ZooKeeper mode)
+    controllers: tuple[ControllerStatus, ...] = ()
     features: Features | None = None  # KRaft: metadata.version / kraft.version
     seq: int = 0  # publication order: a consumer never replaces a snapshot with an older one
     # Names this `partitions` tuple, unique in the process (0: not from a SnapshotBuilder);
@@ -489,6 +528,10 @@ class ClusterSnapshot:
 
     def topic(self, name: str) -> Topic | None:
         return self._topics_by_name.get(name)
+
+    def controller_status(self, node_id: int) -> ControllerStatus | None:
+        """KRaft: the health of controller `node_id` (None: not a voter kconsole knows)."""
+        return next((c for c in self.controllers if c.id == node_id), None)
 
     def source(self, name: SourceName) -> SourceHealth | None:
         return next((s for s in self.sources if s.name == name), None)

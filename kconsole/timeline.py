@@ -24,6 +24,10 @@ class EventKind(StrEnum):
     BROKER_UNFENCED = "broker-unfenced"
     VOTER_LAGGING = "voter-lagging"  # KRaft: a controller not caught up with the leader
     VOTER_CAUGHT_UP = "voter-caught-up"
+    # KRaft: a controller's process stopped / paused, or no fetch reaching the leader for longer
+    # than controller.quorum.fetch.timeout.ms; and back up.
+    CONTROLLER_DOWN = "controller-down"
+    CONTROLLER_UP = "controller-up"
     # KRaft drills: no quorum leader answered (metadata cannot change), and answered again.
     METADATA_FROZEN = "metadata-frozen"
     METADATA_UNFROZEN = "metadata-unfrozen"
@@ -62,6 +66,7 @@ class Event:
             EventKind.BROKER_FENCED,
             EventKind.VOTER_LAGGING,
             EventKind.METADATA_FROZEN,
+            EventKind.CONTROLLER_DOWN,
         ):
             return "bad"
         if self.kind is EventKind.BROKER_STATE and self.new != BrokerState.UP.value:
@@ -76,6 +81,7 @@ class Event:
             EventKind.BROKER_UNFENCED,
             EventKind.VOTER_CAUGHT_UP,
             EventKind.METADATA_UNFROZEN,
+            EventKind.CONTROLLER_UP,
         ):
             return "good"
         return "info"
@@ -147,7 +153,10 @@ def diff(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[Event]:
 
     if kraft:
         events.extend(_quorum_events(ts, old, new))
-    else:
+        events.extend(_controller_health_events(ts, old, new))
+    elif old.mode is new.mode is ClusterMode.ZOOKEEPER:
+        # Only between two readings of the same source: before the mode is known the
+        # controller id is the metadata's, which on KRaft is a random broker.
         events.extend(_controller_events(ts, old, new, "controller", "broker", "active controller"))
 
     # Most snapshots hand on the very partitions of the one before, or say which they built
@@ -202,9 +211,11 @@ def _controller_events(
 def _quorum_events(ts: float, old: ClusterSnapshot, new: ClusterSnapshot) -> list[Event]:
     """KRaft: the quorum leader changed (kind CONTROLLER_CHANGED, which the drills measure) or
     was lost, and voters falling behind or catching up. Stale figures (a failed read) say
-    nothing new."""
+    nothing new. The first quorum reading is where kconsole starts watching, not a change:
+    the snapshot before it has no quorum (its controller, if any, is the metadata's random
+    broker), so it says nothing either."""
     oq, nq = old.quorum, new.quorum
-    if nq is None:
+    if nq is None or oq is None or old.mode is not ClusterMode.KRAFT:
         return []
     if nq.stale:  # a failed read says nothing new, but for the controllers saying none leads
         lost = nq.leader_id is None and old.controller.id is not None
@@ -214,7 +225,7 @@ def _quorum_events(ts: float, old: ClusterSnapshot, new: ClusterSnapshot) -> lis
             else []
         )
     out = _controller_events(ts, old, new, "quorum leader", "controller", "quorum leader")
-    if oq is None or oq.stale:
+    if oq.stale:
         return out
     before, now = oq.lagging_voters(), nq.lagging_voters()
     for vid in sorted(now - before):
@@ -224,6 +235,30 @@ def _quorum_events(ts: float, old: ClusterSnapshot, new: ClusterSnapshot) -> lis
     for vid in sorted(before - now):
         if vid in nq.voter_ids:
             out.append(Event(ts, EventKind.VOTER_CAUGHT_UP, f"voter {vid} caught up", vid))
+    return out
+
+
+def _controller_health_events(ts: float, old: ClusterSnapshot, new: ClusterSnapshot) -> list[Event]:
+    """KRaft: a controller that went down (stopped, paused, unreachable) or came back up, as
+    kconsole saw it change: a controller not known before (its first reading, or an unread
+    quorum) is a baseline, not a change."""
+    before = {c.id: c for c in old.controllers}
+    out: list[Event] = []
+    for c in new.controllers:
+        was = before.get(c.id)
+        # What it was before: across readings that could not say (an election, a failed
+        # read), the last state known.
+        prior = None if was is None else (was.state or was.last_known)
+        # up <-> not up (a restarted one running but not fetching yet stays "not up")
+        if prior is None or c.state is None or (prior is BrokerState.UP) is c.up:
+            continue
+        if c.up:
+            text = f"controller {c.id} is up again (was {prior.value})"
+            kind = EventKind.CONTROLLER_UP
+        else:
+            text = f"controller {c.id} is {c.state.value}: {c.reason}"
+            kind = EventKind.CONTROLLER_DOWN
+        out.append(Event(ts, kind, text, c.id, old=prior.value, new=c.state.value))
     return out
 
 

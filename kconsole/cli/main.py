@@ -194,7 +194,9 @@ def _run_console(ctx: click.Context, settings: Settings) -> None:
     log_to_file(paths.state_dir() / "kconsole.log")
     door = commands(ctx, origin="console")
     # Picks the broker control now, before the screen asks whether its keys are available.
-    observer = ClusterObserver(settings, proc_states=door.broker_states())
+    observer = ClusterObserver(
+        settings, proc_states=door.broker_states(), controller_states=door.controller_states()
+    )
     from kconsole.ui.app import make_app
 
     app = make_app(
@@ -217,8 +219,10 @@ def describe(ctx: click.Context, as_json: bool) -> None:
     from kconsole.observer import ClusterObserver
 
     settings: Settings = ctx.obj["settings"]
-    states = commands(ctx).broker_states()
-    snap = ClusterObserver(settings, proc_states=states).read_once()
+    door = commands(ctx)
+    snap = ClusterObserver(
+        settings, proc_states=door.broker_states(), controller_states=door.controller_states()
+    ).read_once()
     if as_json:
         click.echo(secrets.scrub(snap.to_json(indent=2, default=str)))
     else:

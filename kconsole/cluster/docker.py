@@ -392,6 +392,10 @@ class DockerBrokerControl:
         """Process state per node id, KRaft controllers included."""
         return self._listed_states(("controller", "broker"))
 
+    def controller_states(self) -> dict[int, ProcState]:
+        """Process state per KRaft controller container (none in ZooKeeper mode)."""
+        return self._listed_states(("controller",))
+
     def _listed_states(self, roles: tuple[str, ...]) -> dict[int, ProcState]:
         """States from one engine call: the container list (GET /containers/json) carries
         each container's labels and state. The console asks four times a second; listing

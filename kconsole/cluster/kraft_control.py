@@ -36,6 +36,14 @@ class KRaftNodeControl:
         """Process state per node id, controllers included."""
         return {n.node_id: self.cluster.process(n.name).state() for n in self.cluster.spec.nodes()}
 
+    def controller_states(self) -> dict[int, ProcState]:
+        """Process state per controller that is no broker (a combined node is in states())."""
+        return {
+            n.node_id: self.cluster.process(n.name).state()
+            for n in self.cluster.spec.nodes()
+            if not n.is_broker
+        }
+
     def label(self, node_id: int) -> str:
         """'broker 2', 'controller 1001' or 'node 1 (broker+controller)'."""
         return node_label(self.cluster.node_of(node_id).name)

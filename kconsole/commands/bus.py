@@ -163,6 +163,13 @@ class Commands(ReassignCommands):
         states = getattr(control, "node_states", None)
         return states if callable(states) else control.states
 
+    def controller_states(self) -> BrokerStates | None:
+        """How to read each KRaft controller's process state, the controllers that are no
+        brokers (None: no control, or one without controllers)."""
+        control = self._control()
+        states = getattr(control, "controller_states", None) if control is not None else None
+        return states if callable(states) else None
+
     def resolve_node(self, text: str) -> int | None:
         """The node id `text` names as the broker control knows its nodes (the docker backend
         on a KRaft project: `2`, `controller:1001`; ClusterError naming them when it is none);

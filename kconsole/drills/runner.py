@@ -72,7 +72,13 @@ class DrillRunner:
         self.say = progress or (lambda _m: None)
         self.act = act
         self.confirm = confirm
-        self.observer = ClusterObserver(settings, proc_states=control.states)
+        # KRaft controllers' process states too: a killed one is "down" on the timeline at once
+        states = getattr(control, "controller_states", None)
+        self.observer = ClusterObserver(
+            settings,
+            proc_states=control.states,
+            controller_states=states if callable(states) else None,
+        )
         self._latest: ClusterSnapshot | None = None
         self._changed = threading.Condition()
         self._acted_at: float | None = None  # the last action, on the workload's clock

@@ -26,6 +26,7 @@ from kconsole.models import (
     ClusterMode,
     ClusterSnapshot,
     Controller,
+    ControllerStatus,
     Features,
     Group,
     Partition,
@@ -35,6 +36,7 @@ from kconsole.models import (
     SourceName,
     Topic,
 )
+from kconsole.observer.controllers import controller_statuses, with_last_known
 
 # A source's error before its first answer: _has_metadata tells "not yet" from "failed".
 _WAITING = "waiting for first data"
@@ -80,6 +82,9 @@ class SnapshotBuilder:
         self._joined_at: dict[int, float] = {}
         self._registered_before: set[int] | None = None  # None: no broker seen yet
         self.proc_states: dict[int, ProcState] = {}
+        # KRaft: the backend's process states of the controllers that are no brokers.
+        self.controller_proc_states: dict[int, ProcState] = {}
+        self._controller_known: dict[int, BrokerState] = {}  # each one's last known state
         self.health = {n: _Health(n) for n in SourceName}
         # ZooKeeper when one is given; else the quorum is asked (KRaft), until set_mode says.
         del self.health[SourceName.ZOOKEEPER if not use_zookeeper else SourceName.QUORUM]
@@ -96,7 +101,14 @@ class SnapshotBuilder:
         self.reassignments: Reassignments | None = None
         self.reassignments_at: float | None = None
         self.reassignments_error = ""
-        self._leader_seen: tuple[int | None, int | None, float | None] = (None, None, None)
+        # The leader and epoch last read, since when kconsole sees them (None: no reading
+        # yet), and whether it saw them come (False: they were there at its first reading).
+        self._leader_seen: tuple[int | None, int | None, float | None, bool] = (
+            None,
+            None,
+            None,
+            False,
+        )
         self._previous_leader: int | None = None
         self._known: dict[int, Broker] = {}  # every broker ever seen, for "down" rows
         self._controller_seen: tuple[int | None, float | None] = (None, None)
@@ -130,31 +142,42 @@ class SnapshotBuilder:
             self.health.pop(SourceName.QUORUM, None)
 
     def quorum_read(self, quorum: Quorum, now: float) -> None:
-        """A fresh quorum read: tracks since when its leader leads, and the one before."""
-        leader, epoch, since = self._leader_seen
-        if (quorum.leader_id, quorum.leader_epoch) != (leader, epoch):
+        """A fresh quorum read: tracks since when kconsole sees its leader lead (and whether
+        it saw that leader's election), and the one before."""
+        leader, epoch, since, elected = self._leader_seen
+        if (quorum.leader_id, quorum.leader_epoch) != (leader, epoch) or since is None:
             if leader is not None and quorum.leader_id != leader:
                 self._previous_leader = leader
+            # The first reading is where kconsole starts watching, not an election it saw.
+            elected = since is not None
             since = now
-            self._leader_seen = (quorum.leader_id, quorum.leader_epoch, since)
-        self.quorum = replace(quorum, leader_since=since, previous_leader=self._previous_leader)
+            self._leader_seen = (quorum.leader_id, quorum.leader_epoch, since, elected)
+        self.quorum = replace(
+            quorum,
+            leader_seen_since=since,
+            leader_seen_elected=elected,
+            previous_leader=self._previous_leader,
+        )
         self.health[SourceName.QUORUM].success(now)
 
     def quorum_leaderless(self, error: str, now: float) -> None:
         """Every controller answered that it does not lead (or is not running): no leader,
         since `now` if one led before. The other figures are the last ones read, with their
         age; `error` says what the controllers answered."""
-        leader, _epoch, since = self._leader_seen
-        if leader is not None:
-            self._previous_leader = leader
+        leader, _epoch, since, elected = self._leader_seen
+        if leader is not None or since is None:
+            if leader is not None:
+                self._previous_leader = leader
+            elected = since is not None  # a loss kconsole saw, or its first reading
             since = now
-        self._leader_seen = (None, None, since)
+        self._leader_seen = (None, None, since, elected)
         last = self.quorum if self.quorum is not None else Quorum(None)
         self.quorum = replace(  # the epoch stays: the last one known, of the leader that was
             last,
             leader_id=None,
             error=error,
-            leader_since=since,
+            leader_seen_since=since,
+            leader_seen_elected=elected,
             previous_leader=self._previous_leader,
         )
         if SourceName.QUORUM in self.health:
@@ -228,11 +251,30 @@ class SnapshotBuilder:
             broker_config=self.broker_config,
             mode=self._mode(zk_ok),
             quorum=self.quorum if self.mode is ClusterMode.KRAFT else None,
+            controllers=self.controllers(now),
             features=self.features if self.mode is ClusterMode.KRAFT else None,
             seq=self.seq,
             partitions_gen=self._gen,
             partition_changes=self._changes,
         )
+
+    def controllers(self, now: float) -> tuple[ControllerStatus, ...]:
+        """KRaft: every voter's health (and every controller the backend runs), by id."""
+        if self.mode is not ClusterMode.KRAFT:
+            return ()
+        q = self.quorum
+        ids = {*(q.voter_ids if q is not None else ()), *self.controller_proc_states}
+        processes = {**self.proc_states, **self.controller_proc_states}
+        statuses = controller_statuses(q, ids, processes, self.fetch_timeout_s(), now)
+        return with_last_known(statuses, self._controller_known)
+
+    def fetch_timeout_s(self) -> float | None:
+        """controller.quorum.fetch.timeout.ms as read from a broker, in seconds (None: not
+        read: Kafka's default is assumed)."""
+        cfg = self.broker_config
+        if cfg is None or cfg.fetch_timeout_ms is None or cfg.read_from is None:
+            return None
+        return cfg.fetch_timeout_ms / 1000.0
 
     def _mode(self, zk_ok: bool) -> ClusterMode:
         if self.mode is ClusterMode.UNKNOWN and zk_ok:
@@ -488,7 +530,9 @@ class SnapshotBuilder:
             q = self.quorum
             if q is None:
                 return Controller(None)
-            return Controller(q.leader_id, q.leader_epoch, q.leader_since, q.previous_leader)
+            # Since when it leads only when kconsole saw it elected: Kafka does not say.
+            since = q.leader_seen_since if q.leader_seen_elected else None
+            return Controller(q.leader_id, q.leader_epoch, since, q.previous_leader)
         if zk_ok and self.zk is not None:
             cid, epoch, since = (
                 self.zk.controller,

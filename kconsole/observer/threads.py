@@ -49,6 +49,7 @@ from kconsole.observer.builder import (
     _has_metadata,
     _same_where_equal,
 )
+from kconsole.observer.controllers import DEFAULT_FETCH_TIMEOUT_S
 from kconsole.timeline import Event, diff
 
 log = logging.getLogger(__name__)
@@ -77,12 +78,16 @@ class ClusterObserver:
         settings: Settings,
         *,
         proc_states: StatesFn | None = None,
+        controller_states: StatesFn | None = None,
         clock: Callable[[], float] = time.time,
         history: int = 2000,
     ):
         self.settings = settings
         self.clock = clock
         self.proc_states_fn = proc_states
+        # KRaft: the process states of the controllers that are no brokers (a stopped one is
+        # shown down at once; the quorum alone says so only after the fetch timeout).
+        self.controller_states_fn = controller_states
         self.builder = SnapshotBuilder(use_zookeeper=bool(settings.zookeeper))
         self.events: deque[Event] = deque(maxlen=history)
         self.snapshot: ClusterSnapshot | None = None
@@ -115,7 +120,7 @@ class ClusterObserver:
             ("groups", self._groups_loop),
             ("quorum", self._quorum_loop),
         ]
-        if self.proc_states_fn is not None:
+        if self.proc_states_fn is not None or self.controller_states_fn is not None:
             loops.append(("backend", self._backend_loop))
         for name, target in loops:
             t = threading.Thread(target=target, name=f"kconsole-{name}", daemon=True)
@@ -196,6 +201,7 @@ class ClusterObserver:
             with self._lock:
                 self.builder.health[SourceName.ADMIN].failure(refused)
                 self.builder.health[SourceName.GROUPS].failure(refused)
+            self._settle_controllers()  # the quorum, asked of the controllers, still answers
             return self._publish(publish=False)
         reader = self._reader()
         try:
@@ -203,7 +209,33 @@ class ClusterObserver:
             self._poll_groups(reader, publish=False)
         finally:
             reader.close()
+        self._settle_controllers()
         return self._publish(publish=False)
+
+    def _settle_controllers(self) -> None:
+        """One reading cannot tell a voter the leader has had no fetch from because it was
+        elected a moment ago from one that is gone (a killed leader, once another leads):
+        when that leaves a controller unknown, the quorum is read once more when the leader
+        has been seen for longer than controller.quorum.fetch.timeout.ms."""
+        with self._lock:
+            b = self.builder
+            q = b.quorum
+            if b.mode is not ClusterMode.KRAFT or q is None or q.stale:
+                return
+            if q.leader_seen_since is None:
+                return
+            now = self.clock()
+            if all(c.state is not None for c in b.controllers(now)):
+                return
+            timeout = b.fetch_timeout_s() or DEFAULT_FETCH_TIMEOUT_S
+            wait = q.leader_seen_since + timeout + 0.2 - now
+        if wait > 0:
+            self._stop.wait(wait)
+        quorum = self._quorum_reader()
+        try:
+            self._poll_quorum(quorum, publish=False)
+        finally:
+            quorum.close()
 
     # -- sources ----------------------------------------------------------------------------
     def _reader(self) -> AdminReader:
@@ -233,7 +265,7 @@ class ClusterObserver:
                 before = b.quorum
                 if b.mode is not ClusterMode.KRAFT:
                     b.set_mode(ClusterMode.KRAFT)
-                b.quorum_leaderless(str(exc), now)
+                b.quorum_leaderless(str(exc), self.clock())
                 changed = before is None or before.leader_id is not None
             if publish and changed:
                 self._publish()
@@ -274,7 +306,9 @@ class ClusterObserver:
             if found:
                 b.set_mode(ClusterMode.KRAFT)
             old_q, old_regs = b.quorum, b.registrations
-            b.quorum_read(quorum, now)
+            # Seen when it answered: a read through the brokers during an election blocks for
+            # seconds (they wait for the new leader), and "seen since" must not predate it.
+            b.quorum_read(quorum, self.clock())
             if reg_error:
                 b.health[SourceName.QUORUM].success(now, reg_error)
             if registrations is not None:
@@ -283,6 +317,7 @@ class ClusterObserver:
                 b.features = features
             new_q = b.quorum
             assert new_q is not None
+            shown = self.snapshot.controllers if self.snapshot is not None else ()
             changed = (
                 found
                 or old_q is None
@@ -291,6 +326,9 @@ class ClusterObserver:
                 or old_q.voter_ids != new_q.voter_ids
                 or old_q.lagging_voters() != new_q.lagging_voters()
                 or (registrations is not None and registrations != old_regs)
+                # a controller's health (its reason says an age: that alone is no news)
+                or [(c.id, c.state) for c in shown]
+                != [(c.id, c.state) for c in b.controllers(self.clock())]
             )
         if found:
             zk, self._zk = self._zk, None
@@ -480,24 +518,31 @@ class ClusterObserver:
         return config
 
     def _read_proc_states(self) -> bool:
-        """Read the backend's process states; True when they changed."""
-        if self.proc_states_fn is None:
-            return False
-        try:
-            states = self.proc_states_fn()
-        except Exception:
-            log.debug("backend states", exc_info=True)
-            return False
-        with self._lock:
-            changed = states != self.builder.proc_states
-            self.builder.proc_states = states
+        """Read the backend's process states (brokers', and controllers'); True when they
+        changed."""
+        changed = False
+        for fn, attr in (
+            (self.proc_states_fn, "proc_states"),
+            (self.controller_states_fn, "controller_proc_states"),
+        ):
+            if fn is None:
+                continue
+            try:
+                states = fn()
+            except Exception:
+                log.debug("backend states", exc_info=True)
+                continue
+            with self._lock:
+                if states != getattr(self.builder, attr):
+                    changed = True
+                    setattr(self.builder, attr, states)
         return changed
 
     def _backend_loop(self) -> None:
         # Its own loop: an Admin poll can block for its whole timeout on a frozen broker, and
         # "paused" must not wait for that. A backend whose read costs more than a look at
         # /proc says how often to ask (STATES_POLL_S: the docker one, a call to the engine).
-        owner = getattr(self.proc_states_fn, "__self__", None)
+        owner = getattr(self.proc_states_fn or self.controller_states_fn, "__self__", None)
         interval = float(getattr(owner, "STATES_POLL_S", PROC_STATES_POLL_S))
         while not self._stop.is_set():
             if self._read_proc_states():

@@ -184,8 +184,10 @@ def quorum_view(
         title = "Quorum [b]NO LEADER[/]"
         lines = [Text("NO QUORUM LEADER", fmt.BOLD)]
         detail = []
-        if q.leader_since is not None:
-            detail.append(f"for {fmt.age(now - q.leader_since)}")
+        if q.leader_seen_since is not None:
+            # Since the loss kconsole saw, or (none at its first reading) at least that long.
+            seen = "for" if q.leader_seen_elected else "seen for"
+            detail.append(f"{seen} {fmt.age(now - q.leader_seen_since)}")
         if q.previous_leader is not None:
             detail.append(f"was {q.previous_leader}")
         if q.leader_epoch is not None:
@@ -202,10 +204,8 @@ def quorum_view(
     title = f"Quorum ★ {q.leader_id} · epoch {epoch} · HW {hw}"
     if stale:
         head.append(_stale_line(q, read_age))
-    since = []
-    if q.leader_since is not None:
-        since.append(f"leader since {fmt.age(now - q.leader_since)}")
-    since.append(f"was {q.previous_leader}" if q.previous_leader is not None else "was —")
+    since = [_since(q, now)] if q.leader_seen_since is not None else []
+    since.append(_was(q))
     replicas = _replicas(q)
     rows = [_cells(snap, q, r) for r in replicas]
     table = _table(rows, width) if replicas else [Text("no voters reported", fmt.WARN)]
@@ -213,6 +213,25 @@ def quorum_view(
     if len(head) + 1 + len(table) <= height:
         head.append(Text(" · ".join(since), fmt.DIM))
     return QuorumView(title, _joined(_fit(head + table, height)), stale=stale)
+
+
+def _since(q: Quorum, now: float) -> str:
+    """How long the leader has led, as far as kconsole knows: Kafka reports no election
+    time, so it is the election kconsole saw (within a poll), or at least since kconsole
+    first saw it lead."""
+    assert q.leader_seen_since is not None
+    age = fmt.age(now - q.leader_seen_since)
+    return f"elected {age} ago" if q.leader_seen_elected else f"seen leading for {age}"
+
+
+def _was(q: Quorum) -> str:
+    """The leader before: the one kconsole saw; none before the first election (epoch 1);
+    else not known (it led already when kconsole first looked)."""
+    if q.previous_leader is not None:
+        return f"was {q.previous_leader}"
+    if q.leader_seen_elected or q.leader_epoch == 1:
+        return "was —"
+    return "was ?"
 
 
 def quorum_lines(snap: ClusterSnapshot, now: float) -> int:

@@ -144,7 +144,15 @@ def kraft_broker_rows(snap: ClusterSnapshot) -> Rows:
         address = f"{r.host}:{r.port}" if r is not None and r.host and r.port else None
         is_leader = cid == leader
         state = fmt.cell("leader" if is_leader else "voter", fmt.GOOD if is_leader else "")
-        if snap.quorum is not None and snap.quorum.error:  # as last read: not known to be so
+        health = snap.controller_status(cid)
+        if health is not None and health.state is not None and not health.up:
+            # down / paused / unreachable, as a broker is shown (the reason: describe, events)
+            state = fmt.cell(
+                health.state.value, fmt.BROKER_STATE_STYLE.get(health.state, fmt.PLAIN)
+            )
+        elif (health is not None and health.state is None) or (
+            snap.quorum is not None and snap.quorum.error
+        ):  # as last read (or not fetching yet): not known to be so
             state = fmt.cell(state.plain + "?", fmt.WARN)
         rows[str(cid)] = [
             KeyCell(f"{cid} ★" if is_leader else str(cid), row_key=str(cid)),

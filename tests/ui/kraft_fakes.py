@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from kconsole.cluster.procs import ProcState
 from kconsole.models import (
     Broker,
     BrokerState,
@@ -31,12 +32,16 @@ from kconsole.models import (
     SourceName,
     Topic,
 )
+from kconsole.observer.controllers import controller_statuses
 
 KRAFT_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kraft"
+FETCH_TIMEOUT_S = 2.0  # controller.quorum.fetch.timeout.ms of the recorded cluster (default)
 FIXED_NOW = 1_800_000_000.0  # what record_kraft.py shifts every answer's time to
 # Kafka 4.4.0's MetadataVersion.fromFeatureLevel(33).version() (DescribeFeatures gives the level)
 METADATA_VERSIONS = {33: "4.4-IV2"}
-LEADER_SEEN_FOR = 125.0  # seconds kconsole has seen the recorded leader (its own observation)
+# Seconds kconsole has seen the recorded leader lead (its own observation: it led already at
+# kconsole's first reading, so its election time is not known).
+LEADER_SEEN_FOR = 125.0
 
 
 def recorded(name: str) -> dict[str, Any]:
@@ -56,7 +61,7 @@ def quorum_from(
     read_at: float,
     *,
     error: str = "",
-    leader_since: float | None = None,
+    leader_seen_since: float | None = None,
     previous: int | None = None,
 ) -> Quorum:
     """The Quorum model of a DescribeQuorum answer (v2, with `nodes` for the voters' hosts)."""
@@ -95,7 +100,7 @@ def quorum_from(
         observers=replicas("observers", False),
         read_at=read_at,
         error=error,
-        leader_since=leader_since,
+        leader_seen_since=leader_seen_since,
         previous_leader=previous,
     )
 
@@ -176,26 +181,36 @@ def snapshot(
     groups: tuple[Group, ...] = (),
     quorum_error: str = "",
     quorum_age: float = 0.3,
+    processes: dict[int, ProcState] | None = None,
 ) -> ClusterSnapshot:
     """The snapshot kconsole would show of the recorded scenario `name` (answers it lacks
-    are the healthy recording's: nothing changed there)."""
+    are the healthy recording's: nothing changed there); `processes`: the controllers'
+    process states as the backend saw them (the others running)."""
     data, healthy = recorded(name), recorded("healthy")
     now = FIXED_NOW
     cluster = data.get("describe_cluster", healthy["describe_cluster"])
     parts = data.get("describe_topic_partitions", healthy["describe_topic_partitions"])
     if quorum is None:
-        quorum = quorum_from(data["describe_quorum"], now, leader_since=now - LEADER_SEEN_FOR)
+        quorum = quorum_from(data["describe_quorum"], now, leader_seen_since=now - LEADER_SEEN_FOR)
     return ClusterSnapshot(
         taken_at=now,
         cluster_id=cluster["cluster_id"],
         brokers=brokers if brokers is not None else brokers_from(cluster),
-        controller=Controller(quorum.leader_id, quorum.leader_epoch, quorum.leader_since),
+        # led already when first seen: since when is not known (SnapshotBuilder._controller)
+        controller=Controller(quorum.leader_id, quorum.leader_epoch, None),
         partitions=partitions_from(parts),
         topics=(Topic("test-topic", min_isr=2),),
         groups=groups,
         sources=sources(now, quorum_error, quorum_age),
         mode=ClusterMode.KRAFT,
         quorum=quorum,
+        controllers=controller_statuses(
+            quorum,
+            quorum.voter_ids,
+            {v: ProcState.RUNNING for v in quorum.voter_ids} | (processes or {}),
+            FETCH_TIMEOUT_S,
+            now,
+        ),
         features=features_from(healthy["describe_features"], now),
     )
 
@@ -207,7 +222,14 @@ def healthy() -> ClusterSnapshot:
 
 def lagging_voter() -> ClusterSnapshot:
     """Controller 1001 paused: 14 records behind, its last fetch 6.6 s old."""
-    return snapshot("lagging_voter")
+    paused = int(recorded("lagging_voter")["paused"])
+    return snapshot("lagging_voter", processes={paused: ProcState.PAUSED})
+
+
+def killed_voter() -> ClusterSnapshot:
+    """Controller 1001 killed: the backend says its process is not running; the quorum's
+    last answer (the paused recording: its fetches stopped 6.6 s before) says the same."""
+    return snapshot("lagging_voter", processes={1001: ProcState.STOPPED})
 
 
 def fenced_broker() -> ClusterSnapshot:
@@ -241,7 +263,14 @@ def no_leader(lost_for: float = 6.0) -> ClusterSnapshot:
     b.quorum = dataclasses.replace(b.quorum, read_at=now - lost_for)  # type: ignore[arg-type]
     b.quorum_leaderless(NO_LEADER_ERROR, now - lost_for)
     assert b.quorum is not None
-    return snapshot("no_leader", quorum=b.quorum, quorum_error=NO_LEADER_ERROR, quorum_age=lost_for)
+    stopped = {int(n): ProcState.STOPPED for n in data["paused"]}  # refused: "not running"
+    return snapshot(
+        "no_leader",
+        quorum=b.quorum,
+        quorum_error=NO_LEADER_ERROR,
+        quorum_age=lost_for,
+        processes=stopped,
+    )
 
 
 STALE_ERROR = "DescribeQuorum: timed out after 2.0 s (controllers 1001-1003)"
@@ -258,7 +287,9 @@ def stale_quorum(age: float = 12.0) -> ClusterSnapshot:
         for key in ("last_fetch_timestamp", "last_caught_up_timestamp"):
             if r[key] > 0:
                 r[key] -= round(age * 1000)
-    quorum = quorum_from(answer, now - age, error=STALE_ERROR, leader_since=now - LEADER_SEEN_FOR)
+    quorum = quorum_from(
+        answer, now - age, error=STALE_ERROR, leader_seen_since=now - LEADER_SEEN_FOR
+    )
     return snapshot("healthy", quorum=quorum, quorum_error=STALE_ERROR, quorum_age=age)
 
 
@@ -286,7 +317,7 @@ def elr_groups() -> ClusterSnapshot:
         )
         for g in sorted(data["list_groups"], key=lambda g: g["group_id"])
     )
-    quorum = quorum_from(data["describe_quorum"], now, leader_since=now - LEADER_SEEN_FOR)
+    quorum = quorum_from(data["describe_quorum"], now, leader_seen_since=now - LEADER_SEEN_FOR)
     snap = snapshot(
         "elr_groups",
         quorum=quorum,
@@ -334,6 +365,8 @@ def new_groups() -> ClusterSnapshot:
             dataclasses.replace(g, group_type=kind, lag_na=SHARE_LAG if kind == "share" else "")
         )
     quorum = quorum_from(
-        recorded("healthy")["describe_quorum"], FIXED_NOW, leader_since=FIXED_NOW - LEADER_SEEN_FOR
+        recorded("healthy")["describe_quorum"],
+        FIXED_NOW,
+        leader_seen_since=FIXED_NOW - LEADER_SEEN_FOR,
     )
     return snapshot("healthy", quorum=quorum, groups=tuple(groups))

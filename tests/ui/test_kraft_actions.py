@@ -4,6 +4,8 @@ the quorum's prediction; C is the quorum leader, and refuses while the leader is
 
 from __future__ import annotations
 
+from textual.widgets import Input
+
 from kconsole.cluster.control import BrokerAction
 from kconsole.cluster.procs import ProcState
 from kconsole.commands import Commands
@@ -47,6 +49,8 @@ class TestControllerRows:
             assert isinstance(app.screen, ConfirmBrokerAction)
             what = rendered(app.screen.query_one("#confirm-what"))
             assert "controller 1001" in what and "broker" not in what
+            typed = app.screen.query_one("#confirm-input", Input)
+            assert typed.placeholder == "controller id"
             shown = rendered(app.screen.query_one("#confirm-impact"), width=400)
             assert "not the quorum leader (controller 1003): no election" in shown
             assert "ZooKeeper" not in shown
@@ -75,6 +79,8 @@ class TestControllerRows:
             assert isinstance(app.screen, ConfirmBrokerAction)
             shown = rendered(app.screen.query_one("#confirm-impact"), width=400)
             assert "fences broker 2 after broker.session.timeout.ms" in shown
+            typed = app.screen.query_one("#confirm-input", Input)
+            assert typed.placeholder == "broker id"
             assert "ZooKeeper" not in shown
             await pilot.press("escape")
             await wait_for_actions(pilot)

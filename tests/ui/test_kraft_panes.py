@@ -51,7 +51,8 @@ class TestQuorumPane:
         assert view.title == "Quorum ★ 1003 · epoch 1 · HW 116"
         assert not view.alert and not view.stale
         shown = lines(snap)
-        assert shown[0] == "leader since 2m05s · was —"
+        # Kafka reports no election time: led already at kconsole's first reading, epoch 1
+        assert shown[0] == "seen leading for 2m05s · was —"
         assert shown[1].split() == ["id", "role", "node", "LEO", "lag", "fetch", "caught", "up"]
         # voters then observers, each by id; the leader starred
         assert [ln.split()[0] for ln in shown[2:]] == ["1001", "1002", "★", "1", "2", "3"]
@@ -182,6 +183,18 @@ class TestBrokerRows:
         assert shown["1001"][2] == "voter"
         assert rows.controller_ids(snap) == [1001, 1002, 1003]
 
+    def test_a_killed_controller_is_down_in_its_row_and_the_title(self) -> None:
+        from kconsole.ui.screens.main import _brokers_title
+
+        snap = K.killed_voter()
+        shown = {k: [c.plain for c in v] for k, v in rows.broker_rows(snap).items()}
+        assert shown["1001"][:3] == ["1001", "controller", "down"]
+        assert [shown[str(i)][2] for i in (1002, 1003)] == ["voter", "leader"]
+        assert "3 controllers[/][dim],[/] [$error]1 down[/]" in _brokers_title(snap)
+        paused = {k: [c.plain for c in v] for k, v in rows.broker_rows(K.lagging_voter()).items()}
+        assert paused["1001"][2] == "paused"
+        assert "1 down" not in _brokers_title(K.healthy())
+
     def test_a_stale_quorum_marks_the_controllers_state_unsure(self) -> None:
         shown = {k: [c.plain for c in v] for k, v in rows.broker_rows(K.stale_quorum()).items()}
         assert [shown[str(i)][2] for i in (1001, 1002, 1003)] == ["voter?", "voter?", "leader?"]
@@ -301,3 +314,26 @@ def test_partitions_of_a_recorded_answer_keep_elr_as_reported() -> None:
     parts = K.partitions_from(K.recorded("fenced_broker")["describe_topic_partitions"])
     assert all(isinstance(p, Partition) and p.elr is None for p in parts)
     assert [p.isr for p in parts] == [(2, 1), (1, 2), (1, 2), (1, 2)]
+
+
+class TestLeaderSince:
+    """Kafka reports no election time: the pane says how long kconsole has seen the leader,
+    and "elected … ago" only for an election it saw."""
+
+    def test_an_election_kconsole_saw(self) -> None:
+        snap = K.healthy()
+        q = snap.quorum
+        assert q is not None
+        seen = dataclasses.replace(
+            q, leader_seen_since=snap.taken_at - 3, leader_seen_elected=True, previous_leader=1001
+        )
+        assert lines(dataclasses.replace(snap, quorum=seen))[0] == "elected 3s ago · was 1001"
+
+    def test_a_leader_of_a_later_epoch_seen_first_has_an_unknown_predecessor(self) -> None:
+        snap = K.healthy()
+        q = snap.quorum
+        assert q is not None
+        later = dataclasses.replace(q, leader_epoch=4)
+        assert lines(dataclasses.replace(snap, quorum=later))[0] == (
+            "seen leading for 2m05s · was ?"
+        )

@@ -44,6 +44,17 @@ class TestQuorum:
         snaps = K.healthy(), K.no_leader()
         assert snap_compare(new_app(), terminal_size=SMALL, run_before=feeding(*snaps))
 
+    def test_killed_voter_wide(self, snap_compare: SnapCompare) -> None:
+        """Controller 1001 killed: its row down in red, the title "3 controllers, 1 down",
+        and the event saying so (process not running)."""
+        snaps = K.healthy(), K.killed_voter()
+        assert snap_compare(new_app(), terminal_size=WIDE, run_before=feeding(*snaps))
+
+    def test_killed_voter_80x24(self, snap_compare: SnapCompare) -> None:
+        """A killed controller on an 80x24 terminal."""
+        snaps = K.healthy(), K.killed_voter()
+        assert snap_compare(new_app(), terminal_size=SMALL, run_before=feeding(*snaps))
+
     def test_stale_read_wide(self, snap_compare: SnapCompare) -> None:
         """The quorum could not be read for 12 s: its figures with that age and the reason."""
         snaps = K.healthy(), K.stale_quorum()

@@ -32,6 +32,7 @@ from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.kraft import UNFENCED_LINE
 from kconsole.cluster.kraft_probes import QuorumReplica, QuorumState
 from kconsole.cluster.procs import ProcState
+from kconsole.commands import Commands
 from kconsole.config import Settings
 
 COMPOSE_FILE = Path(__file__).resolve().parents[2] / "compose" / "docker-compose.kraft.yml"
@@ -299,6 +300,9 @@ def test_discovery_states_and_labels(engine: Engine) -> None:
         1002: ProcState.STOPPED,
         1003: running,
     }
+    # the controllers alone, for the observer: a stopped one is shown down
+    assert control.controller_states() == {1001: running, 1002: ProcState.STOPPED, 1003: running}
+    assert Commands(control).controller_states() == control.controller_states
     assert control.label(2) == "broker 2" and control.label(1003) == "controller 1003"
     with pytest.raises(ClusterError, match="no node 7"):
         control.label(7)

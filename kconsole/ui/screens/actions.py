@@ -147,8 +147,9 @@ class ConfirmBrokerAction(ModalScreen[bool]):
                 ),
                 id="confirm-prompt",
             )
+            node = "controller" if self.role in CONTROLLER_ROLES else "broker"
             yield Input(
-                placeholder="broker id", restrict=r"[0-9]*", compact=True, id="confirm-input"
+                placeholder=f"{node} id", restrict=r"[0-9]*", compact=True, id="confirm-input"
             )
             yield Static(id="confirm-error")
         yield KeyBar()

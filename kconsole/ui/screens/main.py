@@ -364,9 +364,20 @@ def _brokers_title(snap: ClusterSnapshot | None) -> str:
         fenced = sum(1 for b in snap.brokers if b.fenced)
         if fenced:
             parts.append(f"[$error]{fenced} fenced[/]")
-        controllers = len(rows.controller_ids(snap))
-        if controllers:
-            parts.append(f"[dim]{controllers} controllers[/]")
+        ids = rows.controller_ids(snap)
+        if ids:
+            controllers = f"[dim]{len(ids)} controllers[/]"
+            # those not up (down, paused, unreachable; unknown while the quorum is unread)
+            off: dict[str, int] = {}
+            for cid in ids:
+                c = snap.controller_status(cid)
+                if c is not None and not c.up:
+                    name = c.state.value if c.state is not None else "unknown"
+                    off[name] = off.get(name, 0) + 1
+            for name, n in off.items():
+                colour = "$warning" if name == "unknown" else "$error"
+                controllers += f"[dim],[/] [{colour}]{n} {name}[/]"
+            parts.append(controllers)
     return "Brokers " + " · ".join(parts) if parts else "Brokers [dim]none[/]"
 
 
