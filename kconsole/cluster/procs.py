@@ -241,14 +241,22 @@ def wait_reaped(records: list[PidRecord | None], timeout: float) -> list[PidReco
 
 
 def tail_lines(path: Path, lines: int) -> list[str]:
-    """The last `lines` lines of a text file, read from the end."""
+    """The last `lines` whole lines of a text file, read from the end.
+
+    Only whole lines: a JVM writing its log flushes a buffer at a time, so the end of the file
+    can hold the first half of a line (shown whole by the next read), and a read that starts
+    inside the file starts inside a line."""
     try:
         with open(path, "rb") as fh:
             fh.seek(0, os.SEEK_END)
             size = fh.tell()
             block = min(size, max(8192, lines * 400))
             fh.seek(size - block)
-            data = fh.read().decode("utf-8", "replace")
+            data = fh.read(block)
     except OSError:
         return []
-    return data.splitlines()[-lines:]
+    end = data.rfind(b"\n")
+    if end < 0:
+        return []
+    start = data.find(b"\n") + 1 if block < size else 0
+    return data[start : end + 1].decode("utf-8", "replace").splitlines()[-lines:]

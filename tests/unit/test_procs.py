@@ -216,3 +216,34 @@ def test_a_parent_that_never_reaps_does_not_hold_a_stop_for_ever(tmp_path: Path)
         proc.kill()
         parent.kill()  # its zombie child goes to init, which reaps it
         parent.wait(10)
+
+
+class TestTailLines:
+    """`cluster logs -n`: the last whole lines, never half of one."""
+
+    def test_a_line_still_being_written_is_left_out(self, tmp_path: Path) -> None:
+        log = tmp_path / "server.log"
+        log.write_bytes(b"one\ntwo\nthree\nfour (half of it")
+        assert tail_lines(log, 2) == ["two", "three"]
+        with log.open("ab") as fh:
+            fh.write(b" and the rest)\n")
+        assert tail_lines(log, 2) == ["three", "four (half of it and the rest)"]
+
+    def test_a_read_from_inside_the_file_starts_at_a_whole_line(self, tmp_path: Path) -> None:
+        log = tmp_path / "server.log"
+        body = [f"line {i} " + "x" * 90 for i in range(400)]  # ~40 KB: read from the end only
+        log.write_text("\n".join(body) + "\n")
+        shown = tail_lines(log, 200)
+        assert len(shown) == 200
+        assert shown == body[-200:]
+        everything = tail_lines(log, 10_000)
+        assert everything and everything == body[-len(everything) :]
+        assert everything[0].startswith("line ")
+
+    def test_small_and_empty_files(self, tmp_path: Path) -> None:
+        log = tmp_path / "server.log"
+        log.write_bytes(b"")
+        assert tail_lines(log, 5) == []
+        log.write_bytes(b"only\n")
+        assert tail_lines(log, 5) == ["only"]
+        assert tail_lines(tmp_path / "missing.log", 5) == []
