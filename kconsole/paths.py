@@ -1,4 +1,5 @@
-"""Where kconsole keeps its cache (jars) and state (local clusters), per user."""
+"""Where kconsole keeps its cache (jars) and state (local clusters), per user, and where the
+files it ships beside its code are (the Spark jobs, the compose files)."""
 
 from __future__ import annotations
 
@@ -25,3 +26,10 @@ def state_dir() -> Path:
 def default_cluster_dir() -> Path:
     """State directory of the default embedded local cluster."""
     return state_dir() / "clusters" / "local"
+
+
+def bundled(name: str) -> Path:
+    """A folder kconsole ships with its code: `jobs` (the Spark jobs) or `compose` (the compose
+    files and image recipes). In a checkout kconsole/bundled/NAME is a link to the repository's
+    top-level NAME/; an installed kconsole (pipx, uv tool, pip) has the files themselves there."""
+    return (Path(__file__).parent / "bundled" / name).resolve()

@@ -36,6 +36,7 @@ from kconsole.cluster.settings import (
 from kconsole.commands.views import KRaftView, LocalView
 from kconsole.config import DEFAULT_COMPOSE_PROJECT
 from kconsole.errors import ClusterError
+from kconsole.paths import bundled
 
 if TYPE_CHECKING:
     from kconsole.cluster.kraft import KRaftStatus, KRaftUpTimes
@@ -72,10 +73,20 @@ _DOCKER_BROKERS = (
 LOCAL_ONLY = ("up", "down", "status", "logs")
 
 
+def compose_file() -> str:
+    """The ZooKeeper-mode compose file, as a user would type it: compose/docker-compose.yml in a
+    checkout (from its top folder), else the one installed with kconsole."""
+    here = Path("compose/docker-compose.yml")
+    shipped = bundled("compose") / "docker-compose.yml"
+    if here.is_file() and here.resolve() == shipped.resolve():
+        return str(here)
+    return str(shipped)
+
+
 def local_only(sub: str, project: str) -> str:
     """What to run instead of `cluster SUB`, a command of the local cluster only, when the
     backend is docker (acting on the compose `project`)."""
-    compose = f"docker compose -p {project} -f compose/docker-compose.yml"
+    compose = f"docker compose -p {project} -f {compose_file()}"
 
     def run(args: str, target: str) -> str:
         # the Makefile's compose targets act on the project kconsole

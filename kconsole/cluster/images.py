@@ -34,6 +34,7 @@ import docker
 from kconsole.cluster import jars
 from kconsole.cluster.docker import ENGINE_ERRORS, engine_message
 from kconsole.cluster.errors import ClusterError
+from kconsole.paths import bundled
 
 KAFKA_REPOSITORY = "kconsole-kafka"
 JRE_IMAGE = "kconsole-jre:17"
@@ -43,7 +44,7 @@ DEBIAN_SUITE = "bookworm"
 PUBLIC_JRE_IMAGE = "eclipse-temurin:17-jre"
 VERSION_LABEL = "dev.kconsole.kafka-version"
 
-COMPOSE_DIR = Path(__file__).resolve().parents[2] / "compose"
+COMPOSE_DIR = bundled("compose")
 BUILD_TIMEOUT_S = 900.0
 _APT_SOURCES = (Path("/etc/apt/sources.list"), Path("/etc/apt/sources.list.d"))
 

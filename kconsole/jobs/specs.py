@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kconsole.cluster.errors import ClusterError
+from kconsole.paths import bundled
 
 INTERNAL_OPTIONS = {"stop-with-parent", "jars", "help"}  # set by the manager, never by a user
 
@@ -59,9 +60,9 @@ class JobSpec:
 
 
 def jobs_dir() -> Path:
-    """jobs/ beside the kconsole package (KCONSOLE_JOBS_DIR moves it)."""
+    """The Spark jobs kconsole ships (the repository's jobs/; KCONSOLE_JOBS_DIR moves it)."""
     override = os.environ.get("KCONSOLE_JOBS_DIR")
-    return Path(override) if override else Path(__file__).resolve().parents[2] / "jobs"
+    return Path(override) if override else bundled("jobs")
 
 
 _SPECS: dict[tuple[Path, float], JobSpec] = {}
