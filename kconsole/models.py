@@ -301,8 +301,9 @@ class Group:
     # "classic", "consumer" (KIP-848, the new protocol), "share" (KIP-932) or "streams"
     # (KIP-1071); '' : the cluster does not say (before Kafka 3.8 / ListGroups v5)
     group_type: str = ""
-    # Why this group has no lag at all, though it was read (a share group commits no offsets):
-    # its lag is "not applicable", never 0 and not an unread figure.
+    # Why this group has no lag at all, though it was read: its lag is "not applicable", never
+    # 0 and not an unread figure. No group type sets it since share groups report their lag
+    # (KIP-1226).
     lag_na: str = ""
 
     @property

@@ -487,7 +487,7 @@ def elide_middle(text: str, width: int | None) -> str:
 def group_lag(g: Group, now: float) -> Text:
     """The group's lag, never made up: "?" when nothing is known, "+ ?" when partitions are
     left out, "(12s old)" when figures are carried from an earlier poll; "n/a" when the group has
-    no lag (`lag_na` says why: a share group)."""
+    no lag (`lag_na` says why)."""
     if g.lag_na and g.lag is None:
         return fmt.cell(LAG_NA, fmt.DIM)
     if g.lag_unknown:
