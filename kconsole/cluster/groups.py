@@ -310,13 +310,15 @@ class GroupReader:
     ) -> tuple[dict[str, dict[TP, _ShareOffset]], dict[str, str]]:
         """Each share group's start offset and lag per partition, as Kafka's
         kafka-share-groups --describe reads them: DescribeShareGroupOffsets (all partitions) at
-        the group's coordinator, one request per coordinator. The lag is the coordinator's own
-        figure (KIP-1226, Kafka 4.4+), never worked out here: records past the start offset
-        already delivered for good are not lag, and only the coordinator knows them. A
-        partition the answer gives an error for is unknown, with the error."""
+        the group's coordinator. One request per group, all in flight at once: on Kafka 4.4 a
+        request naming two groups took about 2 s in 8 of 15 calls (one group: 2-15 ms). The
+        lag is the coordinator's own figure (KIP-1226, Kafka 4.4+), never worked out here:
+        records past the start offset already delivered for good are not lag, and only the
+        coordinator knows them. A partition the answer gives an error for is unknown, with the
+        error."""
         out: dict[str, dict[TP, _ShareOffset]] = {}
         errors: dict[str, str] = {}
-        batches: dict[int, list[str]] = {}
+        asked: list[tuple[str, int]] = []
         for gid in ids:
             if self._types.get(gid) != "share":
                 continue
@@ -324,35 +326,36 @@ class GroupReader:
             if desc is None or desc.coordinator is None or not desc.described:
                 errors[gid] = "start offsets not read: the group was not described"
                 continue
-            batches.setdefault(desc.coordinator, []).append(gid)
-        timeout_ms = int(self.timeout_s * 1000)
-        for coordinator, batch in batches.items():
-            try:
-                answers = kafka_python.describe_at(
-                    kp, _share_offsets_request(batch), coordinator, timeout_ms
-                )
-            except Exception as exc:
-                if kafka_python.is_unsupported(exc):
-                    text = f"start offsets not read (coordinator {coordinator}): " + (
+            asked.append((gid, desc.coordinator))
+        if not asked:
+            return out, errors
+        requests = [(_share_offsets_request([gid]), node) for gid, node in asked]
+        try:
+            answers = kafka_python.describe_each_at(kp, requests, int(self.timeout_s * 1000))
+        except Exception as exc:
+            answers = [exc] * len(asked)
+        for (gid, coordinator), answer in zip(asked, answers, strict=True):
+            if isinstance(answer, BaseException):
+                if kafka_python.is_unsupported(answer):
+                    errors[gid] = f"start offsets not read (coordinator {coordinator}): " + (
                         SHARE_OFFSETS_UNSUPPORTED
                     )
                 else:
-                    text = _coordinator_text(exc, coordinator, "start offsets not readable")
-                errors.update(dict.fromkeys(batch, text))
-                continue
-            for gid, result in _parse_share_offsets(batch, answers).items():
-                if isinstance(result, BaseException):
                     errors[gid] = _coordinator_text(
-                        result, coordinator, "start offsets not readable"
+                        answer, coordinator, "start offsets not readable"
                     )
-                    continue
-                out[gid] = result
-                bad = sorted({o.error for o in result.values() if o.error})
-                if bad:
-                    n = sum(1 for o in result.values() if o.error)
-                    errors[gid] = f"start offset unknown for {n} partition(s): {bad[0]}"
-                elif any(o.start is not None and o.lag is None for o in result.values()):
-                    errors[gid] = SHARE_LAG_UNREPORTED
+                continue
+            result = _parse_share_offsets([gid], answer)[gid]
+            if isinstance(result, BaseException):
+                errors[gid] = _coordinator_text(result, coordinator, "start offsets not readable")
+                continue
+            out[gid] = result
+            bad = sorted({o.error for o in result.values() if o.error})
+            if bad:
+                n = sum(1 for o in result.values() if o.error)
+                errors[gid] = f"start offset unknown for {n} partition(s): {bad[0]}"
+            elif any(o.start is not None and o.lag is None for o in result.values()):
+                errors[gid] = SHARE_LAG_UNREPORTED
         return out, errors
 
     def _log_ends(

@@ -117,6 +117,18 @@ def recorded_describe(elsewhere: dict[str, str] | None = None) -> Any:
     return describe_at
 
 
+def each_by_describe_at(kp: Any, requests: list[tuple[Any, int]], timeout_ms: int) -> list[Any]:
+    """kafka_python.describe_each_at as the fakes' describe_at answers each request (patched
+    in its place, so the test's own describe_at is the one asked): a failure is its answer."""
+    out: list[Any] = []
+    for request, node in requests:
+        try:
+            out.append(kafka_python.describe_at(kp, request, node, timeout_ms))
+        except Exception as exc:
+            out.append(exc)
+    return out
+
+
 @pytest.fixture
 def kp(monkeypatch: pytest.MonkeyPatch) -> FakeKp:
     fake = FakeKp(dict(REC["coordinators"]))
@@ -125,6 +137,7 @@ def kp(monkeypatch: pytest.MonkeyPatch) -> FakeKp:
     )
     monkeypatch.setattr(kafka_python, "log_ends_by_leader", log_ends)
     monkeypatch.setattr(kafka_python, "describe_at", recorded_describe())
+    monkeypatch.setattr(kafka_python, "describe_each_at", each_by_describe_at)
     return fake
 
 

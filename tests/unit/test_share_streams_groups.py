@@ -151,6 +151,18 @@ def streams_tool() -> dict[int, tuple[int, int, int]]:
     }
 
 
+def each_by_describe_at(kp: Any, requests: list[tuple[Any, int]], timeout_ms: int) -> list[Any]:
+    """kafka_python.describe_each_at as the fakes' describe_at answers each request (patched
+    in its place, so the test's own describe_at is the one asked): a failure is its answer."""
+    out: list[Any] = []
+    for request, node in requests:
+        try:
+            out.append(kafka_python.describe_at(kp, request, node, timeout_ms))
+        except Exception as exc:
+            out.append(exc)
+    return out
+
+
 @pytest.fixture
 def read(monkeypatch: pytest.MonkeyPatch) -> dict[str, Group]:
     def describe_at(_kp: Any, request: Any, node: int, _t: int) -> list[Any]:
@@ -177,6 +189,7 @@ def read(monkeypatch: pytest.MonkeyPatch) -> dict[str, Group]:
         kafka_python, "group_coordinators", lambda _k, ids: {g: coordinator(g) for g in ids}
     )
     monkeypatch.setattr(kafka_python, "describe_at", describe_at)
+    monkeypatch.setattr(kafka_python, "describe_each_at", each_by_describe_at)
     monkeypatch.setattr(kafka_python, "log_ends_by_leader", log_ends)
     reader = GroupReader({}, timeout_s=5)
     reader._kp = FakeKp()
@@ -282,3 +295,54 @@ def test_feature_levels_are_kafka_features_describes() -> None:
 def test_a_supported_feature_not_finalized_is_level_0() -> None:
     answer_ = {"metadata.version": {"finalized": [33, 33]}, "share.version": {"supported": [0, 2]}}
     assert [(o.name, o.level) for o in features_of(answer_, 1.0).others] == [("share.version", 0)]
+
+
+def test_share_offsets_one_group_a_request_all_in_flight(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two share groups at one coordinator: one request each (a request naming two groups took
+    about 2 s on Kafka 4.4), sent together in one describe_each_at; the one whose request
+    timed out is unknown with the reason, the other read."""
+    import kafka.errors
+
+    other = "orders-share-2"
+    node = coordinator(SHARE)
+    calls: list[list[tuple[tuple[str, ...], int]]] = []
+    recorded = answer(gm.DescribeShareGroupOffsetsResponse, REC["share"]["offsets"]["v1"], 1)
+
+    def each(_kp: Any, requests: list[tuple[Any, int]], _t: int) -> list[Any]:
+        calls.append([(tuple(g.group_id for g in r.groups), n) for r, n in requests])
+        return [
+            recorded["groups"] if r.groups[0].group_id == SHARE
+            else kafka.errors.KafkaTimeoutError("Request timed out after 5000 ms")
+            for r, _n in requests
+        ]  # fmt: skip
+
+    monkeypatch.setattr(kafka_python, "describe_each_at", each)
+    reader = GroupReader({}, timeout_s=5)
+    reader._types = {SHARE: "share", other: "share", STREAMS: "streams"}
+    descs = {gid: _Desc("EMPTY", (), "simple", node) for gid in (SHARE, other, STREAMS)}
+    out, errors = reader._share_offsets(object(), [other, SHARE, STREAMS], descs)
+    assert calls == [[((other,), node), ((SHARE,), node)]]
+    assert set(out) == {SHARE} and {tp: (o.start, o.lag) for tp, o in out[SHARE].items()} == (
+        share_tool()
+    )
+    assert set(errors) == {other} and f"(coordinator {node})" in errors[other]
+    assert "timed out" in errors[other]
+    g = _group(other, descs[other], None, {(TOPIC, 0): "a@h"}, {}, [errors[other]], {}, {})
+    assert group_lag(g, 0.0).plain == "?" and g.partitions[0].lag_unknown
+
+
+def test_share_offsets_of_an_undescribed_group_are_not_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its coordinator did not answer ShareGroupDescribe: not asked again (one timeout per dead
+    coordinator), its start offsets unknown with the reason."""
+    monkeypatch.setattr(
+        kafka_python, "describe_each_at", lambda *_a: pytest.fail("asked a dead coordinator")
+    )
+    reader = GroupReader({}, timeout_s=5)
+    reader._types = {SHARE: "share"}
+    dead = {SHARE: _Desc("UNKNOWN", (), "", 2, described=False)}
+    out, errors = reader._share_offsets(object(), [SHARE], dead)
+    assert out == {} and "not described" in errors[SHARE]
