@@ -237,12 +237,19 @@ def describe_each_at(
 async def _send_each(
     admin: Any, requests: Sequence[tuple[Any, int]], timeout_ms: int
 ) -> list[list[dict[str, Any]] | BaseException]:
-    pending = [
-        admin._manager.send(request, node_id=node, request_timeout_ms=timeout_ms)
-        for request, node in requests
-    ]
+    pending: list[Any] = []
+    for request, node in requests:
+        try:  # a broker the client's metadata does not know fails here, not when awaited
+            pending.append(
+                admin._manager.send(request, node_id=node, request_timeout_ms=timeout_ms)
+            )
+        except Exception as exc:
+            pending.append(exc)
     out: list[list[dict[str, Any]] | BaseException] = []
     for future in pending:
+        if isinstance(future, BaseException):
+            out.append(future)
+            continue
         try:
             response = await future
         except Exception as exc:
