@@ -30,6 +30,7 @@ from kconsole.cluster.groups import (
 from kconsole.cluster.quorum import features_of
 from kconsole.describe import render_text
 from kconsole.models import Group
+from kconsole.ui import format as fmt
 from kconsole.ui.rows import (
     SHARE_PARTITION_COLUMNS,
     group_lag,
@@ -276,6 +277,8 @@ def test_streams_states_are_named_as_kafkas_tools_name_them() -> None:
         group = dict(raw["groups"][0], group_state=state)
         desc = _parse_answers(STREAMS_API, [STREAMS], [group], 1)[STREAMS]
         assert isinstance(desc, _Desc) and desc.state == shown
+        # Not ready, assigning, reconciling: amber like a rebalancing consumer group.
+        assert fmt.group_state_style(shown) == (fmt.DIM if shown == "EMPTY" else fmt.WARN)
 
 
 # -- feature levels ---------------------------------------------------------------------------
