@@ -29,6 +29,7 @@ def render_text(snap: ClusterSnapshot, now: float | None = None) -> str:
                 else ""
             )
             + f", kraft.version {f.kraft_version if f.kraft_version is not None else '?'}"
+            + "".join(f", {o.name} {o.level}" for o in f.others)
         )
     for s in snap.sources:
         age = s.age(now)
@@ -90,11 +91,13 @@ def render_text(snap: ClusterSnapshot, now: float | None = None) -> str:
         ],
     )  # fmt: skip
     out.append("")
+    typed = any(g.group_type for g in snap.groups)  # ListGroups v5 (Kafka 3.8+) says it
     out += _table(
-        ["group", "state", "members", "assignor", "lag"],
+        ["group", *(["type"] if typed else []), "state", "members", "assignor", "lag"],
         [
             [
                 g.group_id,
+                *([g.group_type or "?"] if typed else []),
                 g.state,
                 str(g.members),
                 g.assignor or "-",

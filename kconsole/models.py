@@ -181,6 +181,15 @@ class Quorum:
 
 
 @dataclass(frozen=True)
+class FeatureLevel:
+    """One feature's finalized level, as `kafka-features describe` prints it (0: supported by
+    the brokers but not finalized)."""
+
+    name: str  # e.g. "share.version"
+    level: int
+
+
+@dataclass(frozen=True)
 class Features:
     """Finalized feature levels (DescribeFeatures): what the cluster runs at, not its jars."""
 
@@ -188,6 +197,13 @@ class Features:
     metadata_version_level: int | None = None
     kraft_version: int | None = None  # 0: static quorum, 1: dynamic (KIP-853)
     read_at: float | None = None
+    # Every other feature the brokers support, by name: group.version, share.version,
+    # streams.version, transaction.version, eligible.leader.replicas.version on Kafka 4.4.
+    others: tuple[FeatureLevel, ...] = ()
+
+    def level(self, name: str) -> int | None:
+        """The finalized level of one of `others`; None: not reported."""
+        return next((f.level for f in self.others if f.name == name), None)
 
 
 @dataclass(frozen=True)
@@ -277,18 +293,31 @@ class GroupPartition:
     owner: str | None = None  # member client id / host owning it
     committed_known: bool = True  # False: the committed offset could not be read, none known
     as_of: float | None = None  # set when a figure is carried from the poll at this time
+    # A share group's partition (KIP-932): `committed` is then the share-partition start offset
+    # and `share_lag` the lag its coordinator reports (KIP-1226, Kafka 4.4+: log end - start
+    # offset - records past the start already delivered for good); None: not reported.
+    share: bool = False
+    share_lag: int | None = None
 
     @property
     def lag(self) -> int | None:
-        """Committed offsets behind the log end; None when either is unknown (or nothing is
-        committed yet)."""
-        if self.log_end is None or self.committed is None or not self.committed_known:
+        """Committed offsets behind the log end (a share partition: the lag its coordinator
+        reports); None when unknown (or nothing is committed yet / no start offset)."""
+        if self.committed is None or not self.committed_known:
+            return None
+        if self.share:
+            return self.share_lag
+        if self.log_end is None:
             return None
         return max(0, self.log_end - self.committed)
 
     @property
     def lag_unknown(self) -> bool:
         """The lag could not be worked out (unlike "nothing committed", which is not lag)."""
+        if self.share:
+            return not self.committed_known or (
+                self.committed is not None and self.share_lag is None
+            )
         return self.log_end is None or not self.committed_known
 
     @property
@@ -306,11 +335,12 @@ class Group:
     partitions: tuple[GroupPartition, ...] = ()
     error: str = ""  # what could not be read this time (coordinator moving, leader down, ...)
     as_of: float | None = None  # state / members are carried from the poll at this time
-    # "classic", "consumer" (KIP-848, the new protocol) or "share" (KIP-932); '' : the
-    # cluster does not say (before Kafka 3.8 / ListGroups v5)
+    # "classic", "consumer" (KIP-848, the new protocol), "share" (KIP-932) or "streams"
+    # (KIP-1071); '' : the cluster does not say (before Kafka 3.8 / ListGroups v5)
     group_type: str = ""
-    # Why this group has no lag at all, though it was read (a share group commits no offsets):
-    # its lag is "not applicable", never 0 and not an unread figure.
+    # Why this group has no lag at all, though it was read: its lag is "not applicable", never
+    # 0 and not an unread figure. No group type sets it since share groups report their lag
+    # (KIP-1226).
     lag_na: str = ""
 
     @property

@@ -18,6 +18,8 @@ What they rely on, beyond kafka-python's public API:
   FindCoordinator v4+) only for the groups it does not know.
 - `KafkaAdminClient._list_partition_offsets_request(specs, isolation_level)`: a static method
   building a ListOffsetsRequest from {TopicPartition: OffsetSpec}.
+- `KafkaAdminClient._manager.send` called for several requests before any is awaited
+  (`log_ends_by_leader`, `describe_each_at`): they are all in flight at once.
 - `kafka.errors.IncompatibleBrokerVersion`: what `_manager.send` fails with when the broker's
   ApiVersions offer no version of the request's API this client can send (no ConsumerGroupDescribe
   before Kafka 3.7, no ShareGroupDescribe v1 before 4.1).
@@ -250,6 +252,43 @@ def list_reassignments_at(admin: Any, node_id: int, timeout_ms: int) -> Reassign
         for topic in response.topics
         for part in topic.partitions
     }
+
+
+def describe_each_at(
+    admin: Any, requests: Sequence[tuple[Any, int]], timeout_ms: int
+) -> list[list[dict[str, Any]] | BaseException]:
+    """Several group requests (as describe_at), each to its broker, all sent before any answer
+    is awaited: per request, in order, its answer's `groups` as dicts or what it failed with.
+    Raises only when the IO thread itself fails."""
+    result: list[list[dict[str, Any]] | BaseException] = admin._manager.run(
+        _send_each, admin, requests, timeout_ms
+    )
+    return result
+
+
+async def _send_each(
+    admin: Any, requests: Sequence[tuple[Any, int]], timeout_ms: int
+) -> list[list[dict[str, Any]] | BaseException]:
+    pending: list[Any] = []
+    for request, node in requests:
+        try:  # a broker the client's metadata does not know fails here, not when awaited
+            pending.append(
+                admin._manager.send(request, node_id=node, request_timeout_ms=timeout_ms)
+            )
+        except Exception as exc:
+            pending.append(exc)
+    out: list[list[dict[str, Any]] | BaseException] = []
+    for future in pending:
+        if isinstance(future, BaseException):
+            out.append(future)
+            continue
+        try:
+            response = await future
+        except Exception as exc:
+            out.append(exc)
+            continue
+        out.append(list(response.to_dict()["groups"]))
+    return out
 
 
 def is_unsupported(exc: BaseException) -> bool:

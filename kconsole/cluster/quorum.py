@@ -22,7 +22,7 @@ from typing import Any
 from kconsole.cluster import kafka_python
 from kconsole.cluster.clients import kafka_python_config, nothing_listens
 from kconsole.errors import ClusterError
-from kconsole.models import Features, Quorum, QuorumReplica
+from kconsole.models import FeatureLevel, Features, Quorum, QuorumReplica
 
 METADATA_VERSION = "metadata.version"
 KRAFT_VERSION = "kraft.version"
@@ -167,7 +167,8 @@ def _kafka_uuid(value: Any) -> str | None:
 
 
 def features_of(answer: Mapping[str, Any], read_at: float) -> Features:
-    """Features from kafka-python's describe_features() ({name: {'finalized': (min, max)}})."""
+    """Features from kafka-python's describe_features() ({name: {'supported': (min, max),
+    'finalized': (min, max)}})."""
 
     def level(name: str) -> int | None:
         fin = (answer.get(name) or {}).get("finalized")
@@ -175,7 +176,13 @@ def features_of(answer: Mapping[str, Any], read_at: float) -> Features:
 
     mv = level(METADATA_VERSION)
     name = None if mv is None else _MV_NAMES.get(mv, f"level {mv}")
-    return Features(name, mv, level(KRAFT_VERSION), read_at)
+    # As kafka-features describe: every supported feature, 0 when it is not finalized.
+    others = tuple(
+        FeatureLevel(str(f), level(str(f)) or 0)
+        for f in sorted(answer)
+        if f not in (METADATA_VERSION, KRAFT_VERSION)
+    )
+    return Features(name, mv, level(KRAFT_VERSION), read_at, others)
 
 
 def registrations_of(answer: Mapping[str, Any]) -> dict[int, BrokerRegistration]:

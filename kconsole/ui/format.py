@@ -57,6 +57,7 @@ GROUP_STATE_STYLE = {
     "COMPLETINGREBALANCE": WARN,
     "ASSIGNING": WARN,
     "RECONCILING": WARN,
+    "NOTREADY": WARN,  # a streams group whose topology cannot run yet (KIP-1071)
     "EMPTY": DIM,
     "DEAD": BAD,
     "UNKNOWN": DIM,

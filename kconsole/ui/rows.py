@@ -492,7 +492,7 @@ GROUP_COLUMNS: Columns = (
 
 
 # The group's protocol after the lag, shown only when some group says which (Kafka 3.8+):
-# classic, consumer (KIP-848) or share (KIP-932).
+# classic, consumer (KIP-848), share (KIP-932) or streams (KIP-1071).
 TYPED_GROUP_COLUMNS: Columns = (*GROUP_COLUMNS[:3], ("type", "type"), *GROUP_COLUMNS[3:])
 
 
@@ -565,7 +565,7 @@ def elide_middle(text: str, width: int | None) -> str:
 def group_lag(g: Group, now: float) -> Text:
     """The group's lag, never made up: "?" when nothing is known, "+ ?" when partitions are
     left out, "(12s old)" when figures are carried from an earlier poll; "n/a" when the group has
-    no lag (`lag_na` says why: a share group)."""
+    no lag (`lag_na` says why)."""
     if g.lag_na and g.lag is None:
         return fmt.cell(LAG_NA, fmt.DIM)
     if g.lag_unknown:
@@ -590,6 +590,20 @@ GROUP_PARTITION_COLUMNS: Columns = (
     ("lag", "lag"),
     ("owner", "owner"),
 )
+# A share group (KIP-932) commits nothing: its partitions have a start offset (below it every
+# record is delivered for good) and the lag its coordinator reports, as kafka-share-groups says.
+SHARE_PARTITION_COLUMNS: Columns = (
+    *GROUP_PARTITION_COLUMNS[:2],
+    ("committed", "start offset"),
+    *GROUP_PARTITION_COLUMNS[3:],
+)
+
+
+def group_partition_columns(group: Group | None) -> Columns:
+    """The group screen's columns: a share group's start offset where others' commit is."""
+    if group is not None and group.group_type == "share":
+        return SHARE_PARTITION_COLUMNS
+    return GROUP_PARTITION_COLUMNS
 
 
 def group_partition_rows(group: Group | None, now: float | None = None) -> Rows:

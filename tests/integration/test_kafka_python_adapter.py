@@ -170,6 +170,31 @@ class TestDescribeAt:
             assert (g.error, g.state, g.group_type) == ("", "EMPTY", "classic"), g
             assert [(p.partition, p.committed) for p in g.partitions] == [(0, 1)], g
 
+    def test_describe_each_at_answers_each_request_in_order(
+        self, healthy: LocalCluster, admin: Any
+    ) -> None:
+        """Two requests in flight at once, one to the group's coordinator and one to a broker
+        id the cluster does not have: each slot holds its own answer (the coordinator's, as
+        describe_at gets it) or its own failure, in the order asked."""
+        from kconsole.cluster.group_messages import ConsumerGroupDescribeRequest
+
+        group = f"adapter-group-{secrets.token_hex(3)}"
+        with topic(healthy) as name:
+            _group_with_offsets(healthy, name, group)
+            coordinator = kafka_python.group_coordinator(admin, group)
+
+            def request() -> Any:
+                return ConsumerGroupDescribeRequest(
+                    group_ids=[group], include_authorized_operations=False
+                )
+
+            alone = kafka_python.describe_at(admin, request(), coordinator, 5000)
+            both = kafka_python.describe_each_at(
+                admin, [(request(), 999), (request(), coordinator)], 5000
+            )
+        assert isinstance(both[0], BaseException), both
+        assert both[1] == alone and [g["error_code"] for g in alone] == [35], both
+
 
 class TestLogEnds:
     def test_log_ends_are_what_was_produced(self, healthy: LocalCluster, admin: Any) -> None:

@@ -1,10 +1,11 @@
-"""Reassignment, preferred leader election, a KIP-848 group's lag and a KIP-932 share group on
-the real KRaft cluster
+"""Reassignment, preferred leader election, a KIP-848 group's lag, a KIP-932 share group's lag, a
+KIP-1071 streams group and the finalized feature levels on the real KRaft cluster
 (conftest.py's session fixture `kraft`: 3 controllers + 3 brokers, Kafka 4.4.0), each checked
 against Kafka's own tools run from the same jars. Every test works on a topic of its own."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
@@ -177,29 +178,62 @@ def test_kip848_group_lag_in_the_snapshot(kraft_healthy: KRaftCluster) -> None:
     assert {int(p): int(lag) for p, _c, _e, lag in rows} == {0: 6, 1: 0}, out
 
 
+def share_tool(cluster: KRaftCluster, group: str) -> dict[int, tuple[int | None, int | None]]:
+    """kafka-share-groups --describe: partition -> (START-OFFSET, LAG), None for "-"."""
+    out = run_tool(cluster, SHARE_GROUPS_TOOL, "--bootstrap-server", cluster.spec.bootstrap,
+                   "--describe", "--group", group)  # fmt: skip
+    num = lambda s: None if s == "-" else int(s)  # noqa: E731
+    rows = re.findall(rf"^{group}\s+\S+\s+(\d+)\s+(\S+)\s+(\S+)\s*$", out, re.M)
+    return {int(p): (num(start), num(lag)) for p, start, lag in rows}
+
+
+def delivered(member: ShareConsumer, timeout: float) -> int:
+    """One poll of a share consumer: how many records it was given."""
+    return sum(1 for msg in member.poll(timeout) if msg.error() is None)
+
+
 def test_share_group_in_the_snapshot(kraft_healthy: KRaftCluster) -> None:
     """A share group (KIP-932; Kafka 4.4 finalizes share.version 2 on a new cluster, nothing to
     enable) with two members on a 2-partition topic: the observer's snapshot says type share,
     Stable, 2 members and each partition's owner, as Kafka's kafka-share-groups --describe
-    does, and its lag is "not applicable" with the reason: a share group commits no consumer
-    offsets, so no lag is made up from them (never 0)."""
+    does. The members read 10 + 6 records (from the start: the group's
+    share.auto.offset.reset=earliest) and leave, 5 more come to partition 0: each
+    partition's start offset and lag are what kafka-share-groups --describe prints (KIP-1226:
+    the coordinator's lag), lag 5 and 0."""
     cluster = kraft_healthy
     bootstrap = cluster.spec.bootstrap
     topic = new_topic(cluster, partitions=2, rf=3)
     group = f"share-{uuid.uuid4().hex[:6]}"
+    # The group reads from the start of the log (a share group starts at its end by default:
+    # the records would race its first fetch), set as Kafka's tools set it (KIP-932).
+    run_tool(cluster, "org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", bootstrap,
+             "--alter", "--entity-type", "groups", "--entity-name", group,
+             "--add-config", "share.auto.offset.reset=earliest")  # fmt: skip
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for p, count in ((0, 10), (1, 6)):
+        for i in range(count):
+            producer.produce(topic, value=f"v{i}".encode(), partition=p)
+    assert producer.flush(60) == 0
     members = [ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group}) for _ in (1, 2)]
     settings = Settings(bootstrap=bootstrap, zookeeper="")
     seen: list[object] = []
+    read = 0
+
+    def snapshot_group() -> Group | None:
+        snap = ClusterObserver(settings).read_once()
+        g = next((g for g in snap.groups if g.group_id == group), None)
+        seen[:] = [g, snap.sources]
+        return g
+
     try:
         for m in members:
             m.subscribe([topic])
 
         def described() -> Group | tuple[str, str] | None:
+            nonlocal read
             for m in members:  # the share consumers' own work: join and take the assignment
-                m.poll(0.1)
-            snap = ClusterObserver(settings).read_once()
-            g = next((g for g in snap.groups if g.group_id == group), None)
-            seen[:] = [g, snap.sources]
+                read += delivered(m, 0.1)
+            g = snapshot_group()
             if g is not None and final_error(g):
                 return "unreadable", g.error  # fail now, not at the deadline
             owned = {p.partition for p in g.partitions if p.owner} if g else set()
@@ -211,22 +245,141 @@ def test_share_group_in_the_snapshot(kraft_healthy: KRaftCluster) -> None:
         except AssertionError as exc:
             raise AssertionError(f"{exc}; last read: {seen}") from None
         assert isinstance(g, Group), g
-        assert g.group_type == "share" and g.error == "", g
-        assert g.lag is None and not g.lag_partial and g.lag_na, g  # not 0: not applicable
-        assert "share group" in g.lag_na and "committed" in g.lag_na, g.lag_na
-        assert all(p.committed is None and p.lag is None for p in g.partitions), g
+        assert g.group_type == "share" and g.lag_na == "", g
         state = run_tool(cluster, SHARE_GROUPS_TOOL, "--bootstrap-server", bootstrap,
                          "--describe", "--group", group, "--state")  # fmt: skip
         row = re.search(rf"^{group}\s+\S+\s+\((\d+)\)\s+(\w+)\s+(\d+)\s*$", state, re.M)
         assert row, state
         assert (int(row[1]), row[2].upper(), int(row[3])) == (g.coordinator, g.state, 2), state
-        offsets = run_tool(cluster, SHARE_GROUPS_TOOL, "--bootstrap-server", bootstrap,
-                           "--describe", "--group", group)  # fmt: skip
-        listed = {int(p) for p in re.findall(rf"^{group}\s+{topic}\s+(\d+)\s", offsets, re.M)}
-        assert listed == {p.partition for p in g.partitions}, offsets
+
+        def all_read() -> bool:
+            nonlocal read
+            for m in members:
+                read += delivered(m, 0.2)
+            return read >= 16
+
+        wait_until(all_read, 60, f"{group}'s members to read the 16 records")
+        for m in members:  # acknowledges what the last poll gave (implicit acknowledgement)
+            m.poll(0.2)
     finally:
         for m in members:
             m.close()
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for i in range(5):
+        producer.produce(topic, value=f"late{i}".encode(), partition=0)
+    assert producer.flush(60) == 0
+
+    def settled() -> tuple[dict[int, tuple[int | None, int | None]], Group] | None:
+        g = snapshot_group()
+        if g is None or g.error:
+            return None
+        mine = {p.partition: (p.committed, p.lag) for p in g.partitions}
+        return (mine, g) if {p: lag for p, (_s, lag) in mine.items()} == {0: 5, 1: 0} else None
+
+    try:
+        mine, g = wait_until(settled, 60, f"{group}'s lag 5 and 0 in the snapshot")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; last read: {seen}") from None
+    assert mine == share_tool(cluster, group)  # start offset and lag, partition by partition
+    assert g.lag == 5 and not g.lag_partial and all(p.share for p in g.partitions), g
+    res = kc(cluster, "describe")
+    assert res.exit_code == 0, res.output
+    assert re.search(rf"^{group}\s+share\s+EMPTY\s+0\s+simple\s+5$", res.output, re.M), res.output
+
+
+def test_streams_group_in_the_snapshot(kraft_healthy: KRaftCluster) -> None:
+    """A streams group (KIP-1071, GA in Kafka 4.2; streams.version 1 on a new 4.4 cluster): one
+    member joins as a Kafka Streams client does (StreamsGroupHeartbeat with its topology: one
+    subtopology reading a 2-partition topic), holds both tasks and commits 3 of 10 and 6 of 6.
+    The snapshot says type streams, its state, member, assignor and coordinator as
+    kafka-streams-groups --describe --state does, and each partition's committed offset, log
+    end and lag as its --offsets does: lag 7 and 0."""
+    from kconsole.cluster import kafka_python
+    from kconsole.cluster.clients import kafka_python_config
+    from tests.fixtures.streams_messages import StreamsMember
+
+    cluster = kraft_healthy
+    bootstrap = cluster.spec.bootstrap
+    topic = new_topic(cluster, partitions=2, rf=3)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for p, count in ((0, 10), (1, 6)):
+        for i in range(count):
+            producer.produce(topic, value=f"v{i}".encode(), partition=p)
+    assert producer.flush(60) == 0
+    del producer
+    group = f"streams-{uuid.uuid4().hex[:6]}"
+    kp = kafka_python.admin_client(kafka_python_config({"bootstrap.servers": bootstrap}, 10))
+    member = StreamsMember(kp, group, topic)
+    settings = Settings(bootstrap=bootstrap, zookeeper="")
+    seen: list[object] = []
+    try:
+
+        def holds_both() -> bool:
+            member.heartbeat()
+            return member.partitions() == {0, 1}
+
+        wait_until(holds_both, 60, f"{group}'s member to hold both tasks", interval=0.5)
+        member.commit({0: 3, 1: 6})
+
+        def described() -> Group | tuple[str, str] | None:
+            member.heartbeat()  # stays a member: the session does not lapse
+            snap = ClusterObserver(settings).read_once()
+            g = next((g for g in snap.groups if g.group_id == group), None)
+            seen[:] = [g, snap.sources]
+            if g is not None and final_error(g):
+                return "unreadable", g.error
+            ok = g is not None and g.state == "STABLE" and len(g.partitions) == 2
+            return g if ok and all(p.lag is not None for p in g.partitions) else None
+
+        try:
+            g = wait_until(described, 60, f"{group} Stable in the snapshot", interval=0.5)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; last read: {seen}") from None
+        assert isinstance(g, Group), g
+        assert g.group_type == "streams" and g.error == "" and g.members == 1, g
+        assert {p.partition: p.lag for p in g.partitions} == {0: 7, 1: 0} and g.lag == 7, g
+        assert {p.owner for p in g.partitions} == {"kconsole-groups@127.0.0.1"}, g
+
+        def tool(*args: str) -> str:
+            return run_tool(cluster, "org.apache.kafka.tools.streams.StreamsGroupCommand",
+                            "--bootstrap-server", bootstrap, "--describe", "--group", group,
+                            *args)  # fmt: skip
+
+        state = tool("--state")
+        row = re.search(rf"^{group}\s+\S+\s+\((\d+)\)\s+(\S+)\s+(\w+)\s+(\d+)\s*$", state, re.M)
+        assert row, state
+        assert (int(row[1]), row[2], row[3].upper(), int(row[4])) == (
+            g.coordinator, g.assignor, g.state, g.members,
+        ), state  # fmt: skip
+        offsets = tool("--offsets", "--verbose")
+        rows = re.findall(
+            rf"^{group}\s+{topic}\s+(\d+)\s+(\d+)\s+\S+\s+(\d+)\s+(-?\d+)", offsets, re.M
+        )
+        assert {int(p): (int(c), int(e), int(lag)) for p, c, e, lag in rows} == {
+            p.partition: (p.committed, p.log_end, p.lag) for p in g.partitions
+        }, offsets
+    finally:
+        with contextlib.suppress(Exception):
+            member.leave()
+        kp.close()
+
+
+def test_feature_levels_are_kafka_features_describes(kraft_healthy: KRaftCluster) -> None:
+    """`kconsole describe --json` gives every feature level `kafka-features describe` does,
+    metadata.version and kraft.version among them; the text form names each."""
+    cluster = kraft_healthy
+    out = run_tool(cluster, "org.apache.kafka.tools.FeatureCommand", "--bootstrap-server",
+                   cluster.spec.bootstrap, "describe")  # fmt: skip
+    tool = dict(re.findall(r"Feature: (\S+)\s+.*?FinalizedVersionLevel: (\S+)", out))
+    assert {"group.version", "share.version", "streams.version"} <= set(tool), out
+    res = kc(cluster, "describe", "--json")
+    assert res.exit_code == 0, res.output
+    f = json.loads(res.output)["features"]
+    mine = {o["name"]: str(o["level"]) for o in f["others"]}
+    mine |= {"metadata.version": f["metadata_version"], "kraft.version": str(f["kraft_version"])}
+    assert mine == tool, (mine, out)
+    text = kc(cluster, "describe")
+    assert all(f"{name} {level}" in text.output for name, level in tool.items()), text.output
 
 
 def test_produce_and_tail_on_kraft(kraft_healthy: KRaftCluster) -> None:

@@ -146,14 +146,10 @@ def partitions_from(answer: dict[str, Any]) -> tuple[Partition, ...]:
 
 
 def features_from(answer: dict[str, Any], read_at: float) -> Features:
-    """DescribeFeatures' finalized metadata.version and kraft.version."""
-    level = answer["metadata.version"]["finalized"][1]
-    return Features(
-        metadata_version=METADATA_VERSIONS.get(level),
-        metadata_version_level=level,
-        kraft_version=answer["kraft.version"]["finalized"][1],
-        read_at=read_at,
-    )
+    """DescribeFeatures' finalized levels, read by the quorum reader's own mapping."""
+    from kconsole.cluster.quorum import features_of
+
+    return features_of(answer, read_at)
 
 
 def sources(
@@ -328,42 +324,73 @@ def elr_groups() -> ClusterSnapshot:
 
 
 def new_groups() -> ClusterSnapshot:
-    """Three groups with members on test-topic, read from a healthy cluster (recorded on a
-    cluster of its own by tests/fixtures/record_new_groups.py): orders-classic (classic
-    protocol, described with DescribeGroups), orders-next (KIP-848 consumer protocol,
-    ConsumerGroupDescribe) and orders-share (KIP-932 share group, ShareGroupDescribe, two
-    members, no lag: not applicable). Each answer goes through the groups reader's own mapping."""
+    """The four group types Kafka 4.4 lists, with members on test-topic, read from a healthy
+    cluster. Recorded on a cluster of its own by tests/fixtures/record_new_groups.py:
+    orders-classic (classic protocol, described with DescribeGroups), orders-next (KIP-848
+    consumer protocol, ConsumerGroupDescribe) and orders-share (KIP-932 share group,
+    ShareGroupDescribe, two members). Recorded by tests/fixtures/record_share_streams.py for the
+    same topic: orders-share's start offsets and lag (DescribeShareGroupOffsets) and
+    orders-streams (KIP-1071 streams group, StreamsGroupDescribe, one member, its committed
+    offsets and log ends as kafka-streams-groups --describe --offsets printed them; nothing was
+    produced after, so they are the share group's log ends too). Each answer goes through the
+    groups reader's own mapping."""
+    from kconsole.cluster import group_messages as gm
     from kconsole.cluster.groups import (
         CONSUMER_API,
         SHARE_API,
-        SHARE_LAG,
+        STREAMS_API,
         _Desc,
         _group,
         _owners,
         _parse_answers,
+        _parse_share_offsets,
     )
 
+    def decoded(cls: Any, exchange: list[str]) -> list[dict[str, Any]]:
+        raw = bytes.fromhex(exchange[1])[4:]
+        return list(cls.decode(raw, version=1, header=True).to_dict()["groups"])
+
     data = recorded("new_groups")
-    coord = data["coordinators"]
-    classic, nxt, share = "orders-classic", "orders-next", "orders-share"
+    more = recorded("share_streams")
+    coord = {**data["coordinators"], "orders-streams": more["streams"]["coordinator"]}
+    classic, nxt, share, streams = "orders-classic", "orders-next", "orders-share", "orders-streams"
+    streams_answer = decoded(gm.StreamsGroupDescribeResponse, more["streams"]["describe"]["v1"])
     descs: dict[str, Any] = {
         classic: _Desc.parse(data["describe_groups"][classic], coord[classic]),
         **_parse_answers(CONSUMER_API, [nxt], data["consumer_group_describe"], coord[nxt]),
         **_parse_answers(SHARE_API, [share], data["share_group_describe"], coord[share]),
+        **_parse_answers(STREAMS_API, [streams], streams_answer, coord[streams]),
     }
     offsets = data["group_offsets"]
     ends = {("test-topic", int(p)): end for p, (_c, end) in offsets[classic].items()}
-    types = {g["group_id"]: g["group_type"] for g in data["list_groups"]}
+    types = {g["group_id"]: g["group_type"] for g in (*data["list_groups"], *more["list_groups"])}
+    share_answer = decoded(gm.DescribeShareGroupOffsetsResponse, more["share"]["offsets"]["v1"])
+    shares = _parse_share_offsets([share], share_answer)[share]
+    assert not isinstance(shares, BaseException)
+    # The streams tool's rows: group topic partition current-offset leader-epoch log-end lag.
+    streams_rows = [
+        line.split() for line in more["streams"]["tool_offsets"].splitlines()
+        if line.startswith(f"{streams} ")
+    ]  # fmt: skip
+    streams_ends = {("test-topic", int(r[2])): int(r[5]) for r in streams_rows}
     groups = []
     for gid in sorted(descs):
-        committed = {
-            ("test-topic", int(p)): c for p, (c, _e) in offsets.get(gid, {}).items()
-        }  # a share group: none
-        g = _group(gid, descs[gid], committed, _owners(descs[gid]), ends, [], {})
-        kind = types[gid]
-        groups.append(
-            dataclasses.replace(g, group_type=kind, lag_na=SHARE_LAG if kind == "share" else "")
+        committed = {("test-topic", int(p)): c for p, (c, _e) in offsets.get(gid, {}).items()}
+        if gid == share:
+            committed = {tp: o.start for tp, o in shares.items()}
+        if gid == streams:
+            committed = {("test-topic", int(p)): c for p, c in more["streams"]["offsets"].items()}
+        g = _group(
+            gid,
+            descs[gid],
+            committed,
+            _owners(descs[gid]),
+            streams_ends if gid in (share, streams) else ends,  # their own cluster's
+            [],
+            {},
+            shares if gid == share else None,
         )
+        groups.append(dataclasses.replace(g, group_type=types[gid]))
     quorum = quorum_from(
         recorded("healthy")["describe_quorum"],
         FIXED_NOW,

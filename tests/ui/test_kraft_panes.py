@@ -12,6 +12,7 @@ from kconsole.models import (
     Broker,
     ClusterMode,
     ClusterSnapshot,
+    FeatureLevel,
     Features,
     Group,
     Partition,
@@ -142,6 +143,16 @@ class TestHeader:
         assert "quorum ok 0s" in long and "ZooKeeper" not in long
         assert "KRaft 4.4-IV2 dynamic quorum" in self.header(snap, tight=1)
         assert "KRaft 4.4-IV2 dynamic │" in self.header(snap, compact=True, tight=2)
+
+    def test_the_long_form_gives_every_other_feature_level(self) -> None:
+        """As recorded, the levels kafka-features describe gives for a new Kafka 4.4 cluster, in
+        its order (by name); the shorter forms leave them out (the sources' health first)."""
+        snap = K.healthy()
+        levels = "eligible.leader.replicas 1 group 1 share 2 streams 1 transaction 2"
+        assert f"(dynamic quorum) {levels} │" in self.header(snap)
+        assert "share 2" not in self.header(snap, tight=1)
+        off = dataclasses.replace(snap.features, others=(FeatureLevel("share.version", 0),))
+        assert "(dynamic quorum) share 0 │" in self.header(dataclasses.replace(snap, features=off))
 
     def test_unread_features_are_question_marks(self) -> None:
         snap = dataclasses.replace(K.healthy(), features=None)

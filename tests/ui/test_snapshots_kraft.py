@@ -86,9 +86,10 @@ class TestQuorum:
 
 
 class TestNewGroupProtocols:
-    """A classic, a consumer-protocol (KIP-848) and a share group (KIP-932), as read from a
-    Kafka 4.4 cluster: the consumer-protocol group with its state, member and lag like the
-    classic one; the share group Stable with 2 members and its lag "n/a" with the reason."""
+    """The four group types of Kafka 4.4 as read from a Kafka 4.4 cluster: a classic, a
+    consumer-protocol (KIP-848), a share (KIP-932) and a streams group (KIP-1071), each with its
+    type, state, members and lag: the share group's lag as its coordinator reports it
+    (KIP-1226), the streams group's from its committed offsets like a consumer group's."""
 
     def test_groups_pane_wide(self, snap_compare: SnapCompare) -> None:
         assert snap_compare(new_app(), terminal_size=WIDE, run_before=feeding(K.new_groups()))
@@ -98,6 +99,13 @@ class TestNewGroupProtocols:
         assert snap_compare(new_app(), terminal_size=SMALL, run_before=run)
 
     def test_share_group_screen(self, snap_compare: SnapCompare) -> None:
-        """Enter on the share group: its members' partitions, nothing committed, lag n/a."""
+        """Enter on the share group: its members' partitions, each with its start offset and
+        the lag its coordinator reports (kafka-share-groups --describe's figures)."""
         run = keys_then([K.new_groups()], "3", "down", "down", "enter")
+        assert snap_compare(new_app(), terminal_size=WIDE, run_before=run)
+
+    def test_streams_group_screen(self, snap_compare: SnapCompare) -> None:
+        """Enter on the streams group: the partitions its member's tasks read, committed
+        offset, log end and lag as kafka-streams-groups --describe --offsets printed them."""
+        run = keys_then([K.new_groups()], "3", "down", "down", "down", "enter")
         assert snap_compare(new_app(), terminal_size=WIDE, run_before=run)

@@ -17,13 +17,30 @@ from kafka import TopicPartition as KafkaTP
 
 from kconsole.cluster import groups as groups_mod
 from kconsole.cluster import kafka_python
-from kconsole.cluster.groups import CONSUMER_API, SHARE_API, SHARE_LAG, GroupReader, _parse_answers
+from kconsole.cluster.groups import CONSUMER_API, SHARE_API, GroupReader, _parse_answers
 from kconsole.models import Group
-from kconsole.ui.rows import LAG_NA, group_lag, group_row
+from kconsole.ui.format import count as fmt_count
+from kconsole.ui.rows import group_lag, group_row
 
 REC = json.loads(
     (Path(__file__).resolve().parents[1] / "fixtures" / "kraft" / "new_groups.json").read_text()
 )
+# orders-share's start offsets and lag (DescribeShareGroupOffsets): the same group and topic
+# recorded by tests/fixtures/record_share_streams.py on a cluster of its own.
+SHARE_REC = json.loads(
+    (Path(__file__).resolve().parents[1] / "fixtures" / "kraft" / "share_streams.json").read_text()
+)["share"]
+
+
+def share_offsets_answer() -> list[dict[str, Any]]:
+    """The recorded DescribeShareGroupOffsets v1 answer's groups, decoded from its bytes."""
+    from kconsole.cluster.group_messages import DescribeShareGroupOffsetsResponse
+
+    raw = bytes.fromhex(SHARE_REC["offsets"]["v1"][1])[4:]
+    decoded = DescribeShareGroupOffsetsResponse.decode(raw, version=1, header=True)
+    return list(decoded.to_dict()["groups"])
+
+
 CLASSIC, NEXT, SHARE, ABSENT = "orders-classic", "orders-next", "orders-share", "orders-absent"
 TOPIC = "test-topic"
 OWNER = "rdkafka@127.0.0.1"
@@ -85,6 +102,10 @@ def recorded_describe(elsewhere: dict[str, str] | None = None) -> Any:
 
     def describe_at(kp: FakeKp, request: Any, node: int, _timeout_ms: int) -> list[Any]:
         kind = type(request).__name__
+        if kind == "DescribeShareGroupOffsetsRequest":
+            ids = tuple(g.group_id for g in request.groups)
+            kp.calls.append(("DescribeShareGroupOffsets", node, ids))
+            return [a for a in share_offsets_answer() if a["group_id"] in ids]
         kp.calls.append((kind.removesuffix("Request"), node, tuple(request.group_ids)))
         if (
             kind == "ShareGroupDescribeRequest"
@@ -96,6 +117,18 @@ def recorded_describe(elsewhere: dict[str, str] | None = None) -> Any:
     return describe_at
 
 
+def each_by_describe_at(kp: Any, requests: list[tuple[Any, int]], timeout_ms: int) -> list[Any]:
+    """kafka_python.describe_each_at as the fakes' describe_at answers each request (patched
+    in its place, so the test's own describe_at is the one asked): a failure is its answer."""
+    out: list[Any] = []
+    for request, node in requests:
+        try:
+            out.append(kafka_python.describe_at(kp, request, node, timeout_ms))
+        except Exception as exc:
+            out.append(exc)
+    return out
+
+
 @pytest.fixture
 def kp(monkeypatch: pytest.MonkeyPatch) -> FakeKp:
     fake = FakeKp(dict(REC["coordinators"]))
@@ -104,6 +137,7 @@ def kp(monkeypatch: pytest.MonkeyPatch) -> FakeKp:
     )
     monkeypatch.setattr(kafka_python, "log_ends_by_leader", log_ends)
     monkeypatch.setattr(kafka_python, "describe_at", recorded_describe())
+    monkeypatch.setattr(kafka_python, "describe_each_at", each_by_describe_at)
     return fake
 
 
@@ -144,15 +178,26 @@ def test_a_consumer_protocol_groups_lag_is_read_like_a_classic_ones(kp: FakeKp) 
     assert g.lag == 0 and not g.lag_unknown and g.lag_na == ""
 
 
-def test_a_share_groups_lag_is_not_applicable_never_zero(kp: FakeKp) -> None:
+def test_a_share_groups_lag_is_its_coordinators(kp: FakeKp) -> None:
+    """Start offsets and lag from DescribeShareGroupOffsets at its coordinator, as
+    kafka-share-groups --describe printed them, never made up from consumer offsets."""
     g = read(kp)[SHARE]
+    assert ("DescribeShareGroupOffsets", REC["coordinators"][SHARE], (SHARE,)) in kp.calls
     # The two members' assignments as recorded: partitions 0-3 between them.
     assert sorted(p.partition for p in g.partitions) == [0, 1, 2, 3]
-    assert all(p.owner == OWNER and p.committed is None and p.lag is None for p in g.partitions)
-    assert g.lag is None and g.lag_na == SHARE_LAG and g.error == ""
-    assert group_lag(g, 0.0).plain == LAG_NA
+    tool = {
+        int(p): (int(start), int(lag))
+        for _g, _t, p, start, lag in (
+            line.split() for line in SHARE_REC["tool_describe"].splitlines()
+            if line.startswith(f"{SHARE} ")
+        )
+    }  # fmt: skip
+    assert {p.partition: (p.committed, p.lag) for p in g.partitions} == tool
+    assert all(p.owner == OWNER and p.share for p in g.partitions)
+    assert g.lag == sum(lag for _s, lag in tool.values()) and g.lag_na == "" and g.error == ""
+    assert group_lag(g, 0.0).plain == fmt_count(g.lag)
     cells = [c.plain for c in group_row(g, 0.0, typed=True)]
-    assert cells[2:4] == [LAG_NA, "share"] and cells[-1] == SHARE_LAG
+    assert cells[2:4] == [fmt_count(g.lag), "share"] and cells[-1] == ""
 
 
 def test_a_group_of_unknown_type_is_asked_as_kafkas_admin_does(kp: FakeKp) -> None:

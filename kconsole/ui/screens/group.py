@@ -17,8 +17,11 @@ from kconsole.ui import format as fmt
 from kconsole.ui.context import state, subscribe
 from kconsole.ui.rows import group_lag
 from kconsole.ui.widgets.footer import KeyBar
-from kconsole.ui.widgets.panes import GROUP_SOURCES, Pane
+from kconsole.ui.widgets.panes import GROUP_SOURCES, Pane, set_border
 from kconsole.ui.widgets.tables import GroupPartitionsTable
+
+GROUP_KINDS = {"share": "Share group", "streams": "Streams group"}
+"""The screen's title for the group types that are not consumer groups (KIP-932, KIP-1071)."""
 
 
 class GroupScreen(ModalScreen[None]):
@@ -62,6 +65,10 @@ class GroupScreen(ModalScreen[None]):
         if group is not None:
             self._seen = True
             self.query_one(GroupPartitionsTable).show(group, snap.taken_at if snap else None)
+            kind = GROUP_KINDS.get(group.group_type, "Consumer group")
+            set_border(
+                self.query_one("#group-dialog"), title=f"{kind} [b]{escape(self.group_id)}[/]"
+            )
         # A group that vanished keeps its last rows, marked as gone, rather than going blank.
         now = snap.taken_at if snap else None
         self.query_one("#group-summary", Static).update(group_summary(group, self._seen, now))

@@ -243,7 +243,8 @@ KRAFT_VERSIONS = {0: "static quorum", 1: "dynamic quorum"}
 
 def mode_text(snap: ClusterSnapshot, short: int = 0) -> Text:
     """The cluster's mode for the header; on KRaft its metadata.version and kraft.version
-    (`short` 0: spelled out, 1: shorter, 2: shortest). What was not read is a "?"."""
+    (`short` 0: spelled out, with the other finalized feature levels; 1: shorter, 2:
+    shortest). What was not read is a "?"."""
     if snap.mode is ClusterMode.UNKNOWN:
         return Text("mode ?", fmt.WARN)
     if snap.mode is ClusterMode.ZOOKEEPER:
@@ -262,6 +263,9 @@ def mode_text(snap: ClusterSnapshot, short: int = 0) -> Text:
         out.append("?" if kv is None else str(kv), fmt.PLAIN if kv is not None else fmt.WARN)
         if quorum is not None and kv in KRAFT_VERSIONS:
             out.append(f" ({quorum})", fmt.DIM)
+        for o in f.others if f is not None else ():  # what else the cluster can do
+            out.append(f" {o.name.removesuffix('.version')} ", fmt.DIM)
+            out.append(str(o.level), fmt.PLAIN if o.level else fmt.DIM)
         return out
     out.append(" ")
     out.append(mv or "?", fmt.PLAIN if mv else fmt.WARN)

@@ -576,4 +576,5 @@ class GroupPartitionsTable(KeyedTable):
 
     def show(self, group: Group | None, now: float | None = None) -> None:
         """Show `group`'s partitions (carried figures aged at `now`)."""
+        self.set_columns(rows.group_partition_columns(group))
         self.sync(rows.group_partition_rows(group, now))
