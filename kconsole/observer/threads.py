@@ -33,13 +33,13 @@ from collections import deque
 from collections.abc import Callable
 
 from kconsole.cluster.admin import AdminReader, AdminState, reachable
-from kconsole.cluster.clients import nothing_listens
+from kconsole.cluster.clients import diagnose_auth, nothing_listens
 from kconsole.cluster.groups import carry_forward
 from kconsole.cluster.procs import ProcState
 from kconsole.cluster.quorum import NoQuorumLeader, NotKRaft, QuorumReader
 from kconsole.cluster.zk import ZkState, ZkWatcher, read_once
 from kconsole.config import Settings
-from kconsole.errors import ClusterError
+from kconsole.errors import AuthenticationFailed, ClusterError
 from kconsole.models import BrokerConfig, BrokerState, ClusterMode, ClusterSnapshot, SourceName
 from kconsole.observer.builder import (
     SnapshotBuilder,
@@ -53,6 +53,7 @@ from kconsole.timeline import Event, diff
 log = logging.getLogger(__name__)
 OnUpdate = Callable[[ClusterSnapshot, tuple[Event, ...]], None]
 StatesFn = Callable[[], dict[int, ProcState]]
+HintFn = Callable[[], str]
 # The longest a consumer-group poll waits for a burst of ZooKeeper changes to be read.
 GROUPS_HOLD_S = 2.0
 # KRaft: DescribeQuorum (and DescribeCluster) this often; small answers whatever the partitions.
@@ -62,6 +63,12 @@ QUORUM_ELECTION_POLL_S = 0.1
 FEATURES_REFRESH_S = 30.0
 # Until the mode is known the quorum is asked this often (each try may wait its timeout).
 MODE_PROBE_S = 1.0
+# A secured cluster is asked first whether it accepts kconsole's login or TLS handshake, by
+# a librdkafka client that stops at the first answer: kafka-python (the quorum, the groups)
+# would try every broker until its timeout to fail the same way (3 + 5 s).
+REFUSAL_PROBE_S = 2.0
+# ... again at most this often while the Admin API has never answered (the console).
+REFUSAL_PROBE_EVERY_S = 10.0
 
 
 # How often the backend's process states are read (the local backend: pid files and /proc).
@@ -78,10 +85,14 @@ class ClusterObserver:
         proc_states: StatesFn | None = None,
         clock: Callable[[], float] = time.time,
         history: int = 2000,
+        start_hint: HintFn | None = None,
     ):
         self.settings = settings
         self.clock = clock
         self.proc_states_fn = proc_states
+        # While nothing answers: how to start the cluster if it is the local one, not running.
+        self.start_hint_fn = start_hint
+        self._probed_at = -REFUSAL_PROBE_EVERY_S  # when the login was last probed (monotonic)
         self.builder = SnapshotBuilder(use_zookeeper=bool(settings.zookeeper))
         self.events: deque[Event] = deque(maxlen=history)
         self.snapshot: ClusterSnapshot | None = None
@@ -168,18 +179,24 @@ class ClusterObserver:
     def read_once(self) -> ClusterSnapshot:
         """Read every source once, synchronously, and return the snapshot. The quorum is
         asked first: a KRaft cluster then needs no ZooKeeper timeout (the default ZooKeeper
-        is given even when the cluster is KRaft)."""
-        quorum = self._quorum_reader()
-        try:
-            self._poll_quorum(quorum, publish=False)
-        finally:
-            quorum.close()
+        is given even when the cluster is KRaft). A cluster that refuses the login is asked
+        nothing more: each source says so (ZooKeeper, which has its own login, is read)."""
+        login = self._refusal()
+        if login is not None:
+            with self._lock:
+                self.builder.quorum_failed(login, refused=True)
+        else:
+            quorum = self._quorum_reader()
+            try:
+                self._poll_quorum(quorum, publish=False)
+            finally:
+                quorum.close()
         if self.settings.zookeeper and self.builder.mode is not ClusterMode.KRAFT:
             # Every address refusing: kazoo would retry them until its timeout (5 s).
-            refused = nothing_listens(self.settings.zookeeper)
+            zk_silent = nothing_listens(self.settings.zookeeper)
             try:
-                if refused is not None:
-                    raise ClusterError(refused)
+                if zk_silent is not None:
+                    raise ClusterError(zk_silent)
                 self._zk_changed(
                     read_once(self.settings.zookeeper, client_props=self.settings.client),
                     "",
@@ -190,11 +207,14 @@ class ClusterObserver:
         self._read_proc_states()
         # A fresh Admin client knows only the bootstrap brokers: when every one refuses, the
         # metadata and the groups fail now, not after a timeout each (5 s + 5 s).
-        refused = nothing_listens(str(self.settings.kafka_config().get("bootstrap.servers", "")))
-        if refused is not None:
+        silent = nothing_listens(str(self.settings.kafka_config().get("bootstrap.servers", "")))
+        if silent is not None or login is not None:
             with self._lock:
-                self.builder.health[SourceName.ADMIN].failure(refused)
-                self.builder.health[SourceName.GROUPS].failure(refused)
+                for name in (SourceName.ADMIN, SourceName.GROUPS):
+                    self.builder.health[name].failure(
+                        login or silent or "", refused=login is not None
+                    )
+            self._note_hint()
             return self._publish(publish=False)
         reader = self._reader()
         try:
@@ -203,6 +223,32 @@ class ClusterObserver:
         finally:
             reader.close()
         return self._publish(publish=False)
+
+    def _refusal(self) -> str | None:
+        """Why the cluster refuses kconsole's login or TLS handshake (asked only of a secured
+        one, by a fresh librdkafka client: REFUSAL_PROBE_S); None when it did not refuse, or
+        did not answer in time (the sources then say what they meet)."""
+        self._probed_at = time.monotonic()
+        try:
+            diagnose_auth(self.settings, REFUSAL_PROBE_S)
+        except AuthenticationFailed as exc:
+            return exc.message
+        except Exception as exc:  # the probe is a shortcut: the sources say the rest
+            log.debug("login probe: %s", exc)
+        return None
+
+    def _note_hint(self) -> None:
+        """While the cluster cannot be reached: how to start it, if it is the local one and
+        not running (asked of the command layer's start_hint)."""
+        if self.start_hint_fn is None:
+            return
+        try:
+            hint = self.start_hint_fn()
+        except Exception as exc:
+            log.debug("start hint: %s", exc)
+            hint = ""
+        with self._lock:
+            self.builder.start_hint = hint
 
     # -- sources ----------------------------------------------------------------------------
     def _reader(self) -> AdminReader:
@@ -245,7 +291,7 @@ class ClusterObserver:
                 else:
                     zk_answered = False
                     before = b.quorum
-                    b.quorum_failed(_describe(exc))
+                    b.quorum_failed(_describe(exc), _is_refusal(exc))
                     changed = before is not None and not before.stale
             if zk_answered:
                 return self._zookeeper_mode(publish)
@@ -343,7 +389,15 @@ class ClusterObserver:
     def _poll_admin(self, reader: AdminReader, publish: bool = True) -> None:
         read: AdminState | None = None  # KRaft: whose short partitions' ELR to read after
         settings_from: tuple[AdminState, dict[int, bool]] | None = None  # configs, read after
+        with self._lock:
+            never = self.builder.health[SourceName.ADMIN].updated_at is None
+        # Until the Admin API first answers, a refused login is found in a moment (the first
+        # read through kafka-python, with ZooKeeper, would wait out its timeout to fail).
+        probe = never and time.monotonic() - self._probed_at >= REFUSAL_PROBE_EVERY_S
+        refused = self._refusal() if probe else None
         try:
+            if refused is not None:
+                raise AuthenticationFailed(refused)
             with self._lock:
                 tree = self.builder.zk
                 serves = tree is not None and self.builder.health[SourceName.ZOOKEEPER].ok
@@ -369,10 +423,12 @@ class ClusterObserver:
                 self.builder.admin = state
                 self.builder.reachable = reach
                 self.builder.health[SourceName.ADMIN].success(self.clock())
+                self.builder.start_hint = ""
             read = state if kraft else None
         except Exception as exc:  # a dead cluster must never stop the poller
             with self._lock:
-                self.builder.health[SourceName.ADMIN].failure(_describe(exc))
+                self.builder.health[SourceName.ADMIN].failure(_describe(exc), _is_refusal(exc))
+            self._note_hint()
         if self._zk is not None and self._zk.connected:
             with self._lock:
                 zk = self.builder.health[SourceName.ZOOKEEPER]
@@ -428,7 +484,7 @@ class ClusterObserver:
                 b.health[SourceName.GROUPS].success(b.groups_at, "; ".join(notes))
         except Exception as exc:  # nothing answered: keep the last data, marked stale
             with self._lock:
-                self.builder.health[SourceName.GROUPS].failure(_describe(exc))
+                self.builder.health[SourceName.GROUPS].failure(_describe(exc), _is_refusal(exc))
         if publish:
             self._publish()
 
@@ -568,6 +624,18 @@ def _read_elr(
     except Exception as exc:
         log.debug("ELR: %s", exc)
         return {}
+
+
+def _is_refusal(exc: BaseException) -> bool:
+    """The cluster refused kconsole's login or TLS handshake: `exc` or what caused it."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # a chain of causes, never a loop
+        if seen is None:
+            return False
+        if isinstance(seen, AuthenticationFailed):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _describe(exc: BaseException) -> str:

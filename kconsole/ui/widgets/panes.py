@@ -204,6 +204,10 @@ def header_text(
     if snap is None:
         out.append("waiting for the first snapshot…", fmt.DIM)
         return out
+    badge = not_asked_badge(snap, now, compact=compact)
+    if badge.plain:  # first too: it says why every figure after it is unknown or old
+        out.append_text(badge)
+        out.append(*sep)
     if not compact:
         out.append("cluster ", fmt.DIM)
     cluster_id = snap.cluster_id or "?"
@@ -239,6 +243,38 @@ def header_text(
 
 
 KRAFT_VERSIONS = {0: "static quorum", 1: "dynamic quorum"}
+ALARM = "bold #1a1a1a on #f0b429"  # amber: not known, which is not broken
+
+
+def not_asked_label(snap: ClusterSnapshot, *, compact: bool = False) -> str:
+    """What stopped kconsole asking the cluster, in capitals: its TLS handshake or its login
+    refused, or nothing of it answering; "" when it was asked."""
+    if snap.refused:
+        if snap.refused.startswith("TLS handshake"):
+            return "TLS REFUSED" if compact else "TLS HANDSHAKE REFUSED"
+        return "LOGIN REFUSED"
+    if snap.unreached:
+        return "UNREACHABLE" if compact else "CANNOT REACH THE CLUSTER"
+    return ""
+
+
+def not_asked_badge(snap: ClusterSnapshot, now: float, *, compact: bool = False) -> Text:
+    """The header's alarm while the cluster cannot be asked (see not_asked_label), with how
+    long since a source of its metadata last answered; empty when it was asked."""
+    label = not_asked_label(snap, compact=compact)
+    if not label:
+        return Text()
+    out = Text.assemble((f" {label} ", ALARM))
+    if snap.unreached:
+        last = snap.last_answer
+        if last is None:
+            out.append(" never answered" if not compact else " never", fmt.WARN)
+        else:
+            out.append(
+                f" {fmt.age(now - last)}" if compact else f" last answer {fmt.age(now - last)} ago",
+                fmt.WARN,
+            )
+    return out
 
 
 def mode_text(snap: ClusterSnapshot, short: int = 0) -> Text:
@@ -316,7 +352,9 @@ class ControllerView(Line):
         if pane is not None:
             set_border(pane, title="Controller")
         lost = snap is not None and snap.controller.id is None
-        self.set_class(lost, "-alert")
+        unknown = lost and snap is not None and bool(snap.unreached)
+        self.set_class(lost and not unknown, "-alert")
+        self.set_class(unknown, "-unknown")
         self.show(controller_text(snap, view.now))
 
 
@@ -328,6 +366,16 @@ def controller_text(snap: ClusterSnapshot | None, now: float) -> Text:
     since = fmt.age(None if c.since is None else now - c.since)
     epoch = fmt.NONE if c.epoch is None else str(c.epoch)
     previous = fmt.NONE if c.previous is None else f"broker {c.previous}"
+    if c.id is None and snap.unreached:
+        # Not asked: which broker controls the cluster is unknown, not "none".
+        out = Text(not_asked_label(snap) + "\n", "bold")
+        out.append("controller unknown\n")
+        last = snap.last_answer
+        out.append("never answered" if last is None else f"last answer {fmt.age(now - last)} ago")
+        if snap.start_hint:
+            out.append("\nstart it: ", fmt.DIM)
+            out.append("kconsole cluster up", "bold")
+        return out
     if c.id is None:
         lines = ["NO ACTIVE CONTROLLER"]
         if c.since is not None:
