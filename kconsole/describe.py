@@ -58,7 +58,7 @@ def render_text(snap: ClusterSnapshot, now: float | None = None) -> str:
     out.append("")
     if snap.mode is ClusterMode.KRAFT:
         out += _quorum(snap.quorum, now)
-    elif c.id is None and snap.unreached:
+    elif c.id is None and (snap.unreached or snap.last_answer is None):
         # Nothing answered: who controls the cluster is not known, which is not "no one".
         asked = "the brokers could not be asked" if snap.refused else "cannot reach the cluster"
         out.append(f"controller: unknown ({asked})")

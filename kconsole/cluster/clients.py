@@ -106,7 +106,7 @@ def auth_text(raw: str) -> str:
         return f"authentication failed: {raw}"
     addr, rest = m["addr"], m["rest"]
     if rest.startswith("SASL authentication error: "):
-        return f"authentication failed at broker {addr}: {rest.partition(': ')[2]}"
+        return f"authentication failed at broker {addr}: {sasl_detail(rest.partition(': ')[2])}"
     if rest.startswith("SSL handshake failed"):
         detail = rest.partition(": ")[2] or rest
         return f"TLS handshake with broker {addr} failed: {detail}"
@@ -123,10 +123,36 @@ def auth_text(raw: str) -> str:
     return f"authentication failed at broker {addr}: {rest}"
 
 
+# The alerts that refuse a client (not, say, one about a connection closing mid-drill).
+_REFUSING_ALERTS = frozenset(
+    {
+        *_CERT_ALERTS,
+        "handshake failure",
+        "access denied",
+        "protocol version",
+        "insufficient security",
+    }
+)
+
+
+# The broker's words for a wrong password (Kafka's SaslServerAuthenticator), said shorter.
+_INVALID_CREDENTIALS = re.compile(
+    r"Authentication failed during authentication due to invalid credentials with SASL "
+    r"mechanism (?P<mechanism>\S+)"
+)
+
+
+def sasl_detail(text: str) -> str:
+    """The broker's reason for a refused SASL login, as short as it can be said whole
+    ('invalid credentials (SASL mechanism SCRAM-SHA-512)'): it is shown in pane borders."""
+    return _INVALID_CREDENTIALS.sub(r"invalid credentials (SASL mechanism \g<mechanism>)", text)
+
+
 def is_tls_alert(text: str) -> bool:
-    """True when librdkafka's error text carries a TLS alert from the broker: a refused
-    handshake, whatever the error's code."""
-    return _TLS_ALERT.search(text) is not None
+    """True when librdkafka's error text carries a TLS alert by which the broker refused the
+    client (its certificate, its protocol), whatever the error's code."""
+    alert = _TLS_ALERT.search(text)
+    return alert is not None and alert["alert"].strip() in _REFUSING_ALERTS
 
 
 def servers_key(servers: object) -> str:

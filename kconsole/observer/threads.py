@@ -33,7 +33,7 @@ from collections import deque
 from collections.abc import Callable
 
 from kconsole.cluster.admin import AdminReader, AdminState, reachable
-from kconsole.cluster.clients import diagnose_auth, nothing_listens
+from kconsole.cluster.clients import auth_failure, diagnose_auth, nothing_listens
 from kconsole.cluster.groups import carry_forward
 from kconsole.cluster.procs import ProcState
 from kconsole.cluster.quorum import NoQuorumLeader, NotKRaft, QuorumReader
@@ -224,6 +224,16 @@ class ClusterObserver:
             reader.close()
         return self._publish(publish=False)
 
+    def _failed(self, exc: BaseException, start: float) -> tuple[str, bool]:
+        """(why, refused) for a read that failed with `exc` after `start` (monotonic): a
+        refused login any of kconsole's clients met meanwhile is the reason (kafka-python
+        meets one as a bootstrap that timed out)."""
+        if _is_refusal(exc):
+            return _describe(exc), True
+        servers = self.settings.kafka_config().get("bootstrap.servers", "")
+        refused = auth_failure(servers, start)
+        return (refused, True) if refused is not None else (_describe(exc), False)
+
     def _refusal(self) -> str | None:
         """Why the cluster refuses kconsole's login or TLS handshake (asked only of a secured
         one, by a fresh librdkafka client: REFUSAL_PROBE_S); None when it did not refuse, or
@@ -268,6 +278,7 @@ class ClusterObserver:
         # The brokers decide first: a ZooKeeper that answers may be another cluster's (the
         # default connect string is given to every cluster).
         now = self.clock()
+        start = time.monotonic()
         try:
             quorum = reader.read_quorum(now)
         except NotKRaft:
@@ -284,6 +295,7 @@ class ClusterObserver:
                 self._publish()
             return ClusterMode.KRAFT
         except Exception as exc:  # keep the last figures, marked with their age and error
+            why, refused = self._failed(exc, start)
             with self._lock:
                 b = self.builder
                 if b.mode is ClusterMode.UNKNOWN and b.use_zookeeper and b.zk is not None:
@@ -291,7 +303,7 @@ class ClusterObserver:
                 else:
                     zk_answered = False
                     before = b.quorum
-                    b.quorum_failed(_describe(exc), _is_refusal(exc))
+                    b.quorum_failed(why, refused)
                     changed = before is not None and not before.stale
             if zk_answered:
                 return self._zookeeper_mode(publish)
@@ -389,6 +401,7 @@ class ClusterObserver:
     def _poll_admin(self, reader: AdminReader, publish: bool = True) -> None:
         read: AdminState | None = None  # KRaft: whose short partitions' ELR to read after
         settings_from: tuple[AdminState, dict[int, bool]] | None = None  # configs, read after
+        start = time.monotonic()
         with self._lock:
             never = self.builder.health[SourceName.ADMIN].updated_at is None
         # Until the Admin API first answers, a refused login is found in a moment (the first
@@ -426,8 +439,9 @@ class ClusterObserver:
                 self.builder.start_hint = ""
             read = state if kraft else None
         except Exception as exc:  # a dead cluster must never stop the poller
+            why, refused_now = self._failed(exc, start)
             with self._lock:
-                self.builder.health[SourceName.ADMIN].failure(_describe(exc), _is_refusal(exc))
+                self.builder.health[SourceName.ADMIN].failure(why, refused_now)
             self._note_hint()
         if self._zk is not None and self._zk.connected:
             with self._lock:
@@ -469,6 +483,7 @@ class ClusterObserver:
         brokers, leaders, unasked = _hints(snap)
         if brokers is None and admin is not None:  # before the first snapshot (read_once)
             brokers = sorted(admin.nodes) or None
+        start = time.monotonic()
         try:
             read = reader.groups.read(known, brokers, leaders, unasked)
             with self._lock:
@@ -483,8 +498,9 @@ class ClusterObserver:
                     notes.append(f"{len(partly)} of {len(b.groups)} groups partly unread")
                 b.health[SourceName.GROUPS].success(b.groups_at, "; ".join(notes))
         except Exception as exc:  # nothing answered: keep the last data, marked stale
+            why, refused = self._failed(exc, start)
             with self._lock:
-                self.builder.health[SourceName.GROUPS].failure(_describe(exc), _is_refusal(exc))
+                self.builder.health[SourceName.GROUPS].failure(why, refused)
         if publish:
             self._publish()
 

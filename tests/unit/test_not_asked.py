@@ -30,8 +30,8 @@ TLS_ALERT = (
 
 def test_a_refusal_names_the_broker_and_the_mechanism_or_the_tls_alert() -> None:
     assert clients.auth_text(SASL) == (
-        "authentication failed at broker 127.0.0.1:30301: Authentication failed during "
-        "authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512"
+        "authentication failed at broker 127.0.0.1:30301: invalid credentials (SASL mechanism "
+        "SCRAM-SHA-512)"
     )
     assert clients.auth_text(TLS_ALERT) == (
         "TLS handshake with broker 127.0.0.1:30323 failed: ssl/tls alert bad certificate (SSL "
@@ -46,6 +46,10 @@ def test_a_tls_alert_reported_as_a_transport_error_is_remembered_as_a_refusal() 
     on_error = clients.rdkafka_error_cb(servers)
     on_error(KafkaError(KafkaError._TRANSPORT, "ssl://127.0.0.1:30323/1: Connect failed"))
     assert clients.auth_failure(servers, since) is None  # a broker that is down is no refusal
+    on_error(
+        KafkaError(KafkaError._TRANSPORT, TLS_ALERT.replace("bad certificate", "decode error"))
+    )
+    assert clients.auth_failure(servers, since) is None  # an alert that refuses nobody
     on_error(KafkaError(KafkaError._TRANSPORT, TLS_ALERT))
     assert (clients.auth_failure(servers, since) or "").startswith(
         "TLS handshake with broker 127.0.0.1:30323 failed"
