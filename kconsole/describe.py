@@ -58,7 +58,7 @@ def render_text(snap: ClusterSnapshot, now: float | None = None) -> str:
     out.append("")
     if snap.mode is ClusterMode.KRAFT:
         out += _quorum(snap.quorum, now)
-    elif c.id is None and (snap.unreached or snap.last_answer is None):
+    elif c.id is None and (snap.unreached or snap.never_answered):
         # Nothing answered: who controls the cluster is not known, which is not "no one".
         asked = "the brokers could not be asked" if snap.refused else "cannot reach the cluster"
         out.append(f"controller: unknown ({asked})")
@@ -81,7 +81,7 @@ def render_text(snap: ClusterSnapshot, now: float | None = None) -> str:
                 b.state.value + (" fenced" if kraft and b.fenced else ""),
                 *(
                     ["?", "?", "?"]  # not asked: no count is known, not 0
-                    if b.state is BrokerState.UNKNOWN
+                    if b.state is BrokerState.UNKNOWN or snap.never_answered
                     else [
                         str(snap.led_by(b.id)),
                         str(snap.hosted_by(b.id)),

@@ -533,6 +533,12 @@ class ClusterSnapshot:
         return next((s.error for s in meta if s.error), "no source answered")
 
     @property
+    def never_answered(self) -> bool:
+        """No source of the cluster's metadata has answered yet: every figure is unknown."""
+        meta = [s for s in self.sources if s.name in METADATA_SOURCES]
+        return bool(meta) and all(s.updated_at is None for s in meta)
+
+    @property
     def last_answer(self) -> float | None:
         """When a source of the cluster's metadata last answered (None: never)."""
         times = [

@@ -116,8 +116,8 @@ def broker_rows(snap: ClusterSnapshot | None) -> Rows:
 
 
 def count_cells(snap: ClusterSnapshot, b: Broker) -> list[Text]:
-    """A broker's leads, hosts and URP cells; "?" for one not asked (no count is known)."""
-    if b.state is BrokerState.UNKNOWN:
+    """A broker's leads, hosts and URP cells; "?" while not asked (no count is known)."""
+    if b.state is BrokerState.UNKNOWN or snap.never_answered:
         return [fmt.cell("?", fmt.DIM)] * 3
     urp = snap.under_replicated_on(b.id)
     return [

@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from kconsole.cli import main
 from kconsole.cluster.clients import nothing_listens
+from kconsole.cluster.kraft_spec import KRaftSpec
 from kconsole.cluster.local_spec import LocalClusterSpec
 from kconsole.cluster.quorum import QuorumReader
 from kconsole.commands.local_hint import start_hint
@@ -78,19 +79,27 @@ def test_describe_with_nothing_listening_says_why_without_waiting() -> None:
         assert "nothing listens" in (health[name].error or ""), health[name]
 
 
+@pytest.mark.parametrize("mode", ["zookeeper", "kraft"])
 def test_describe_says_the_local_cluster_is_not_running_and_how_to_start_it(
-    tmp_path: Path,
+    tmp_path: Path, mode: str
 ) -> None:
-    """Nothing answers at the local cluster's addresses and none of its processes runs:
+    """Nothing answers at the local cluster's addresses and none of its processes runs (a
+    ZooKeeper-mode one: its ZooKeeper does not answer either; a KRaft one: no quorum):
     `describe` says the cluster cannot be reached and how to start it, says the controller
     is unknown (not "none"), and exits 2 -- at once, not after the clients' timeouts."""
     zk_port, base_port = pick_ports(3)
-    spec = LocalClusterSpec(zk_port=zk_port, base_port=base_port)
+    spec: LocalClusterSpec | KRaftSpec
+    if mode == "kraft":
+        spec = KRaftSpec(base_port=base_port, controller_base_port=base_port + 10)
+        zookeeper = ""
+    else:
+        spec = LocalClusterSpec(zk_port=zk_port, base_port=base_port)
+        zookeeper = spec.zk_connect
     state_dir = tmp_path / "local"
     state_dir.mkdir()
     (state_dir / "cluster.json").write_text(spec.to_json())
     env = {"KCONSOLE_CLUSTER_DIR": str(state_dir), "KCONSOLE_STATE_DIR": str(tmp_path / "home")}
-    flags = ["--bootstrap", spec.bootstrap, "--zookeeper", spec.zk_connect, "--backend", "local"]
+    flags = ["--bootstrap", spec.bootstrap, "--zookeeper", zookeeper, "--backend", "local"]
     t0 = time.monotonic()
     res = CliRunner().invoke(main, [*flags, "describe"], env=env)
     took = time.monotonic() - t0

@@ -373,7 +373,7 @@ class ControllerView(Line):
 def controller_unknown(snap: ClusterSnapshot) -> bool:
     """No controller shown because none was asked: nothing of the cluster's metadata has
     answered yet, or nothing answers now (not "no active controller")."""
-    return bool(snap.unreached) or snap.last_answer is None
+    return bool(snap.unreached) or snap.never_answered
 
 
 def controller_text(snap: ClusterSnapshot | None, now: float, width: int = 28) -> Text:
