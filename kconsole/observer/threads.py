@@ -232,7 +232,11 @@ class ClusterObserver:
             return _describe(exc), True
         servers = self.settings.kafka_config().get("bootstrap.servers", "")
         refused = auth_failure(servers, start)
-        return (refused, True) if refused is not None else (_describe(exc), False)
+        if refused is not None:
+            return refused, True
+        # Said plainly when every bootstrap address refuses the connection (nothing runs
+        # there), rather than as the client's "transport failure" or bootstrap timeout.
+        return nothing_listens(str(servers), 0.2) or _describe(exc), False
 
     def _refusal(self) -> str | None:
         """Why the cluster refuses kconsole's login or TLS handshake (asked only of a secured

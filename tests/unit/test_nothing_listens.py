@@ -134,3 +134,22 @@ def test_the_default_addresses_with_no_local_cluster_made_say_cluster_up(
     assert hint.startswith("no local cluster runs here: start one with `kconsole cluster up`")
     assert "`make console`" in hint
     assert start_hint(dataclasses.replace(settings, bootstrap="kafka.example:9092")) == ""
+
+
+def test_a_live_poll_says_nothing_listens_and_asks_for_the_start_hint() -> None:
+    """The console's Admin API poll (not read_once): a failure while every bootstrap address
+    refuses is said as "nothing listens", not as the client's transport failure, and the
+    command layer's start hint is asked for and carried in the snapshot."""
+    dead = f"127.0.0.1:{_closed_port()}"
+    observer = ClusterObserver(
+        Settings(bootstrap=dead, zookeeper=""), start_hint=lambda: "start it with `x up`"
+    )
+    reader = observer._reader()
+    try:
+        observer._poll_admin(reader, publish=False)
+    finally:
+        reader.close()
+    health = observer.builder.health[SourceName.ADMIN]
+    assert not health.ok and not health.refused
+    assert health.error == f"nothing listens at {dead} (connection refused)"
+    assert observer._publish(publish=False).start_hint == "start it with `x up`"
