@@ -40,7 +40,14 @@ from kconsole.cluster.quorum import NoQuorumLeader, NotKRaft, QuorumReader
 from kconsole.cluster.zk import ZkState, ZkWatcher, read_once
 from kconsole.config import Settings
 from kconsole.errors import AuthenticationFailed, ClusterError
-from kconsole.models import BrokerConfig, BrokerState, ClusterMode, ClusterSnapshot, SourceName
+from kconsole.models import (
+    METADATA_SOURCES,
+    BrokerConfig,
+    BrokerState,
+    ClusterMode,
+    ClusterSnapshot,
+    SourceName,
+)
 from kconsole.observer.builder import (
     SnapshotBuilder,
     _client_listener,
@@ -255,6 +262,13 @@ class ClusterObserver:
         """While the cluster cannot be reached: how to start it, if it is the local one and
         not running (asked of the command layer's start_hint)."""
         if self.start_hint_fn is None:
+            return
+        with self._lock:
+            health = self.builder.health
+            answering = any(health[n].ok for n in METADATA_SOURCES if n in health)
+        if answering:  # reached: nothing to start (a drill's stopped brokers are its own)
+            with self._lock:
+                self.builder.start_hint = ""
             return
         try:
             hint = self.start_hint_fn()

@@ -120,11 +120,17 @@ class Pane(Vertical):
             down = SOURCE_LABELS.get(health.name, (health.name.value,))[0]
             subtitle = escape(f"via {label} · {down} down: {health.error}")
         elif stale and health is not None:
-            unreached = view.snapshot.unreached if view.snapshot is not None else ""
-            if unreached and health.name in METADATA_SOURCES:
-                # Why nothing was asked (a refused login), not the first source's error (the
-                # default ZooKeeper, maybe not this cluster's at all).
-                health = replace(health, error=unreached)
+            snap = view.snapshot
+            if (
+                snap is not None
+                and snap.unreached
+                and (snap.refused or snap.never_answered)
+                and health.name in METADATA_SOURCES
+            ):
+                # Why nothing was ever asked (a refused login, nothing listening at the
+                # bootstrap servers), not the first source's error (the default ZooKeeper,
+                # maybe not this cluster's at all).
+                health = replace(health, error=snap.unreached)
             subtitle = escape(stale_text(health, view.now))
         elif health is not None and health.degraded:
             subtitle = escape(f"degraded: {health.error}")
