@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from kconsole.models import ClusterMode, ClusterSnapshot, Quorum
+from kconsole.models import BrokerState, ClusterMode, ClusterSnapshot, Quorum
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
@@ -15,10 +15,28 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
     return [fmt.format(*headers).rstrip(), *(fmt.format(*r).rstrip() for r in rows)]
 
 
+def not_asked(snap: ClusterSnapshot, now: float | None = None) -> str:
+    """Why the cluster could not be asked, as one sentence: nothing of it answers (with how
+    long since it last did, and how to start it when it is the local one), or it refused the
+    login or the TLS handshake; "" when it was asked."""
+    if snap.refused:
+        return f"the brokers could not be asked: {snap.refused}"
+    if not snap.unreached:
+        return ""
+    now = time.time() if now is None else now
+    last = snap.last_answer
+    since = "never answered" if last is None else f"last answered {max(0.0, now - last):.1f}s ago"
+    hint = f"; {snap.start_hint}" if snap.start_hint else ""
+    return f"cannot reach the cluster ({since}): {snap.unreached}{hint}"
+
+
 def render_text(snap: ClusterSnapshot, now: float | None = None) -> str:
     """Brokers, controller, partitions with flags, groups with lag, and source health."""
     now = time.time() if now is None else now
     out = [f"cluster {snap.cluster_id or '?'}", f"mode {snap.mode.value}"]
+    why = not_asked(snap, now)
+    if why:
+        out.append(why)
     f = snap.features
     if f is not None:
         out.append(
@@ -44,6 +62,10 @@ def render_text(snap: ClusterSnapshot, now: float | None = None) -> str:
     if snap.mode is ClusterMode.KRAFT:
         out += _quorum(snap.quorum, now)
         out += _controllers(snap)
+    elif c.id is None and (snap.unreached or snap.never_answered):
+        # Nothing answered: who controls the cluster is not known, which is not "no one".
+        asked = "the brokers could not be asked" if snap.refused else "cannot reach the cluster"
+        out.append(f"controller: unknown ({asked})")
     elif c.id is None:
         out.append("controller: NONE (no active controller)")
     else:
@@ -61,9 +83,15 @@ def render_text(snap: ClusterSnapshot, now: float | None = None) -> str:
                 b.address,
                 b.rack or "-",
                 b.state.value + (" fenced" if kraft and b.fenced else ""),
-                str(snap.led_by(b.id)),
-                str(snap.hosted_by(b.id)),
-                str(snap.under_replicated_on(b.id)),
+                *(
+                    ["?", "?", "?"]  # not asked: no count is known, not 0
+                    if b.state is BrokerState.UNKNOWN or snap.never_answered
+                    else [
+                        str(snap.led_by(b.id)),
+                        str(snap.hosted_by(b.id)),
+                        str(snap.under_replicated_on(b.id)),
+                    ]
+                ),
             ]
             for b in snap.brokers
         ],

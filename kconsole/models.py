@@ -22,6 +22,9 @@ class BrokerState(StrEnum):
     DOWN = "down"  # known, but not registered any more
     UNREACHABLE = "unreachable"  # registered, but its port does not answer
     PAUSED = "paused"  # the backend says its process is frozen (SIGSTOP / docker pause)
+    # Not known: no source of the cluster's metadata has answered (nothing listens, or the
+    # cluster refused the login: ClusterSnapshot.unreached says why). Not down.
+    UNKNOWN = "unknown"
 
 
 class SourceName(StrEnum):
@@ -29,6 +32,12 @@ class SourceName(StrEnum):
     ADMIN = "admin"
     GROUPS = "groups"
     QUORUM = "quorum"  # KRaft: DescribeQuorum / DescribeFeatures, polled
+
+
+# A source's error before its first answer (neither answered nor failed yet).
+SOURCE_WAITING = "waiting for first data"
+# The sources that tell the cluster's brokers, controller and partitions (the groups do not).
+METADATA_SOURCES = (SourceName.ZOOKEEPER, SourceName.ADMIN, SourceName.QUORUM)
 
 
 class ClusterMode(StrEnum):
@@ -377,6 +386,9 @@ class SourceHealth:
     ok: bool
     updated_at: float | None = None  # last success (epoch seconds)
     error: str = ""  # when ok: what part of the data could not be read (degraded), else why none
+    # The cluster refused kconsole's login or TLS handshake (`error` says where and why):
+    # waiting does not mend it.
+    refused: bool = False
 
     def age(self, now: float) -> float | None:
         return None if self.updated_at is None else max(0.0, now - self.updated_at)
@@ -472,6 +484,9 @@ class ClusterSnapshot:
     # handed on with the tuple when no partition changed.
     partitions_gen: int = 0
     partition_changes: PartitionChanges | None = None  # how `partitions` differs from before
+    # While the cluster cannot be reached and it is the local cluster, not running: how to
+    # start it ("" otherwise). Last: positional construction keeps its order.
+    start_hint: str = ""
 
     # -- lookups ------------------------------------------------------------------------
     # Indexes are built on first use and kept with the (immutable) snapshot: a flag per
@@ -565,6 +580,46 @@ class ClusterSnapshot:
 
     def source(self, name: SourceName) -> SourceHealth | None:
         return next((s for s in self.sources if s.name == name), None)
+
+    @property
+    def refused(self) -> str:
+        """Why the cluster refused kconsole's login or TLS handshake, as the first source it
+        refused says it ("" when none was refused)."""
+        return next((s.error for s in self.sources if s.refused and not s.ok), "")
+
+    @property
+    def unreached(self) -> str:
+        """Why the cluster cannot be asked at all: every source of its metadata (ZooKeeper,
+        the Admin API, the quorum) has failed -- nothing listens, or the login was refused
+        (that reason first). "" when one answers, or one has not been tried yet. What is
+        shown then is unknown (or the last figures read, with their age), never down."""
+        meta = [s for s in self.sources if s.name in METADATA_SOURCES]
+        if not meta or any(
+            s.ok or (s.updated_at is None and s.error == SOURCE_WAITING) for s in meta
+        ):
+            return ""
+        if self.refused:
+            return self.refused
+        admin = self.source(SourceName.ADMIN)
+        if admin is not None and admin.error:
+            return admin.error
+        return next((s.error for s in meta if s.error), "no source answered")
+
+    @property
+    def never_answered(self) -> bool:
+        """No source of the cluster's metadata has answered yet: every figure is unknown."""
+        meta = [s for s in self.sources if s.name in METADATA_SOURCES]
+        return bool(meta) and all(s.updated_at is None for s in meta)
+
+    @property
+    def last_answer(self) -> float | None:
+        """When a source of the cluster's metadata last answered (None: never)."""
+        times = [
+            s.updated_at
+            for s in self.sources
+            if s.name in METADATA_SOURCES and s.updated_at is not None
+        ]
+        return max(times) if times else None
 
     def partition(self, topic: str, partition: int) -> Partition | None:
         return self._partitions_by_key.get((topic, partition))

@@ -195,7 +195,10 @@ def _run_console(ctx: click.Context, settings: Settings) -> None:
     door = commands(ctx, origin="console")
     # Picks the broker control now, before the screen asks whether its keys are available.
     observer = ClusterObserver(
-        settings, proc_states=door.broker_states(), controller_states=door.controller_states()
+        settings,
+        proc_states=door.broker_states(),
+        controller_states=door.controller_states(),
+        start_hint=door.start_hint,
     )
     from kconsole.ui.app import make_app
 
@@ -210,22 +213,34 @@ def _run_console(ctx: click.Context, settings: Settings) -> None:
     app.run()
 
 
+EXIT_NOT_ASKED = 2  # describe: the cluster could not be asked (not reached, or login refused)
+
+
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="The whole snapshot as JSON.")
 @click.pass_context
 def describe(ctx: click.Context, as_json: bool) -> None:
-    """Print the cluster once: brokers, controller, partitions with flags, groups with lag."""
-    from kconsole.describe import render_text
+    """Print the cluster once: brokers, controller, partitions with flags, groups with lag.
+    Exits 2 when the cluster could not be asked: nothing answered, or it refused the login or
+    the TLS handshake (said on stderr too, with how to start the local cluster if it is that)."""
+    from kconsole.describe import not_asked, render_text
     from kconsole.observer import ClusterObserver
 
     settings: Settings = ctx.obj["settings"]
     door = commands(ctx)
-    snap = ClusterObserver(
-        settings, proc_states=door.broker_states(), controller_states=door.controller_states()
-    ).read_once()
+    observer = ClusterObserver(
+        settings,
+        proc_states=door.broker_states(),
+        controller_states=door.controller_states(),
+        start_hint=door.start_hint,
+    )
+    snap = observer.read_once()
     if as_json:
         click.echo(secrets.scrub(snap.to_json(indent=2, default=str)))
     else:
         click.echo(secrets.scrub(render_text(snap)))
-    if not any(s.ok for s in snap.sources):
-        sys.exit(2)
+    why = not_asked(snap)
+    if why or not any(s.ok for s in snap.sources):
+        if why:
+            click.echo(secrets.scrub(f"error: {why}"), err=True)
+        sys.exit(EXIT_NOT_ASKED)

@@ -38,6 +38,22 @@ RDKAFKA_LOG.addFilter(secrets.ScrubFilter())
 AUTH_ERROR_CODES = frozenset(
     {KafkaError._AUTHENTICATION, KafkaError._SSL, KafkaError.SASL_AUTHENTICATION_FAILED}
 )
+# A TLS alert the broker sent (OpenSSL's words): with TLS 1.3 a broker that refuses the
+# client's certificate says so after the client's side of the handshake is done, and
+# librdkafka reports it as a transport error ("Receive failed: ... alert bad certificate").
+_TLS_ALERT = re.compile(
+    r"(?:ssl/tls|sslv3|tlsv1[0-9]*) alert (?P<alert>[a-z ]+?)(?:: SSL alert number (?P<n>\d+))?"
+    r"(?=$|[:;,)])"
+)
+# What the alerts about the client's certificate mean to the person who configured it.
+_CERT_ALERTS = {
+    "bad certificate": "the broker requires a client certificate it accepts",
+    "certificate required": "the broker requires a client certificate",
+    "certificate unknown": "the broker does not accept the client certificate",
+    "unknown ca": "the broker does not trust the CA of the client certificate",
+    "certificate expired": "the client certificate has expired",
+    "certificate revoked": "the client certificate was revoked",
+}
 _BROKER_TEXT = re.compile(r"^(?P<proto>[a-z_]+)://(?P<addr>[^/\s]+)/\S*: (?P<rest>.*)$", re.S)
 _AFTER = re.compile(r"\s*\(after \d+ms in state [A-Z_]+(, \d+ identical error\(s\) suppressed)?\)")
 # What a metadata request fails with while no broker has answered it yet.
@@ -90,11 +106,53 @@ def auth_text(raw: str) -> str:
         return f"authentication failed: {raw}"
     addr, rest = m["addr"], m["rest"]
     if rest.startswith("SASL authentication error: "):
-        return f"authentication failed at broker {addr}: {rest.partition(': ')[2]}"
+        return f"authentication failed at broker {addr}: {sasl_detail(rest.partition(': ')[2])}"
     if rest.startswith("SSL handshake failed"):
         detail = rest.partition(": ")[2] or rest
         return f"TLS handshake with broker {addr} failed: {detail}"
+    if (alert := _TLS_ALERT.search(rest)) is not None:
+        said = alert.group(0).split(": SSL alert number")[0]
+        said += f" (SSL alert number {alert['n']})" if alert["n"] else ""
+        meaning = _CERT_ALERTS.get(alert["alert"].strip())
+        if meaning is None:
+            return f"TLS handshake with broker {addr} failed: {said}"
+        return (
+            f"TLS handshake with broker {addr} failed: {said}: {meaning} "
+            "(ssl.certificate.location, ssl.key.location)"
+        )
     return f"authentication failed at broker {addr}: {rest}"
+
+
+# The alerts that refuse a client (not, say, one about a connection closing mid-drill).
+_REFUSING_ALERTS = frozenset(
+    {
+        *_CERT_ALERTS,
+        "handshake failure",
+        "access denied",
+        "protocol version",
+        "insufficient security",
+    }
+)
+
+
+# The broker's words for a wrong password (Kafka's SaslServerAuthenticator), said shorter.
+_INVALID_CREDENTIALS = re.compile(
+    r"Authentication failed during authentication due to invalid credentials with SASL "
+    r"mechanism (?P<mechanism>\S+)"
+)
+
+
+def sasl_detail(text: str) -> str:
+    """The broker's reason for a refused SASL login, as short as it can be said whole
+    ('invalid credentials (SASL mechanism SCRAM-SHA-512)'): it is shown in pane borders."""
+    return _INVALID_CREDENTIALS.sub(r"invalid credentials (SASL mechanism \g<mechanism>)", text)
+
+
+def is_tls_alert(text: str) -> bool:
+    """True when librdkafka's error text carries a TLS alert by which the broker refused the
+    client (its certificate, its protocol), whatever the error's code."""
+    alert = _TLS_ALERT.search(text)
+    return alert is not None and alert["alert"].strip() in _REFUSING_ALERTS
 
 
 def servers_key(servers: object) -> str:
@@ -124,7 +182,8 @@ def rdkafka_error_cb(servers: object) -> Callable[[KafkaError], None]:
     key = servers_key(servers)
 
     def on_error(err: KafkaError) -> None:
-        if err.code() in AUTH_ERROR_CODES:
+        code = err.code()
+        if code in AUTH_ERROR_CODES or (code == KafkaError._TRANSPORT and is_tls_alert(err.str())):
             note_auth_failure(key, auth_text(err.str()))
 
     return on_error

@@ -132,6 +132,7 @@ def auth_refusal(admin: Any, since: float) -> str:
             detail = text.partition("Handshake failed: ")[2] or text
             return secrets.scrub(f"TLS handshake with broker {addr} failed: {detail}")
         detail = text.partition("SaslAuthenticationFailedError: ")[2] or text
+        detail = clients.sasl_detail(detail)
         return secrets.scrub(f"authentication failed at broker {addr}: {detail}")
     return ""
 

@@ -178,6 +178,13 @@ class Commands(ReassignCommands):
         resolve = getattr(control, "resolve_node", None)
         return resolve(text) if callable(resolve) else None
 
+    def start_hint(self) -> str:
+        """How to start the cluster when it is the local one and not running ("" otherwise):
+        for the console and `describe` while nothing answers (kconsole.commands.local_hint)."""
+        from kconsole.commands.local_hint import start_hint
+
+        return start_hint(self.settings, self.cluster_dir) if self.settings is not None else ""
+
     def jobs_view(self) -> JobsView | None:
         """The job runs, read-only (None: no job manager)."""
         return JobsView(self.jobs) if self.jobs is not None else None

@@ -19,6 +19,7 @@ from kconsole.cluster.kafka_python import Reassignments
 from kconsole.cluster.procs import ProcState
 from kconsole.cluster.quorum import BrokerRegistration
 from kconsole.cluster.zk import ZkState
+from kconsole.models import SOURCE_WAITING as _WAITING  # _has_metadata: "not yet" or "failed"
 from kconsole.models import (
     Broker,
     BrokerConfig,
@@ -38,8 +39,6 @@ from kconsole.models import (
 )
 from kconsole.observer.controllers import controller_statuses, with_last_known
 
-# A source's error before its first answer: _has_metadata tells "not yet" from "failed".
-_WAITING = "waiting for first data"
 # Kafka (ZooKeeper mode) registers a starting broker before its listeners accept connections:
 # 2.1 s apart in a restart on the local cluster with the machine busy. A failed port probe of
 # a registration this young says "still starting", not "unreachable".
@@ -53,16 +52,18 @@ class _Health:
         self.ok = False
         self.updated_at: float | None = None
         self.error = _WAITING
+        self.refused = False
 
     def success(self, now: float, degraded: str = "") -> None:
         """Fresh data; `degraded` says which part of it could not be read."""
-        self.ok, self.updated_at, self.error = True, now, degraded
+        self.ok, self.updated_at, self.error, self.refused = True, now, degraded, False
 
-    def failure(self, error: str) -> None:
-        self.ok, self.error = False, error
+    def failure(self, error: str, refused: bool = False) -> None:
+        """No data this time: `error` says why; `refused`: the cluster refused the login."""
+        self.ok, self.error, self.refused = False, error, refused
 
     def frozen(self) -> SourceHealth:
-        return SourceHealth(self.name, self.ok, self.updated_at, self.error)
+        return SourceHealth(self.name, self.ok, self.updated_at, self.error, self.refused)
 
 
 class SnapshotBuilder:
@@ -77,6 +78,7 @@ class SnapshotBuilder:
         self.broker_config: BrokerConfig | None = None
         self.seq = 0
         self.reachable: dict[int, bool] = {}
+        self.start_hint = ""  # how to start the local cluster while it cannot be reached
         # When a registration was first seen (this builder's clock): brokers that joined while
         # it watched, not those already there at its first build.
         self._joined_at: dict[int, float] = {}
@@ -183,12 +185,13 @@ class SnapshotBuilder:
         if SourceName.QUORUM in self.health:
             self.health[SourceName.QUORUM].failure(error)
 
-    def quorum_failed(self, error: str) -> None:
-        """The quorum could not be read: the last figures stay, marked with the error."""
+    def quorum_failed(self, error: str, refused: bool = False) -> None:
+        """The quorum could not be read: the last figures stay, marked with the error
+        (`refused`: the cluster refused the login)."""
         if self.quorum is not None:
             self.quorum = replace(self.quorum, error=error)
         if SourceName.QUORUM in self.health:
-            self.health[SourceName.QUORUM].failure(error)
+            self.health[SourceName.QUORUM].failure(error, refused)
 
     def reassignments_read(self, found: Reassignments, now: float) -> None:
         """A fresh ListPartitionReassignments answer (kept as the same object when unchanged,
@@ -256,6 +259,7 @@ class SnapshotBuilder:
             seq=self.seq,
             partitions_gen=self._gen,
             partition_changes=self._changes,
+            start_hint=self.start_hint,
         )
 
     def controllers(self, now: float) -> tuple[ControllerStatus, ...]:
@@ -479,10 +483,17 @@ class SnapshotBuilder:
                 self._known[bid] = Broker(bid, "?", 0, state=BrokerState.DOWN)
         for bid in self.proc_states:
             self._known.setdefault(bid, Broker(bid, "?", 0, state=BrokerState.DOWN))
+        # No source has ever said which brokers there are (nothing listens, or the login was
+        # refused): a broker the backend knows is not known to be down, only unknown -- unless
+        # its process is not running.
+        never_read = self.zk is None and self.admin is None and self.registrations is None
         out = []
         for bid in sorted(self._known):
             b = present.get(bid) or self._known[bid]
-            if bid not in present:
+            if bid not in present and never_read:
+                stopped = self.proc_states.get(bid) is ProcState.STOPPED
+                state = BrokerState.DOWN if stopped else BrokerState.UNKNOWN
+            elif bid not in present:
                 state = BrokerState.DOWN
             elif self.proc_states.get(bid) is ProcState.PAUSED:
                 state = BrokerState.PAUSED

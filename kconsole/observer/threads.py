@@ -34,14 +34,21 @@ from collections import deque
 from collections.abc import Callable
 
 from kconsole.cluster.admin import AdminReader, AdminState, reachable
-from kconsole.cluster.clients import nothing_listens
+from kconsole.cluster.clients import auth_failure, diagnose_auth, nothing_listens
 from kconsole.cluster.groups import carry_forward
 from kconsole.cluster.procs import ProcState
 from kconsole.cluster.quorum import NoQuorumLeader, NotKRaft, QuorumReader
 from kconsole.cluster.zk import ZkState, ZkWatcher, read_once
 from kconsole.config import Settings
-from kconsole.errors import ClusterError
-from kconsole.models import BrokerConfig, BrokerState, ClusterMode, ClusterSnapshot, SourceName
+from kconsole.errors import AuthenticationFailed, ClusterError
+from kconsole.models import (
+    METADATA_SOURCES,
+    BrokerConfig,
+    BrokerState,
+    ClusterMode,
+    ClusterSnapshot,
+    SourceName,
+)
 from kconsole.observer.builder import (
     SnapshotBuilder,
     _client_listener,
@@ -55,6 +62,7 @@ from kconsole.timeline import Event, diff
 log = logging.getLogger(__name__)
 OnUpdate = Callable[[ClusterSnapshot, tuple[Event, ...]], None]
 StatesFn = Callable[[], dict[int, ProcState]]
+HintFn = Callable[[], str]
 # The longest a consumer-group poll waits for a burst of ZooKeeper changes to be read.
 GROUPS_HOLD_S = 2.0
 # KRaft: DescribeQuorum (and DescribeCluster) this often; small answers whatever the partitions.
@@ -64,6 +72,12 @@ QUORUM_ELECTION_POLL_S = 0.1
 FEATURES_REFRESH_S = 30.0
 # Until the mode is known the quorum is asked this often (each try may wait its timeout).
 MODE_PROBE_S = 1.0
+# A secured cluster is asked first whether it accepts kconsole's login or TLS handshake, by
+# a librdkafka client that stops at the first answer: kafka-python (the quorum, the groups)
+# would try every broker until its timeout to fail the same way (3 + 5 s).
+REFUSAL_PROBE_S = 2.0
+# ... again at most this often while the Admin API has never answered (the console).
+REFUSAL_PROBE_EVERY_S = 10.0
 
 
 # How often the backend's process states are read (the local backend: pid files and /proc).
@@ -81,6 +95,7 @@ class ClusterObserver:
         controller_states: StatesFn | None = None,
         clock: Callable[[], float] = time.time,
         history: int = 2000,
+        start_hint: HintFn | None = None,
     ):
         self.settings = settings
         self.clock = clock
@@ -88,6 +103,9 @@ class ClusterObserver:
         # KRaft: the process states of the controllers that are no brokers (a stopped one is
         # shown down at once; the quorum alone says so only after the fetch timeout).
         self.controller_states_fn = controller_states
+        # While nothing answers: how to start the cluster if it is the local one, not running.
+        self.start_hint_fn = start_hint
+        self._probed_at = -REFUSAL_PROBE_EVERY_S  # when the login was last probed (monotonic)
         self.builder = SnapshotBuilder(use_zookeeper=bool(settings.zookeeper))
         self.events: deque[Event] = deque(maxlen=history)
         self.snapshot: ClusterSnapshot | None = None
@@ -174,18 +192,24 @@ class ClusterObserver:
     def read_once(self) -> ClusterSnapshot:
         """Read every source once, synchronously, and return the snapshot. The quorum is
         asked first: a KRaft cluster then needs no ZooKeeper timeout (the default ZooKeeper
-        is given even when the cluster is KRaft)."""
-        quorum = self._quorum_reader()
-        try:
-            self._poll_quorum(quorum, publish=False)
-        finally:
-            quorum.close()
+        is given even when the cluster is KRaft). A cluster that refuses the login is asked
+        nothing more: each source says so (ZooKeeper, which has its own login, is read)."""
+        login = self._refusal()
+        if login is not None:
+            with self._lock:
+                self.builder.quorum_failed(login, refused=True)
+        else:
+            quorum = self._quorum_reader()
+            try:
+                self._poll_quorum(quorum, publish=False)
+            finally:
+                quorum.close()
         if self.settings.zookeeper and self.builder.mode is not ClusterMode.KRAFT:
             # Every address refusing: kazoo would retry them until its timeout (5 s).
-            refused = nothing_listens(self.settings.zookeeper)
+            zk_silent = nothing_listens(self.settings.zookeeper)
             try:
-                if refused is not None:
-                    raise ClusterError(refused)
+                if zk_silent is not None:
+                    raise ClusterError(zk_silent)
                 self._zk_changed(
                     read_once(self.settings.zookeeper, client_props=self.settings.client),
                     "",
@@ -196,12 +220,15 @@ class ClusterObserver:
         self._read_proc_states()
         # A fresh Admin client knows only the bootstrap brokers: when every one refuses, the
         # metadata and the groups fail now, not after a timeout each (5 s + 5 s).
-        refused = nothing_listens(str(self.settings.kafka_config().get("bootstrap.servers", "")))
-        if refused is not None:
+        silent = nothing_listens(str(self.settings.kafka_config().get("bootstrap.servers", "")))
+        if silent is not None or login is not None:
             with self._lock:
-                self.builder.health[SourceName.ADMIN].failure(refused)
-                self.builder.health[SourceName.GROUPS].failure(refused)
+                for name in (SourceName.ADMIN, SourceName.GROUPS):
+                    self.builder.health[name].failure(
+                        login or silent or "", refused=login is not None
+                    )
             self._settle_controllers()  # the quorum, asked of the controllers, still answers
+            self._note_hint()
             return self._publish(publish=False)
         reader = self._reader()
         try:
@@ -237,6 +264,53 @@ class ClusterObserver:
         finally:
             quorum.close()
 
+    def _failed(self, exc: BaseException, start: float) -> tuple[str, bool]:
+        """(why, refused) for a read that failed with `exc` after `start` (monotonic): a
+        refused login any of kconsole's clients met meanwhile is the reason (kafka-python
+        meets one as a bootstrap that timed out)."""
+        if _is_refusal(exc):
+            return _describe(exc), True
+        servers = self.settings.kafka_config().get("bootstrap.servers", "")
+        refused = auth_failure(servers, start)
+        if refused is not None:
+            return refused, True
+        # Said plainly when every bootstrap address refuses the connection (nothing runs
+        # there), rather than as the client's "transport failure" or bootstrap timeout.
+        return nothing_listens(str(servers), 0.2) or _describe(exc), False
+
+    def _refusal(self) -> str | None:
+        """Why the cluster refuses kconsole's login or TLS handshake (asked only of a secured
+        one, by a fresh librdkafka client: REFUSAL_PROBE_S); None when it did not refuse, or
+        did not answer in time (the sources then say what they meet)."""
+        self._probed_at = time.monotonic()
+        try:
+            diagnose_auth(self.settings, REFUSAL_PROBE_S)
+        except AuthenticationFailed as exc:
+            return exc.message
+        except Exception as exc:  # the probe is a shortcut: the sources say the rest
+            log.debug("login probe: %s", exc)
+        return None
+
+    def _note_hint(self) -> None:
+        """While the cluster cannot be reached: how to start it, if it is the local one and
+        not running (asked of the command layer's start_hint)."""
+        if self.start_hint_fn is None:
+            return
+        with self._lock:
+            health = self.builder.health
+            answering = any(health[n].ok for n in METADATA_SOURCES if n in health)
+        if answering:  # reached: nothing to start (a drill's stopped brokers are its own)
+            with self._lock:
+                self.builder.start_hint = ""
+            return
+        try:
+            hint = self.start_hint_fn()
+        except Exception as exc:
+            log.debug("start hint: %s", exc)
+            hint = ""
+        with self._lock:
+            self.builder.start_hint = hint
+
     # -- sources ----------------------------------------------------------------------------
     def _reader(self) -> AdminReader:
         return AdminReader(self.settings.kafka_config())
@@ -255,6 +329,7 @@ class ClusterObserver:
         # The brokers decide first: a ZooKeeper that answers may be another cluster's (the
         # default connect string is given to every cluster).
         now = self.clock()
+        start = time.monotonic()
         try:
             quorum = reader.read_quorum(now)
         except NotKRaft:
@@ -271,6 +346,7 @@ class ClusterObserver:
                 self._publish()
             return ClusterMode.KRAFT
         except Exception as exc:  # keep the last figures, marked with their age and error
+            why, refused = self._failed(exc, start)
             with self._lock:
                 b = self.builder
                 if b.mode is ClusterMode.UNKNOWN and b.use_zookeeper and b.zk is not None:
@@ -278,7 +354,7 @@ class ClusterObserver:
                 else:
                     zk_answered = False
                     before = b.quorum
-                    b.quorum_failed(_describe(exc))
+                    b.quorum_failed(why, refused)
                     changed = before is not None and not before.stale
             if zk_answered:
                 return self._zookeeper_mode(publish)
@@ -382,7 +458,16 @@ class ClusterObserver:
     def _poll_admin(self, reader: AdminReader, publish: bool = True) -> None:
         read: AdminState | None = None  # KRaft: whose short partitions' ELR to read after
         settings_from: tuple[AdminState, dict[int, bool]] | None = None  # configs, read after
+        start = time.monotonic()
+        with self._lock:
+            never = self.builder.health[SourceName.ADMIN].updated_at is None
+        # Until the Admin API first answers, a refused login is found in a moment (the first
+        # read through kafka-python, with ZooKeeper, would wait out its timeout to fail).
+        probe = never and time.monotonic() - self._probed_at >= REFUSAL_PROBE_EVERY_S
+        refused = self._refusal() if probe else None
         try:
+            if refused is not None:
+                raise AuthenticationFailed(refused)
             with self._lock:
                 tree = self.builder.zk
                 serves = tree is not None and self.builder.health[SourceName.ZOOKEEPER].ok
@@ -423,10 +508,13 @@ class ClusterObserver:
                 b.reachable = reach
                 now = self.clock()
                 b.health[SourceName.ADMIN].success(now, b.reassignments_note(now) if kraft else "")
+                b.start_hint = ""
             read = state if kraft else None
         except Exception as exc:  # a dead cluster must never stop the poller
+            why, refused_now = self._failed(exc, start)
             with self._lock:
-                self.builder.health[SourceName.ADMIN].failure(_describe(exc))
+                self.builder.health[SourceName.ADMIN].failure(why, refused_now)
+            self._note_hint()
         if self._zk is not None and self._zk.connected:
             with self._lock:
                 zk = self.builder.health[SourceName.ZOOKEEPER]
@@ -478,6 +566,7 @@ class ClusterObserver:
         brokers, leaders, unasked = _hints(snap)
         if brokers is None and admin is not None:  # before the first snapshot (read_once)
             brokers = sorted(admin.nodes) or None
+        start = time.monotonic()
         try:
             read = reader.groups.read(known, brokers, leaders, unasked)
             with self._lock:
@@ -492,8 +581,9 @@ class ClusterObserver:
                     notes.append(f"{len(partly)} of {len(b.groups)} groups partly unread")
                 b.health[SourceName.GROUPS].success(b.groups_at, "; ".join(notes))
         except Exception as exc:  # nothing answered: keep the last data, marked stale
+            why, refused = self._failed(exc, start)
             with self._lock:
-                self.builder.health[SourceName.GROUPS].failure(_describe(exc))
+                self.builder.health[SourceName.GROUPS].failure(why, refused)
         if publish:
             self._publish()
 
@@ -640,6 +730,18 @@ def _read_elr(
     except Exception as exc:
         log.debug("ELR: %s", exc)
         return {}
+
+
+def _is_refusal(exc: BaseException) -> bool:
+    """The cluster refused kconsole's login or TLS handshake: `exc` or what caused it."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # a chain of causes, never a loop
+        if seen is None:
+            return False
+        if isinstance(seen, AuthenticationFailed):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _describe(exc: BaseException) -> str:

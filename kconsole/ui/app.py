@@ -146,6 +146,7 @@ class KConsoleApp(BrokerActions, JobActions, ElectionActions):
         self.actions: list[ActionRun] = []
         """Broker actions started from the console, oldest first."""
         self._event_seq = 0
+        self._hinted = ""  # the start hint last shown as a notification
 
     @property
     def export_dir(self) -> Path:
@@ -223,6 +224,16 @@ class KConsoleApp(BrokerActions, JobActions, ElectionActions):
                 snapshot.count_from(current)  # the brokers pane's counts, from what changed
             self.now = self.clock()
             self.snapshot = snapshot
+        if snapshot.start_hint and snapshot.start_hint != self._hinted:
+            # A newcomer's first screen: nothing answers, and the local cluster is not running.
+            self.notify(
+                f"cannot reach the cluster: {snapshot.start_hint}",
+                title="Nothing answers",
+                severity="warning",
+                timeout=30,
+                markup=False,
+            )
+        self._hinted = snapshot.start_hint
         if self._freeze_gc and snapshot.partitions:
             # Python's full collections walk every object: with the screen, the cluster and
             # 200 groups that was 40-240 ms with every thread stopped, several times during

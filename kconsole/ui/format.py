@@ -29,6 +29,7 @@ BROKER_STATE_STYLE = {
     BrokerState.DOWN: BAD,
     BrokerState.UNREACHABLE: BAD,
     BrokerState.PAUSED: WARN,
+    BrokerState.UNKNOWN: WARN,  # not asked: not known to be down
 }
 
 FLAG_STYLE = {

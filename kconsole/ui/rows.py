@@ -17,6 +17,7 @@ from rich.text import Text
 
 from kconsole.models import (
     Broker,
+    BrokerState,
     ClusterMode,
     ClusterSnapshot,
     Group,
@@ -104,17 +105,26 @@ def broker_rows(snap: ClusterSnapshot | None) -> Rows:
     rows: Rows = {}
     for b in sorted(snap.brokers, key=lambda b: b.id):
         is_controller = snap.controller.id == b.id
-        urp = snap.under_replicated_on(b.id)
         rows[str(b.id)] = [
             KeyCell(f"{b.id} ★" if is_controller else str(b.id), row_key=str(b.id)),
             fmt.cell(b.address, "") if b.port else fmt.cell(fmt.NONE, fmt.DIM),
             fmt.cell(b.rack or fmt.NONE, fmt.DIM if b.rack is None else ""),
             fmt.cell(b.state.value, fmt.BROKER_STATE_STYLE.get(b.state, fmt.PLAIN)),
-            fmt.cell(snap.led_by(b.id)),
-            fmt.cell(snap.hosted_by(b.id)),
-            fmt.cell(urp, fmt.WARN if urp else fmt.DIM),
+            *count_cells(snap, b),
         ]
     return rows
+
+
+def count_cells(snap: ClusterSnapshot, b: Broker) -> list[Text]:
+    """A broker's leads, hosts and URP cells; "?" while not asked (no count is known)."""
+    if b.state is BrokerState.UNKNOWN or snap.never_answered:
+        return [fmt.cell("?", fmt.DIM)] * 3
+    urp = snap.under_replicated_on(b.id)
+    return [
+        fmt.cell(snap.led_by(b.id)),
+        fmt.cell(snap.hosted_by(b.id)),
+        fmt.cell(urp, fmt.WARN if urp else fmt.DIM),
+    ]
 
 
 def kraft_broker_rows(snap: ClusterSnapshot) -> Rows:
@@ -127,7 +137,6 @@ def kraft_broker_rows(snap: ClusterSnapshot) -> Rows:
         if b.roles and "broker" not in b.roles:
             continue  # a controller registered as one: listed with the controllers below
         combined = "controller" in b.roles or b.id in voters  # only controllers vote
-        urp = snap.under_replicated_on(b.id)
         rows[str(b.id)] = [
             KeyCell(f"{b.id} ★" if b.id == leader else str(b.id), row_key=str(b.id)),
             fmt.cell("combined" if combined else "broker", fmt.NOTE if combined else ""),
@@ -135,9 +144,7 @@ def kraft_broker_rows(snap: ClusterSnapshot) -> Rows:
             fencing_cell(b),
             fmt.cell(b.address, "") if b.port else dash,
             fmt.cell(b.rack or fmt.NONE, fmt.DIM if b.rack is None else ""),
-            fmt.cell(snap.led_by(b.id)),
-            fmt.cell(snap.hosted_by(b.id)),
-            fmt.cell(urp, fmt.WARN if urp else fmt.DIM),
+            *count_cells(snap, b),
         ]
     for cid in controller_ids(snap):
         r = snap.quorum.replica(cid) if snap.quorum is not None else None

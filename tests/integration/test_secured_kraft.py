@@ -12,6 +12,7 @@ hold it. (`--security ssl --mtls` was checked by hand; a second cluster would do
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -197,3 +198,43 @@ def test_cluster_status_says_the_security(secured: KRaftCluster, tmp_path: Path)
     assert res.exit_code == 0, res.output
     assert "security:    sasl-scram (SASL_PLAINTEXT, SCRAM-SHA-512): user kconsole" in res.output
     assert "quorum:      leader " in res.output
+
+
+def test_a_wrong_password_is_said_at_once_and_no_broker_is_down(
+    secured: KRaftCluster, tmp_path: Path
+) -> None:
+    """`-X sasl.password=...` alone adds to the local cluster's settings (the error names the
+    broker and SCRAM-SHA-512, not a transport failure); `describe` says the brokers could not
+    be asked within 6 s, exits 2, and shows every broker unknown (their processes run), the
+    controller unknown -- never down, never "none". Last in this module: a refusal is
+    remembered for a few seconds by the servers it came from (kafka_python.AUTH_HOLD_S)."""
+    env = {"KCONSOLE_CLUSTER_DIR": str(secured.state_dir), "KCONSOLE_STATE_DIR": str(tmp_path)}
+    argv = ["--bootstrap", secured.spec.bootstrap, "--zookeeper", ""]
+    argv += ["-X", "sasl.password=not-the-password"]
+    runner = CliRunner()
+    took = []
+    outs = []
+    for extra in (["--json"], []):
+        t0 = time.monotonic()
+        res = runner.invoke(cli, [*argv, "describe", *extra], env=env)
+        took.append(time.monotonic() - t0)
+        assert res.exit_code == 2, res.output
+        assert "Traceback" not in res.output, res.output
+        outs.append(res)
+    print(f"describe with a wrong password (KRaft): {max(took):.2f} s")
+    assert max(took) < 6.0, took
+    snap = json.loads(outs[0].stdout)
+    states = {b["id"]: b["state"] for b in snap["brokers"]}
+    assert states == {1: "unknown", 2: "unknown", 3: "unknown"}, states
+    assert snap["controller"]["id"] is None and snap["quorum"] is None
+    sources = {s["name"]: s for s in snap["sources"]}
+    assert all(sources[n]["refused"] for n in ("admin", "groups", "quorum")), sources
+    text = outs[1].output
+    first = text.splitlines()[2]
+    assert first.startswith("the brokers could not be asked: authentication failed at broker "), (
+        text
+    )
+    assert "invalid credentials (SASL mechanism SCRAM-SHA-512)" in first
+    assert "controller: unknown (the brokers could not be asked)" in text
+    assert " down" not in text and "NONE" not in text and "transport failure" not in text
+    assert "not-the-password" not in text

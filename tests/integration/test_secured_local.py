@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -377,3 +379,76 @@ def test_a_refusal_says_what_was_refused(secured: LocalCluster, tmp_path: Path) 
     assert "authentication failed at broker 127.0.0.1:" in wrong, wrong
     assert "SCRAM-SHA-512" in wrong
     assert "not-the-password" not in wrong
+
+
+# -- a refused login, said as one (after every test that logs in: a refusal is remembered for a
+# -- few seconds by the servers it came from, kconsole.cluster.kafka_python.AUTH_HOLD_S) -------
+NOT_ASKED_S = 6.0  # the longest `describe` may take to say the cluster refused it
+
+
+def _describe_refused(argv: list[str], env: dict[str, str]) -> tuple[dict[str, Any], str, float]:
+    """`kconsole ARGV describe --json` and `describe`: (the JSON, the text, the slower's
+    seconds). Both exit 2 (not asked) with no traceback."""
+    runner = CliRunner()
+    took = 0.0
+    outs = []
+    for extra in (["--json"], []):
+        t0 = time.monotonic()
+        res = runner.invoke(cli, [*argv, "describe", *extra], env=env)
+        took = max(took, time.monotonic() - t0)
+        assert res.exit_code == 2, res.output
+        assert "Traceback" not in res.output, res.output
+        outs.append(res)
+    return json.loads(outs[0].stdout), outs[1].output, took
+
+
+def test_a_wrong_password_or_no_client_certificate_is_said_at_once(
+    secured: LocalCluster, tmp_path: Path
+) -> None:
+    """A wrong SCRAM password given as `-X sasl.password=...` alone (the local cluster's other
+    settings kept: the error is an authentication one, naming the broker and the mechanism), or
+    mutual TLS without a client certificate (the broker's TLS alert said): `describe` says the
+    brokers could not be asked and why, within NOT_ASKED_S, exits 2, and shows no broker down --
+    with ZooKeeper, its registrations; without, every broker unknown and the controller too."""
+    bootstrap = secured.spec.bootstrap
+    home = {"KCONSOLE_STATE_DIR": str(tmp_path / "home")}
+    if secured.spec.security == "sasl-scram":
+        env = {**home, "KCONSOLE_CLUSTER_DIR": str(secured.state_dir)}
+        flags = ["-X", "sasl.password=not-the-password"]
+        want = "authentication failed at broker 127.0.0.1:"
+        said = "invalid credentials (SASL mechanism SCRAM-SHA-512)"
+    else:  # a client with the CA only: not this cluster's settings (they hold the certificate)
+        env = {**home, "KCONSOLE_CLUSTER_DIR": str(tmp_path / "no-local-cluster")}
+        ca = secured.security_files().ca_cert
+        flags = ["-X", "security.protocol=SSL", "-X", f"ssl.ca.location={ca}"]
+        want = "TLS handshake with broker 127.0.0.1:"
+        said = "alert bad certificate"
+    times = {}
+    for zk in (secured.spec.zk_connect, ""):
+        argv = ["--bootstrap", bootstrap, "--zookeeper", zk, *flags]
+        snap, text, took = _describe_refused(argv, env)
+        times[zk or "no ZooKeeper"] = took
+        assert took < NOT_ASKED_S, f"describe took {took:.1f} s"
+        lines = text.splitlines()
+        assert lines[2].startswith(f"the brokers could not be asked: {want}"), text
+        assert said in lines[2], text
+        assert "Broker transport failure" not in text and "Unable to bootstrap" not in text
+        assert f"error: the brokers could not be asked: {want}" in text  # stderr
+        sources = {s["name"]: s for s in snap["sources"]}
+        assert sources["admin"]["refused"] and sources["groups"]["refused"], sources
+        states = {b["id"]: b["state"] for b in snap["brokers"]}
+        assert "down" not in states.values(), states
+        if zk:  # ZooKeeper answers: its registrations and its controller
+            assert states == {1: "up", 2: "up", 3: "up"}, states
+            assert snap["controller"]["id"] in (1, 2, 3)
+        else:
+            assert set(states.values()) <= {"unknown"}, states
+            assert snap["controller"]["id"] is None
+            assert "controller: unknown (the brokers could not be asked)" in text
+            assert "NONE" not in text
+        assert "not-the-password" not in text
+        assert snap["start_hint"] == ""  # the cluster runs: nothing to start
+    print(
+        f"describe, {secured.spec.security}: "
+        + ", ".join(f"{k} {v:.2f} s" for k, v in times.items())
+    )

@@ -358,8 +358,16 @@ def _brokers_title(snap: ClusterSnapshot | None) -> str:
     for bstate in BrokerState:
         n = sum(1 for b in snap.brokers if b.state is bstate)
         if n:
-            colour = "$success" if bstate is BrokerState.UP else "$error"
+            colour = {BrokerState.UP: "$success", BrokerState.UNKNOWN: "$warning"}.get(
+                bstate, "$error"
+            )
             parts.append(f"[{colour}]{n} {bstate.value}[/]")
+    if snap.unreached:  # why they are unknown (or as last read): nothing was asked
+        asked = "cannot reach the cluster"
+        if snap.refused:
+            tls = snap.refused.startswith("TLS handshake")
+            asked = "not asked: " + ("TLS handshake refused" if tls else "login refused")
+        parts.append(f"[$warning]{asked}[/]")
     if snap.mode is ClusterMode.KRAFT:
         fenced = sum(1 for b in snap.brokers if b.fenced)
         if fenced:

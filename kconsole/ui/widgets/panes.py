@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from dataclasses import replace
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -13,7 +14,13 @@ from textual.markup import escape
 from textual.widget import Widget
 from textual.widgets import Static
 
-from kconsole.models import ClusterMode, ClusterSnapshot, SourceHealth, SourceName
+from kconsole.models import (
+    METADATA_SOURCES,
+    ClusterMode,
+    ClusterSnapshot,
+    SourceHealth,
+    SourceName,
+)
 from kconsole.ui import format as fmt
 from kconsole.ui.context import actions, state, subscribe
 from kconsole.ui.quorum import quorum_view
@@ -113,6 +120,17 @@ class Pane(Vertical):
             down = SOURCE_LABELS.get(health.name, (health.name.value,))[0]
             subtitle = escape(f"via {label} · {down} down: {health.error}")
         elif stale and health is not None:
+            snap = view.snapshot
+            if (
+                snap is not None
+                and snap.unreached
+                and (snap.refused or snap.never_answered)
+                and health.name in METADATA_SOURCES
+            ):
+                # Why nothing was ever asked (a refused login, nothing listening at the
+                # bootstrap servers), not the first source's error (the default ZooKeeper,
+                # maybe not this cluster's at all).
+                health = replace(health, error=snap.unreached)
             subtitle = escape(stale_text(health, view.now))
         elif health is not None and health.degraded:
             subtitle = escape(f"degraded: {health.error}")
@@ -204,6 +222,10 @@ def header_text(
     if snap is None:
         out.append("waiting for the first snapshot…", fmt.DIM)
         return out
+    badge = not_asked_badge(snap, now, compact=compact and tight >= 3)
+    if badge.plain:  # first too: it says why every figure after it is unknown or old
+        out.append_text(badge)
+        out.append(*sep)
     if not compact:
         out.append("cluster ", fmt.DIM)
     cluster_id = snap.cluster_id or "?"
@@ -239,6 +261,38 @@ def header_text(
 
 
 KRAFT_VERSIONS = {0: "static quorum", 1: "dynamic quorum"}
+ALARM = "bold #1a1a1a on #f0b429"  # amber: not known, which is not broken
+
+
+def not_asked_label(snap: ClusterSnapshot, *, compact: bool = False) -> str:
+    """What stopped kconsole asking the cluster, in capitals: its TLS handshake or its login
+    refused, or nothing of it answering; "" when it was asked."""
+    if snap.refused:
+        if snap.refused.startswith("TLS handshake"):
+            return "TLS REFUSED" if compact else "TLS HANDSHAKE REFUSED"
+        return "LOGIN REFUSED"
+    if snap.unreached:
+        return "UNREACHABLE" if compact else "CANNOT REACH THE CLUSTER"
+    return ""
+
+
+def not_asked_badge(snap: ClusterSnapshot, now: float, *, compact: bool = False) -> Text:
+    """The header's alarm while the cluster cannot be asked (see not_asked_label), with how
+    long since a source of its metadata last answered; empty when it was asked."""
+    label = not_asked_label(snap, compact=compact)
+    if not label:
+        return Text()
+    out = Text.assemble((f" {label} ", ALARM))
+    if snap.unreached:
+        last = snap.last_answer
+        if last is None:
+            out.append(" never answered" if not compact else " never", fmt.WARN)
+        else:
+            out.append(
+                f" {fmt.age(now - last)}" if compact else f" last answer {fmt.age(now - last)} ago",
+                fmt.WARN,
+            )
+    return out
 
 
 def mode_text(snap: ClusterSnapshot, short: int = 0) -> Text:
@@ -320,18 +374,43 @@ class ControllerView(Line):
         if pane is not None:
             set_border(pane, title="Controller")
         lost = snap is not None and snap.controller.id is None
-        self.set_class(lost, "-alert")
-        self.show(controller_text(snap, view.now))
+        unknown = lost and snap is not None and controller_unknown(snap)
+        self.set_class(lost and not unknown, "-alert")
+        self.set_class(unknown, "-unknown")
+        self.show(controller_text(snap, view.now, self.content_size.width or 28))
 
 
-def controller_text(snap: ClusterSnapshot | None, now: float) -> Text:
-    """The controller pane's content."""
+def controller_unknown(snap: ClusterSnapshot) -> bool:
+    """No controller shown because none was asked: nothing of the cluster's metadata has
+    answered yet, or nothing answers now (not "no active controller")."""
+    return bool(snap.unreached) or snap.never_answered
+
+
+def controller_text(snap: ClusterSnapshot | None, now: float, width: int = 28) -> Text:
+    """The controller pane's content (`width`: its columns, for the shorter words)."""
     if snap is None:
         return Text("waiting…", fmt.DIM)
     c = snap.controller
     since = fmt.age(None if c.since is None else now - c.since)
     epoch = fmt.NONE if c.epoch is None else str(c.epoch)
     previous = fmt.NONE if c.previous is None else f"broker {c.previous}"
+    if c.id is None and controller_unknown(snap):
+        # Not asked: which broker controls the cluster is unknown, not "none".
+        narrow = width < len("CANNOT REACH THE CLUSTER")
+        label = not_asked_label(snap, compact=narrow) or "WAITING FOR THE CLUSTER"
+        out = Text(label + "\n", "bold")
+        if snap.start_hint:  # said whole in a notification; here what to type
+            out.append("run: " if not narrow else "", fmt.DIM)
+            out.append("kconsole cluster up\n", "bold")
+        out.append("controller unknown\n")
+        last = snap.last_answer
+        if not snap.unreached:
+            out.append("no answer yet", fmt.DIM)  # the first reads are under way
+        elif last is None:
+            out.append("never answered")
+        else:
+            out.append(f"last answer {fmt.age(now - last)} ago")
+        return out
     if c.id is None:
         lines = ["NO ACTIVE CONTROLLER"]
         if c.since is not None:
