@@ -399,6 +399,32 @@ def _servers(bootstrap: str) -> set[str]:
 
 ClientCheck = Callable[[Mapping[str, str], Mapping[str, str]], None]
 
+# The KCONSOLE_* variables that set a value, each with the setting it sets (checked as that key).
+_VARIABLES = {
+    "KCONSOLE_BOOTSTRAP": "bootstrap",
+    "KCONSOLE_ZOOKEEPER": "zookeeper",
+    "KCONSOLE_BOOTSTRAP_CONTROLLER": "bootstrap_controller",
+    "KCONSOLE_BACKEND": "backend",
+    "KCONSOLE_COMPOSE_PROJECT": "compose_project",
+}
+
+
+@dataclass
+class _Merge:
+    """The settings merged so far, where they came from, who asked for read-only, the problems."""
+
+    settings: Settings = field(default_factory=Settings)
+    sources: list[str] = field(default_factory=lambda: ["defaults"])
+    reasons: list[str] = field(default_factory=list)
+    found: _Problems = field(default_factory=_Problems)
+
+    def good(self, name: str, key: str, value: Any) -> bool:
+        """Whether `value` is good for the setting `key`; if not, `name` says its problems."""
+        problems = value_problems(key, value)
+        for what in problems:
+            self.found.add(name, name, what)
+        return not problems
+
 
 def load_settings(
     *,
@@ -426,77 +452,139 @@ def load_settings(
     check_client_properties) checks the client properties too, and its problems join the rest.
     """
     env = dict(os.environ) if env is None else env
-    found = _Problems()
-    settings = Settings()
-    sources = ["defaults"]
-    reasons: list[str] = []
-    path, path_from = config_path, "--config"
-    if path is None and env.get("KCONSOLE_CONFIG"):
-        path, path_from = Path(env["KCONSOLE_CONFIG"]), "KCONSOLE_CONFIG"
-    if path is None and default_config_path().exists():
-        path, path_from = default_config_path(), "the default location"
-    data: dict[str, Any] = {}
-    read: dict[str, Any] | None = None
-    if path is not None:
-        read = _read_file(path, path_from, found)
-        data = read or {}
-        settings = _apply_table(settings, data, f"[client] in {path}")
-        if data.get("read_only"):
-            reasons.append(f"read_only in {path}")
-        sources.append(str(path))
-    name, name_from = cluster or "", "--cluster"
-    if not name and env.get("KCONSOLE_CLUSTER"):
-        name, name_from = env["KCONSOLE_CLUSTER"], "KCONSOLE_CLUSTER"
-    if not name:
-        name, name_from = data.get("cluster", ""), str(path)
+    merge = _Merge()
+    path, path_from = _config_file(config_path, env)
+    read = _apply_file(merge, path, path_from)
+    data = read or {}
+    name, name_from = _cluster_name(cluster, env, data, path)
     profiles: dict[str, dict[str, Any]] = data.get("clusters", {})
-    if name and name in profiles:
-        profile = _apply_table(settings, profiles[name], f"[clusters.{name}.client] in {path}")
-        settings = replace(profile, cluster_name=name)
-        if profiles[name].get("read_only"):
-            reasons.append(f"cluster {name!r} is read_only in {path}")
-        sources.append(f"clusters.{name}")
-    elif name and name_from != str(path) and (path is None or read is not None):
-        known = ", ".join(sorted(profiles)) or "none"
-        where = f" in {path}" if path else " (no config file)"
-        found.add(name_from, name_from, f"no cluster named {name!r}{where}; known: {known}")
-    env_map = {
-        "KCONSOLE_BOOTSTRAP": "bootstrap",
-        "KCONSOLE_ZOOKEEPER": "zookeeper",
-        "KCONSOLE_BOOTSTRAP_CONTROLLER": "bootstrap_controller",
-        "KCONSOLE_BACKEND": "backend",
-        "KCONSOLE_COMPOSE_PROJECT": "compose_project",
-    }
-    for var, attr in env_map.items():
-        if var in env:
-            problems = value_problems(attr, env[var])
-            for what in problems:
-                found.add(var, var, what)
-            if not problems:
-                settings = replace(settings, **{attr: env[var]})  # type: ignore[arg-type]
-                sources.append(var)
-    # Compose's own variable, the project `docker compose` itself would use: under every
-    # setting of kconsole's own, and only checked when it is the one used.
+    readable = path is None or read is not None
+    _apply_cluster(merge, profiles, name, name_from, path, readable=readable)
     configured = "compose_project" in data or "compose_project" in profiles.get(name, {})
     project_given = compose_project is not None or "KCONSOLE_COMPOSE_PROJECT" in env
-    if env.get("COMPOSE_PROJECT_NAME") and not (configured or project_given):
-        var = "COMPOSE_PROJECT_NAME"
-        problems = value_problems("compose_project", env[var])
-        for what in problems:
-            found.add(var, var, what)
-        if not problems:
-            settings = replace(settings, compose_project=env[var])
-            sources.insert(1, var)
+    _apply_variables(merge, env, compose_project_set=configured or project_given)
+    _apply_read_only_variable(merge, env)
+    _apply_flags(
+        merge,
+        bootstrap=bootstrap,
+        zookeeper=zookeeper,
+        bootstrap_controller=bootstrap_controller,
+        backend=backend,
+        compose_project=compose_project,
+        refresh=refresh,
+        group_refresh=group_refresh,
+        read_only=read_only,
+        cluster_dir=cluster_dir,
+        client_props=client_props,
+    )
+    _check_client(merge, env, check_client)
+    merge.found.raise_any()
+    return _decide_read_only(merge, profiles, name, path)
+
+
+def _config_file(config_path: Path | None, env: Mapping[str, str]) -> tuple[Path | None, str]:
+    """The config file (--config, KCONSOLE_CONFIG, the default location when there, else none)."""
+    if config_path is not None:
+        return config_path, "--config"
+    if env.get("KCONSOLE_CONFIG"):
+        return Path(env["KCONSOLE_CONFIG"]), "KCONSOLE_CONFIG"
+    if default_config_path().exists():
+        return default_config_path(), "the default location"
+    return None, "--config"
+
+
+def _apply_file(merge: _Merge, path: Path | None, path_from: str) -> dict[str, Any] | None:
+    """Apply the config file's top level; return its good keys (None: no file, or unreadable)."""
+    if path is None:
+        return None
+    read = _read_file(path, path_from, merge.found)
+    data = read or {}
+    merge.settings = _apply_table(merge.settings, data, f"[client] in {path}")
+    if data.get("read_only"):
+        merge.reasons.append(f"read_only in {path}")
+    merge.sources.append(str(path))
+    return read
+
+
+def _cluster_name(
+    cluster: str | None, env: Mapping[str, str], data: dict[str, Any], path: Path | None
+) -> tuple[str, str]:
+    """The [clusters.NAME] asked for and who asked: --cluster, KCONSOLE_CLUSTER, else the file."""
+    if cluster:
+        return cluster, "--cluster"
+    if env.get("KCONSOLE_CLUSTER"):
+        return env["KCONSOLE_CLUSTER"], "KCONSOLE_CLUSTER"
+    return data.get("cluster", ""), str(path)
+
+
+def _apply_cluster(
+    merge: _Merge,
+    profiles: dict[str, dict[str, Any]],
+    name: str,
+    name_from: str,
+    path: Path | None,
+    *,
+    readable: bool,
+) -> None:
+    """Apply the chosen [clusters.NAME] over the top level, or say no entry has that name."""
+    if name and name in profiles:
+        profile = _apply_table(
+            merge.settings, profiles[name], f"[clusters.{name}.client] in {path}"
+        )
+        merge.settings = replace(profile, cluster_name=name)
+        if profiles[name].get("read_only"):
+            merge.reasons.append(f"cluster {name!r} is read_only in {path}")
+        merge.sources.append(f"clusters.{name}")
+    # A name from the file itself is the file check's to report; an unreadable file says enough.
+    elif name and name_from != str(path) and readable:
+        known = ", ".join(sorted(profiles)) or "none"
+        where = f" in {path}" if path else " (no config file)"
+        merge.found.add(name_from, name_from, f"no cluster named {name!r}{where}; known: {known}")
+
+
+def _apply_variables(merge: _Merge, env: Mapping[str, str], *, compose_project_set: bool) -> None:
+    """Apply the KCONSOLE_* variables that set a value, then COMPOSE_PROJECT_NAME, each checked."""
+    for var, attr in _VARIABLES.items():
+        if var in env and merge.good(var, attr, env[var]):
+            merge.settings = replace(merge.settings, **{attr: env[var]})  # type: ignore[arg-type]
+            merge.sources.append(var)
+    # Compose's own variable, the project `docker compose` itself would use: under every
+    # setting of kconsole's own, and only checked when it is the one used.
+    var = "COMPOSE_PROJECT_NAME"
+    if env.get(var) and not compose_project_set and merge.good(var, "compose_project", env[var]):
+        merge.settings = replace(merge.settings, compose_project=env[var])
+        merge.sources.insert(1, var)
     if env.get("KCONSOLE_CLUSTER_DIR"):
-        settings = replace(settings, cluster_dir=Path(env["KCONSOLE_CLUSTER_DIR"]))
-        sources.append("KCONSOLE_CLUSTER_DIR")
+        merge.settings = replace(merge.settings, cluster_dir=Path(env["KCONSOLE_CLUSTER_DIR"]))
+        merge.sources.append("KCONSOLE_CLUSTER_DIR")
+
+
+def _apply_read_only_variable(merge: _Merge, env: Mapping[str, str]) -> None:
+    """KCONSOLE_READ_ONLY: 1, true or yes switches read-only on; 0, false, no or empty do not."""
     ro = env.get("KCONSOLE_READ_ONLY", "").strip().lower()
     if ro in _READ_ONLY_ON:
-        settings = replace(settings, read_only=True)
-        reasons.append("KCONSOLE_READ_ONLY")
+        merge.settings = replace(merge.settings, read_only=True)
+        merge.reasons.append("KCONSOLE_READ_ONLY")
     elif ro not in _READ_ONLY_OFF:
         what = f"must be 1, true or yes (or 0, false, no, empty), not {env['KCONSOLE_READ_ONLY']!r}"
-        found.add("KCONSOLE_READ_ONLY", "KCONSOLE_READ_ONLY", what)
+        merge.found.add("KCONSOLE_READ_ONLY", "KCONSOLE_READ_ONLY", what)
+
+
+def _apply_flags(
+    merge: _Merge,
+    *,
+    bootstrap: str | None,
+    zookeeper: str | None,
+    bootstrap_controller: str | None,
+    backend: str | None,
+    compose_project: str | None,
+    refresh: float | None,
+    group_refresh: float | None,
+    read_only: bool | None,
+    cluster_dir: Path | None,
+    client_props: tuple[str, ...],
+) -> None:
+    """Apply the flags given (each value checked) over everything else; the sources are final."""
     flags: dict[str, Any] = {}
     for flag, key, attr, value in (
         ("--bootstrap", "bootstrap", "bootstrap", bootstrap),
@@ -512,45 +600,50 @@ def load_settings(
         ("--refresh", "refresh", "refresh_s", refresh),
         ("--group-refresh", "group_refresh", "group_refresh_s", group_refresh),
     ):
-        if value is None:
-            continue
-        problems = value_problems(key, value)
-        for what in problems:
-            found.add(flag, flag, what)
-        if not problems:
+        if value is not None and merge.good(flag, key, value):
             flags[attr] = value
     if read_only:
         flags["read_only"] = True
-        reasons.append("--read-only")
+        merge.reasons.append("--read-only")
     if cluster_dir is not None:
         flags["cluster_dir"] = cluster_dir
     if client_props:
-        given = _client_props(client_props, found)
-        flags["client"] = {**settings.client, **given}
-        flags["client_origin"] = {**settings.client_origin, **{k: "-X" for k in given}}
+        given = _client_props(client_props, merge.found)
+        flags["client"] = {**merge.settings.client, **given}
+        flags["client_origin"] = {**merge.settings.client_origin, **{k: "-X" for k in given}}
     if flags:
-        sources.append("flags")
-    settings = replace(settings, source=" < ".join(sources), **flags)
+        merge.sources.append("flags")
+    merge.settings = replace(merge.settings, source=" < ".join(merge.sources), **flags)
+
+
+def _check_client(merge: _Merge, env: Mapping[str, str], check_client: ClientCheck | None) -> None:
+    """Add the client properties' problems: secrets not there, then what `check_client` says."""
     # Secrets from the environment and from files: every one must be there (read now, and
     # again each time a client is made), said with the property and where it came from.
-    unresolved = secrets.resolve_problems(settings.client, settings.client_origin, env)
-    found.lines.extend(unresolved)
-    if check_client is not None and settings.client and not unresolved:
+    client, origin = merge.settings.client, merge.settings.client_origin
+    unresolved = secrets.resolve_problems(client, origin, env)
+    merge.found.lines.extend(unresolved)
+    if check_client is not None and client and not unresolved:
         try:
-            check_client(settings.client, settings.client_origin)
+            check_client(client, origin)
         except ConfigError as exc:
-            if not found.lines:
+            if not merge.found.lines:
                 raise  # said as the check says it
-            found.lines.extend(exc.problems)
-    found.raise_any()
+            merge.found.lines.extend(exc.problems)
+
+
+def _decide_read_only(
+    merge: _Merge, profiles: dict[str, dict[str, Any]], name: str, path: Path | None
+) -> Settings:
+    """The merged settings, read-only with every reason when anyone asked for it."""
     # A cluster marked read-only stays read-only however it is reached (-b, a variable, ...).
-    servers = _servers(settings.bootstrap)
+    servers = _servers(merge.settings.bootstrap)
     for other, table in profiles.items():
         shared = servers & _servers(table.get("bootstrap", ""))
         if other != name and table.get("read_only") and shared:
-            reasons.append(f"cluster {other!r} (same servers) is read_only in {path}")
-    if reasons:
-        settings = replace(settings, read_only=True, read_only_reason="; ".join(reasons))
-    elif settings.read_only:
-        settings = replace(settings, read_only_reason="read_only setting")
-    return settings
+            merge.reasons.append(f"cluster {other!r} (same servers) is read_only in {path}")
+    if merge.reasons:
+        return replace(merge.settings, read_only=True, read_only_reason="; ".join(merge.reasons))
+    if merge.settings.read_only:
+        return replace(merge.settings, read_only_reason="read_only setting")
+    return merge.settings
