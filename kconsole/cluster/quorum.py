@@ -70,6 +70,11 @@ class NoQuorumLeader(ClusterError):
     QuorumReader._quorum_from_controllers): the metadata is frozen."""
 
 
+class QuorumUnanswered(ClusterError):
+    """The controllers were asked directly and none answered as leader, but one that did not
+    answer may lead: the quorum is unknown (its message says what each controller said)."""
+
+
 NOT_LEADER_OR_FOLLOWER = 6
 
 
@@ -363,7 +368,9 @@ class QuorumReader:
                 f"no controller leads ({', '.join(f'{h}:{p}' for h, p in not_leader)} not the "
                 "leader" + (f"; {', '.join(refused)} not running" if refused else "") + ")"
             )
-        raise ClusterError("no controller answered as quorum leader (" + "; ".join(errors) + ")")
+        raise QuorumUnanswered(
+            "no controller answered as quorum leader (" + "; ".join(errors) + ")"
+        )
 
     def _controller_order(self) -> list[tuple[str, int]]:
         order = list(dict.fromkeys([*self.controllers, *self._learned, *self._voters]))

@@ -37,7 +37,7 @@ from kconsole.cluster.admin import AdminReader, AdminState, reachable
 from kconsole.cluster.clients import auth_failure, diagnose_auth, nothing_listens
 from kconsole.cluster.groups import carry_forward
 from kconsole.cluster.procs import ProcState
-from kconsole.cluster.quorum import NoQuorumLeader, NotKRaft, QuorumReader
+from kconsole.cluster.quorum import NoQuorumLeader, NotKRaft, QuorumReader, QuorumUnanswered
 from kconsole.cluster.zk import ZkState, ZkWatcher, read_once
 from kconsole.config import Settings
 from kconsole.errors import AuthenticationFailed, ClusterError
@@ -346,7 +346,10 @@ class ClusterObserver:
                 self._publish()
             return ClusterMode.KRAFT
         except Exception as exc:  # keep the last figures, marked with their age and error
-            why, refused = self._failed(exc, start)
+            # What the controllers said when asked directly is the reason, not that nothing
+            # listens at the brokers' addresses (their being down is why they were asked).
+            unanswered = isinstance(exc, QuorumUnanswered)
+            why, refused = (_describe(exc), False) if unanswered else self._failed(exc, start)
             with self._lock:
                 b = self.builder
                 if b.mode is ClusterMode.UNKNOWN and b.use_zookeeper and b.zk is not None:

@@ -152,7 +152,7 @@ class TestArgumentErrors:
             (("up", "--controller-port", "19300"), "--controller-port is for a KRaft cluster"),
             (("up", "--kafka-version", "4.4.0"), "Kafka 4.4.0 has no ZooKeeper mode"),
             (("up", "--mode", "kraft", "--kafka-version", "2.8.2"), "too old"),
-            (("up", "--mode", "kraft", "--controller-port", "60000"), "port 60000 is outside"),
+            (("up", "--mode", "kraft", "--controller-port", "60000"), "port 60000 is inside"),
             (("up", "--mode", "kraft", "--mtls"), "--mtls needs --security ssl"),
         ],
     )
