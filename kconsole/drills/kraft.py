@@ -92,20 +92,40 @@ def broker_fencing_line(fault: str, broker: int, cfg: BrokerConfig) -> str:
 
 
 def frozen_event(old: ClusterSnapshot | None, new: ClusterSnapshot) -> Event | None:
-    """METADATA_FROZEN when the quorum stops answering with a leader, METADATA_UNFROZEN when a
-    leader answers again (KRaft only). A failed read is a failed read: the text says no leader
-    ANSWERED, with the reason, and never names the last one seen as leader."""
+    """METADATA_FROZEN when no quorum leader that commits answers, METADATA_UNFROZEN when one
+    does again (KRaft only). A failed read is a failed read: the text says no leader ANSWERED,
+    with the reason, and never names the last one seen as leader.
+
+    A leader whose high watermark is unknown (-1 in DescribeQuorum) has committed nothing in
+    its epoch: no majority of voters has fetched from it. Metadata does not move under it. Seen
+    on a stopped majority: the resigning leader hands over to a voter that is itself stopping,
+    which votes, goes, and leaves a leader without a majority until it resigns (issue 35).
+
+    A METADATA_FROZEN carries in `old` when a leader that commits last answered (epoch
+    seconds): the freeze began after it, however long the read that saw it took (a paused
+    controller holds a read for its whole timeout)."""
     if new.mode is not ClusterMode.KRAFT:
         return None
 
     def frozen(s: ClusterSnapshot | None) -> bool:
         q = s.quorum if s is not None else None
-        return q is None or q.stale or q.leader_id is None
+        return q is None or q.stale or q.leader_id is None or q.high_watermark is None
 
     was, now = frozen(old), frozen(new)
     if old is None or was == now:
         return None
     q = new.quorum
+    last_q = old.quorum
+    answered = last_q.read_at if last_q is not None and last_q.read_at else old.taken_at
+    if now and q is not None and not q.stale and q.leader_id is not None:
+        epoch = f", epoch {q.leader_epoch}" if q.leader_epoch is not None else ""
+        return Event(
+            new.taken_at,
+            EventKind.METADATA_FROZEN,
+            f"quorum leader controller {q.leader_id}{epoch} has committed nothing (high "
+            "watermark unknown: no majority fetches from it): metadata frozen",
+            old=answered,
+        )
     if now:
         why = (q.error if q is not None and q.error else "no leader") or "no leader"
         # A failed read takes its timeouts: the last answer with a leader says how much
@@ -119,6 +139,7 @@ def frozen_event(old: ClusterSnapshot | None, new: ClusterSnapshot) -> Event | N
             new.taken_at,
             EventKind.METADATA_FROZEN,
             f"no quorum leader answers ({why}{last}): metadata frozen",
+            old=answered,
         )
     assert q is not None
     epoch = f", epoch {q.leader_epoch}" if q.leader_epoch is not None else ""
@@ -129,6 +150,20 @@ def frozen_event(old: ClusterSnapshot | None, new: ClusterSnapshot) -> Event | N
         q.leader_id,
         new=q.leader_id,
     )
+
+
+def frozen_spans(events: Sequence[Event]) -> list[tuple[Event, Event | None]]:
+    """Each METADATA_FROZEN of `events` (in time order) with the METADATA_UNFROZEN that ended
+    it (None: still frozen at the end)."""
+    spans: list[tuple[Event, Event | None]] = []
+    froze: Event | None = None
+    for e in events:
+        if e.kind is EventKind.METADATA_FROZEN and froze is None:
+            froze = e
+        elif e.kind is EventKind.METADATA_UNFROZEN and froze is not None:
+            spans.append((froze, e))
+            froze = None
+    return spans + ([(froze, None)] if froze is not None else [])
 
 
 def measurements(
@@ -174,21 +209,46 @@ def measurements(
                 new.text if new is not None else "no other controller led while watched",
             )
         )
-    froze = first(EventKind.METADATA_FROZEN, fault.ts)
-    thawed = (
-        first(EventKind.METADATA_UNFROZEN, froze.ts if froze is not None else fault.ts)
-        if froze is not None
-        else None
+    spans = frozen_spans(after)
+    # The freeze the drill is about is the one the restore ended: a thaw before the restore is
+    # not the majority back (a leader named then, as on a stopped majority, committed nothing
+    # or had a voter that was still going). Measured from that freeze, the three figures add up:
+    # fault -> frozen + frozen for = fault -> restore + restore -> leader again.
+    froze, thawed = next(
+        (
+            (f, t)
+            for f, t in spans
+            if restore is not None and f.ts <= restore.ts and (t is None or t.ts >= restore.ts)
+        ),
+        spans[0] if spans else (None, None),
+    )
+    earlier = [(f, t) for f, t in spans if froze is not None and f.ts < froze.ts]
+    # When it began: after the last answer of a leader that commits (carried by the event),
+    # not when the read that saw it returned (a paused controller holds it for its timeout).
+    began = froze.ts if froze is not None else fault.ts
+    if froze is not None and isinstance(froze.old, int | float):
+        began = min(froze.ts, max(fault.ts, float(froze.old)))
+    seen = (
+        f"no quorum leader that commits answered after {began - fault.ts:+.2f} s; seen at "
+        f"{froze.ts - fault.ts:+.2f} s: "
+        if froze is not None and froze.ts - began >= 0.005
+        else ""
     )
     if majority_lost:
         out.append(
             Measurement(
                 "fault -> metadata frozen (no quorum leader answers)",
-                None if froze is None else froze.ts - fault.ts,
-                "at once to a few seconds: the leader is gone or resigns "
-                f"(fetch timeout {_s(cfg.fetch_timeout_ms)}) and no majority can elect another; "
-                "seen after kconsole's read timed out on every controller that does not answer",
-                froze.text if froze is not None else "a quorum leader answered all along",
+                None if froze is None else began - fault.ts,
+                "at once: the leader is stopped, killed or paused, or resigns, and no majority "
+                "can elect another (kconsole sees it when its read of the controllers returns: "
+                "a paused one holds it for its timeout)",
+                (seen + froze.text if froze is not None else "a quorum leader answered all along")
+                + "".join(
+                    f"; also frozen from {f.ts - fault.ts:+.2f} s to {t.ts - fault.ts:+.2f} s, "
+                    f"ended by: {t.text}"
+                    for f, t in earlier
+                    if t is not None
+                ),
             )
         )
         if restore is not None:
@@ -208,9 +268,9 @@ def measurements(
             out.append(
                 Measurement(
                     "metadata frozen for",
-                    None if end is None else end - froze.ts,
+                    None if end is None else end - began,
                     "from the fault to the restore, plus the election",
-                    f"from {froze.ts - fault.ts:+.2f} s to "
+                    f"from {began - fault.ts:+.2f} s to "
                     + (f"{end - fault.ts:+.2f} s" if end is not None else "the end (never thawed)")
                     + " from the fault",
                 )
@@ -232,6 +292,18 @@ def measurements(
                 f"while metadata was frozen kconsole saw {len(window)} leader, ISR or fencing "
                 "change(s)" + (": " + "; ".join(e.text for e in window[:5]) if window else "")
             )
+            named = [
+                e
+                for e in after
+                if e.kind is EventKind.CONTROLLER_CHANGED
+                and froze.ts < e.ts < (thawed.ts if thawed is not None else float("inf"))
+            ]
+            if named:
+                notes.append(
+                    "quorum leader(s) named while metadata was frozen, committing nothing "
+                    "(high watermark unknown: no majority fetched from them): "
+                    + "; ".join(f"{e.text} at {e.ts - fault.ts:+.2f} s" for e in named[:5])
+                )
     elif restore is not None:
         back = first(EventKind.VOTER_CAUGHT_UP, restore.ts, lambda e: e.broker in targets) or first(
             EventKind.CONTROLLER_CHANGED, restore.ts
