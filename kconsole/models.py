@@ -290,8 +290,42 @@ class Group:
 
     @property
     def lag_partial(self) -> bool:
-        """The total leaves out partitions whose lag is unknown, or adds carried figures."""
-        return any(p.lag_unknown or p.carried for p in self.partitions)
+        """The total leaves out partitions (lag unknown, or nothing committed), or adds
+        carried figures."""
+        return any(p.carried for p in self.partitions) or bool(self.lag_left_out())
+
+    @property
+    def lag_read_whole(self) -> bool:
+        """Every figure was read in this poll (none unknown, none carried): partitions with
+        nothing committed are left out of the total the same way every poll."""
+        return not any(p.lag_unknown or p.carried for p in self.partitions)
+
+    @property
+    def uncommitted(self) -> tuple[GroupPartition, ...]:
+        """Its partitions read with no committed offset (Kafka's tools show `-`): how far
+        behind they are depends on where a consumer will start, so the total leaves them out.
+        None for a group that has no lag at all (`lag_na`)."""
+        if self.lag_na:
+            return ()
+        return tuple(p for p in self.partitions if p.committed_known and p.committed is None)
+
+    def lag_left_out(self) -> dict[str, str]:
+        """Each partition whose lag is not in the total ("topic/partition"), and why."""
+        out = {f"{p.topic}/{p.partition}": "no committed offset" for p in self.uncommitted}
+        for p in self.partitions:
+            if not p.committed_known:
+                out[f"{p.topic}/{p.partition}"] = "committed offset not read"
+            elif p.log_end is None:
+                out[f"{p.topic}/{p.partition}"] = "log end not read"
+        return out
+
+    @property
+    def lag_note(self) -> str:
+        """Why the total leaves out partitions that were read: none of them committed."""
+        n, of = len(self.uncommitted), len(self.partitions)
+        if not n:
+            return ""
+        return f"lag leaves out {n} of {of} partitions: no committed offset"
 
     @property
     def oldest(self) -> float | None:
@@ -552,6 +586,10 @@ class ClusterSnapshot:
         out = asdict(self)
         for name in _IN_PROCESS_ONLY:
             del out[name]
+        # Each group's total as the console shows it, and what it leaves out (from_dict
+        # ignores these: they are derived).
+        for g, d in zip(self.groups, out["groups"], strict=True):
+            d.update(lag=g.lag, lag_partial=g.lag_partial, lag_left_out=g.lag_left_out())
         return out
 
     def to_json(self, **kw: Any) -> str:
