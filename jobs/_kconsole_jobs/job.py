@@ -90,9 +90,18 @@ class Job:
         if not self.args.group_id or not end or not HAVE_CONFLUENT_KAFKA:
             return
         if self._committer is None:
-            self._committer = Committer(self.args, self.warn)
+            self._committer = Committer(self.args, self.warn, self._committed)
             self._committer.start()
         self._committer.offer(end)
+
+    def _committed(self, end: dict[tuple[str, int], int]) -> None:
+        """A "commit" line: the offsets this run committed to its group, as the group took
+        them (the console's figure of this run's lag starts from these, not from whatever
+        the shared group holds)."""
+        offsets: dict[str, dict[str, int]] = {}
+        for (topic, part), off in sorted(end.items()):
+            offsets.setdefault(topic, {})[str(part)] = off
+        self.emit("commit", group=self.args.group_id, offsets=offsets)
 
     def check_checkpoint(self) -> None:
         """Resume the checkpoint only if it is this cluster's and this topic incarnation's;
