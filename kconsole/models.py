@@ -226,6 +226,19 @@ class Topic:
     name: str
     internal: bool = False
     min_isr: int | None = None  # the topic's effective min.insync.replicas, when known
+    # Its Kafka topic id, new for each incarnation of the name (None: not read; ZooKeeper
+    # mode reads it from the topic's node).
+    topic_id: str | None = None
+    # ZooKeeper mode deletes and creates a topic in steps that KRaft takes at once: marked for
+    # deletion (its leaders then go to -1), or its partitions assigned with no leader elected
+    # yet. Either way its partitions are not "offline": they are going or coming.
+    deleting: bool = False
+    creating: bool = False
+
+    @property
+    def live(self) -> bool:
+        """Neither being deleted nor being created."""
+        return not (self.deleting or self.creating)
 
 
 @dataclass(frozen=True)
@@ -518,6 +531,16 @@ class ClusterSnapshot:
     def _down(self) -> frozenset[int]:
         return frozenset(b.id for b in self.brokers if b.state is BrokerState.DOWN)
 
+    @cached_property
+    def unsettled_topics(self) -> frozenset[str]:
+        """The topics being deleted or created (ZooKeeper mode): their partitions are going or
+        coming, not changing."""
+        return frozenset(t.name for t in self.topics if not t.live)
+
+    def partitions_of(self, topic: str) -> list[Partition]:
+        """The partitions of `topic`, in order."""
+        return [p for p in self.partitions if p.topic == topic]
+
     def broker(self, broker_id: int) -> Broker | None:
         return self._brokers_by_id.get(broker_id)
 
@@ -555,7 +578,11 @@ class ClusterSnapshot:
         return t.internal if t else topic.startswith("__")
 
     def flags(self, p: Partition) -> list[str]:
-        """Health flags of one partition, worst first."""
+        """Health flags of one partition, worst first; a partition of a topic being deleted
+        or created has that one flag only (it is going or coming, not unhealthy)."""
+        t = self.topic(p.topic)
+        if t is not None and not t.live:
+            return ["deleting" if t.deleting else "creating"]
         out = []
         if self.is_offline(p):
             out.append("offline")
