@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from kconsole.models import BrokerState, ClusterMode, ClusterSnapshot, Partition
+from kconsole.models import BrokerState, ClusterMode, ClusterSnapshot, Partition, SourceName
 
 
 class EventKind(StrEnum):
@@ -195,7 +195,9 @@ def _topic_events(
 ) -> tuple[list[Event], frozenset[str] | set[str]]:
     """Topics deleted (or marked for deletion) and created between the two snapshots, and the
     topics whose partitions have no partition events: not there, whole, in both."""
-    if old.topics is new.topics or old.topics == new.topics:
+    if old.topics is new.topics or old.topics == new.topics or not _topics_read(old):
+        # (Before the topics were first read, e.g. a KRaft quorum answer published ahead of
+        # the first metadata, every topic would look created: nothing changed that was seen.)
         return [], new.unsettled_topics
     before = {t.name: t for t in old.topics}
     after = {t.name: t for t in new.topics}
@@ -418,6 +420,15 @@ def _reassign_events(ts: float, a: Partition, b: Partition) -> list[Event]:
                 list(b.replicas),
             )
     return out
+
+
+def _topics_read(snap: ClusterSnapshot) -> bool:
+    """The snapshot's topics come from a read: a source that serves them has answered."""
+    return any(
+        s.updated_at is not None
+        for s in snap.sources
+        if s.name in (SourceName.ZOOKEEPER, SourceName.ADMIN)
+    )
 
 
 def _down(snap: ClusterSnapshot) -> set[int]:

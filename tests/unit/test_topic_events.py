@@ -14,7 +14,7 @@ from typing import Any
 from kconsole.cluster.admin import AdminPartition
 from kconsole.cluster.zk import ZkState
 from kconsole.drills.measure import Replay
-from kconsole.models import ClusterMode, ClusterSnapshot
+from kconsole.models import ClusterMode, ClusterSnapshot, SourceName
 from kconsole.observer import SnapshotBuilder
 from kconsole.timeline import Event, EventKind, diff
 from tests.unit.test_observer_builder import REG, admin_state
@@ -172,7 +172,22 @@ def test_kraft_topic_gone_and_back_are_topic_events() -> None:
         [{OTHER: other, T: parts}, {OTHER: other}, {OTHER: other, T: parts}]
     ):
         b.admin = replace(admin_state(), topics=topics)
+        b.health[SourceName.ADMIN].success(100.0 + i)
         snaps.append(b.build(100.0 + i))
     events = events_of(snaps)
     assert [e.kind for e in events] == [EventKind.TOPIC_DELETED, EventKind.TOPIC_CREATED]
     assert not {e.kind for e in events} - TOPIC_EVENTS
+
+
+def test_no_topic_event_before_the_topics_were_first_read() -> None:
+    """KRaft: the quorum poller publishes before the first metadata read; the topics then
+    first seen were not created (the console said 'topic test-topic created' at start)."""
+    b = SnapshotBuilder(use_zookeeper=False)
+    b.set_mode(ClusterMode.KRAFT)
+    b.health[SourceName.QUORUM].success(100.0)
+    first = b.build(100.0)
+    parts = tuple(AdminPartition(p, r[0], tuple(r), tuple(r)) for p, r in REPLICAS.items())
+    b.admin = replace(admin_state(), topics={T: parts})
+    b.health[SourceName.ADMIN].success(101.0)
+    assert first.topics == ()
+    assert not [e for e in diff(first, b.build(101.0)) if e.kind in TOPIC_EVENTS]
