@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from kconsole.models import BrokerState, ClusterMode, ClusterSnapshot, Quorum
+from kconsole.models import BrokerState, ClusterMode, ClusterSnapshot, Group, Quorum
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
@@ -129,12 +129,24 @@ def render_text(snap: ClusterSnapshot, now: float | None = None) -> str:
                 g.state,
                 str(g.members),
                 g.assignor or "-",
-                str(g.lag) if g.lag is not None else ("n/a" if g.lag_na else "-"),
+                _group_lag(g),
             ]
             for g in snap.groups
         ],
     )
+    out += [f"  {g.group_id}: {g.lag_note}" for g in snap.groups if g.lag_note]
     return "\n".join(out)
+
+
+def _group_lag(g: Group) -> str:
+    """The total as the console shows it: "+ ?" when it leaves partitions out, "?" when
+    nothing is known or nothing committed, never 0 for what was not read."""
+    lag = g.lag
+    if lag is None:
+        if g.lag_na:
+            return "n/a"
+        return "?" if g.lag_unknown or g.uncommitted else "-"
+    return f"{lag}" + (" + ?" if g.lag_left_out() else "")
 
 
 def _ids(ids: tuple[int, ...] | None) -> str:

@@ -288,6 +288,19 @@ class Topic:
     name: str
     internal: bool = False
     min_isr: int | None = None  # the topic's effective min.insync.replicas, when known
+    # Its Kafka topic id, new for each incarnation of the name (None: not read; ZooKeeper
+    # mode reads it from the topic's node).
+    topic_id: str | None = None
+    # ZooKeeper mode deletes and creates a topic in steps that KRaft takes at once: marked for
+    # deletion (its leaders then go to -1), or its partitions assigned with no leader elected
+    # yet. Either way its partitions are not "offline": they are going or coming.
+    deleting: bool = False
+    creating: bool = False
+
+    @property
+    def live(self) -> bool:
+        """Neither being deleted nor being created."""
+        return not (self.deleting or self.creating)
 
 
 @dataclass(frozen=True)
@@ -366,8 +379,42 @@ class Group:
 
     @property
     def lag_partial(self) -> bool:
-        """The total leaves out partitions whose lag is unknown, or adds carried figures."""
-        return any(p.lag_unknown or p.carried for p in self.partitions)
+        """The total leaves out partitions (lag unknown, or nothing committed), or adds
+        carried figures."""
+        return any(p.carried for p in self.partitions) or bool(self.lag_left_out())
+
+    @property
+    def lag_read_whole(self) -> bool:
+        """Every figure was read in this poll (none unknown, none carried): partitions with
+        nothing committed are left out of the total the same way every poll."""
+        return not any(p.lag_unknown or p.carried for p in self.partitions)
+
+    @property
+    def uncommitted(self) -> tuple[GroupPartition, ...]:
+        """Its partitions read with no committed offset (Kafka's tools show `-`): how far
+        behind they are depends on where a consumer will start, so the total leaves them out.
+        None for a group that has no lag at all (`lag_na`)."""
+        if self.lag_na:
+            return ()
+        return tuple(p for p in self.partitions if p.committed_known and p.committed is None)
+
+    def lag_left_out(self) -> dict[str, str]:
+        """Each partition whose lag is not in the total ("topic/partition"), and why."""
+        out = {f"{p.topic}/{p.partition}": "no committed offset" for p in self.uncommitted}
+        for p in self.partitions:
+            if not p.committed_known:
+                out[f"{p.topic}/{p.partition}"] = "committed offset not read"
+            elif p.log_end is None:
+                out[f"{p.topic}/{p.partition}"] = "log end not read"
+        return out
+
+    @property
+    def lag_note(self) -> str:
+        """Why the total leaves out partitions that were read: none of them committed."""
+        n, of = len(self.uncommitted), len(self.partitions)
+        if not n:
+            return ""
+        return f"lag leaves out {n} of {of} partitions: no committed offset"
 
     @property
     def oldest(self) -> float | None:
@@ -568,6 +615,16 @@ class ClusterSnapshot:
     def _down(self) -> frozenset[int]:
         return frozenset(b.id for b in self.brokers if b.state is BrokerState.DOWN)
 
+    @cached_property
+    def unsettled_topics(self) -> frozenset[str]:
+        """The topics being deleted or created (ZooKeeper mode): their partitions are going or
+        coming, not changing."""
+        return frozenset(t.name for t in self.topics if not t.live)
+
+    def partitions_of(self, topic: str) -> list[Partition]:
+        """The partitions of `topic`, in order."""
+        return [p for p in self.partitions if p.topic == topic]
+
     def broker(self, broker_id: int) -> Broker | None:
         return self._brokers_by_id.get(broker_id)
 
@@ -649,7 +706,11 @@ class ClusterSnapshot:
         return t.internal if t else topic.startswith("__")
 
     def flags(self, p: Partition) -> list[str]:
-        """Health flags of one partition, worst first."""
+        """Health flags of one partition, worst first; a partition of a topic being deleted
+        or created has that one flag only (it is going or coming, not unhealthy)."""
+        t = self.topic(p.topic)
+        if t is not None and not t.live:
+            return ["deleting" if t.deleting else "creating"]
         out = []
         if self.is_offline(p):
             out.append("offline")
@@ -680,6 +741,10 @@ class ClusterSnapshot:
         out = asdict(self)
         for name in _IN_PROCESS_ONLY:
             del out[name]
+        # Each group's total as the console shows it, and what it leaves out (from_dict
+        # ignores these: they are derived).
+        for g, d in zip(self.groups, out["groups"], strict=True):
+            d.update(lag=g.lag, lag_partial=g.lag_partial, lag_left_out=g.lag_left_out())
         return out
 
     def to_json(self, **kw: Any) -> str:

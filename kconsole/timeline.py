@@ -1,9 +1,9 @@
 """Cluster events derived from two consecutive snapshots.
 
 diff(old, new) says what changed in between: brokers leaving and joining, the controller moving,
-leaders changing, ISRs shrinking and expanding, partitions going offline and coming back, and
-reassignments starting, catching up, completing or being cancelled. The events pane, the drill
-timeline and the drill measurements all read these.
+topics created and deleted, leaders changing, ISRs shrinking and expanding, partitions going
+offline and coming back, and reassignments starting, catching up, completing or being cancelled.
+The events pane, the drill timeline and the drill measurements all read these.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from kconsole.models import BrokerState, ClusterMode, ClusterSnapshot, Partition
+from kconsole.models import BrokerState, ClusterMode, ClusterSnapshot, Partition, SourceName
 
 
 class EventKind(StrEnum):
@@ -41,6 +41,12 @@ class EventKind(StrEnum):
     REASSIGN_COMPLETED = "reassign-completed"
     REASSIGN_CANCELLED = "reassign-cancelled"
     REPLICAS_REORDERED = "replicas-reordered"  # the same replicas in another order
+    # A topic, not its partitions: deleted (ZooKeeper mode first marks it, then takes its
+    # leaders away: that is not its partitions going offline) and created (`new`: its
+    # partitions as (partition, leader, replicas, isr)).
+    TOPIC_DELETING = "topic-deleting"
+    TOPIC_DELETED = "topic-deleted"
+    TOPIC_CREATED = "topic-created"
     ACTION = "action"  # something the user (or a drill) did
 
 
@@ -159,6 +165,11 @@ def diff(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[Event]:
         # controller id is the metadata's, which on KRaft is a random broker.
         events.extend(_controller_events(ts, old, new, "controller", "broker", "active controller"))
 
+    # Topics that came or went; only partitions of a topic that is there, whole, before and
+    # after (the same incarnation) have partition events.
+    topic_events, unsteady = _topic_events(ts, old, new)
+    events.extend(topic_events)
+
     # Most snapshots hand on the very partitions of the one before, or say which they built
     # again: then only those are compared.
     pairs = new.changed_partitions(old)
@@ -182,8 +193,63 @@ def diff(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[Event]:
                 if before is not None:
                     pairs.append((before, p))
     for before, p in pairs:
+        if unsteady and p.topic in unsteady:
+            continue
         events.extend(_partition_events(ts, before, p, old.is_offline(before), new.is_offline(p)))
     return events
+
+
+def _topic_events(
+    ts: float, old: ClusterSnapshot, new: ClusterSnapshot
+) -> tuple[list[Event], frozenset[str] | set[str]]:
+    """Topics deleted (or marked for deletion) and created between the two snapshots, and the
+    topics whose partitions have no partition events: not there, whole, in both."""
+    if old.topics is new.topics or old.topics == new.topics or not _topics_read(old):
+        # (Before the topics were first read, e.g. a KRaft quorum answer published ahead of
+        # the first metadata, every topic would look created: nothing changed that was seen.)
+        return [], new.unsettled_topics
+    before = {t.name: t for t in old.topics}
+    after = {t.name: t for t in new.topics}
+    events: list[Event] = []
+    unsteady: set[str] = set()
+    for name in sorted(before.keys() | after.keys()):
+        a, b = before.get(name), after.get(name)
+        # Deleted and created again in between: another topic id (when both are known).
+        replaced = (
+            a is not None
+            and b is not None
+            and a.topic_id is not None
+            and b.topic_id is not None
+            and a.topic_id != b.topic_id
+        )
+        if a is not None and b is not None and not replaced and a.live and b.live:
+            continue
+        unsteady.add(name)
+        if a is not None and a.live and b is not None and b.deleting and not replaced:
+            n = len(old.partitions_of(name))
+            events.append(
+                Event(
+                    ts,
+                    EventKind.TOPIC_DELETING,
+                    f"topic {name} is being deleted ({n} partitions)",
+                    topic=name,
+                )
+            )
+        elif a is not None and (a.live or a.deleting) and (b is None or replaced):
+            events.append(Event(ts, EventKind.TOPIC_DELETED, f"topic {name} deleted", topic=name))
+        if b is not None and b.live and (a is None or replaced or not a.live):
+            parts = new.partitions_of(name)
+            rf = max((len(p.replicas) for p in parts), default=0)
+            events.append(
+                Event(
+                    ts,
+                    EventKind.TOPIC_CREATED,
+                    f"topic {name} created ({len(parts)} partitions, replication factor {rf})",
+                    topic=name,
+                    new=tuple((p.partition, p.leader, p.replicas, p.isr) for p in parts),
+                )
+            )
+    return events, unsteady
 
 
 def _controller_events(
@@ -389,6 +455,15 @@ def _reassign_events(ts: float, a: Partition, b: Partition) -> list[Event]:
                 list(b.replicas),
             )
     return out
+
+
+def _topics_read(snap: ClusterSnapshot) -> bool:
+    """The snapshot's topics come from a read: a source that serves them has answered."""
+    return any(
+        s.updated_at is not None
+        for s in snap.sources
+        if s.name in (SourceName.ZOOKEEPER, SourceName.ADMIN)
+    )
 
 
 def _down(snap: ClusterSnapshot) -> set[int]:

@@ -24,6 +24,7 @@ The stdout protocol (one JSON object per line, nothing else on stdout):
     {"type": "state", "state": "starting|running|stopping|stopped|failed|finished", ...}
     {"type": "checkpoint", "status": "new|resuming|fresh|refused|unverified", "message": ...}
     {"type": "progress", "batchId": 7, "numInputRows": 120, "offsetsBehindLatest": 41, ...}
+    {"type": "commit", "group": "...", "offsets": {"topic": {"0": 1204}}}   (acknowledged)
     {"type": "warning", "message": "..."}
     plus job-specific lines ("output", "finding", "findings")
 

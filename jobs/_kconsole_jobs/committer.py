@@ -17,10 +17,16 @@ class Committer(threading.Thread):
     group commits them (the group stays empty, so nothing is rebalanced), on its own thread so a
     slow coordinator never delays progress reports."""
 
-    def __init__(self, args: argparse.Namespace, warn: Callable[[str], None]):
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        warn: Callable[[str], None],
+        on_commit: Callable[[dict[tuple[str, int], int]], None] | None = None,
+    ):
         super().__init__(daemon=True, name="group-commit")
         self.args = args
         self._warn = warn
+        self._on_commit = on_commit  # told each commit the group acknowledged
         self._cond = threading.Condition()
         self._pending: dict[tuple[str, int], int] | None = None
         self._done: dict[tuple[str, int], int] = {}
@@ -52,6 +58,8 @@ class Committer(threading.Thread):
                 try:
                     self._consumer.commit(offsets=tps, asynchronous=False)
                     self._done = end
+                    if self._on_commit is not None:
+                        self._on_commit(end)
                 except KafkaException as exc:
                     self._warn(
                         f"could not commit offsets to group {self.args.group_id}: "

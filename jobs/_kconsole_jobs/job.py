@@ -40,6 +40,7 @@ class Job:
         self._stop_reason = ""
         self._building_session = False
         self._preflight = Preflight(args, self.warn)
+        self._topics_to_create: dict[str, int] = {}  # ensure_topic's, made once accepted
         self._last_ts: str | None = None
         self._last_batch = -1
         self._committer: Committer | None = None
@@ -73,17 +74,34 @@ class Job:
         return self._preflight.check_kafka(topics)
 
     def ensure_topic(self, topic: str, partitions: int) -> None:
-        """Create `topic` when missing (Preflight.ensure_topic)."""
-        self._preflight.ensure_topic(topic, partitions)
+        """Create `topic` when missing (Preflight.ensure_topic), once the run is accepted: a
+        job's `check` only plans it, and run() creates it after the checkpoint check, so a run
+        refused there has changed nothing on the cluster."""
+        self._topics_to_create[topic] = partitions
+
+    def create_planned_topics(self) -> None:
+        """Create the topics ensure_topic planned (each when missing)."""
+        planned, self._topics_to_create = self._topics_to_create, {}
+        for topic, partitions in planned.items():
+            self._preflight.ensure_topic(topic, partitions)
 
     def commit(self, end: dict[tuple[str, int], int]) -> None:
         """Hand a batch's end offsets to the committer thread (the newest offer wins)."""
         if not self.args.group_id or not end or not HAVE_CONFLUENT_KAFKA:
             return
         if self._committer is None:
-            self._committer = Committer(self.args, self.warn)
+            self._committer = Committer(self.args, self.warn, self._committed)
             self._committer.start()
         self._committer.offer(end)
+
+    def _committed(self, end: dict[tuple[str, int], int]) -> None:
+        """A "commit" line: the offsets this run committed to its group, as the group took
+        them (the console's figure of this run's lag starts from these, not from whatever
+        the shared group holds)."""
+        offsets: dict[str, dict[str, int]] = {}
+        for (topic, part), off in sorted(end.items()):
+            offsets.setdefault(topic, {})[str(part)] = off
+        self.emit("commit", group=self.args.group_id, offsets=offsets)
 
     def check_checkpoint(self) -> None:
         """Resume the checkpoint only if it is this cluster's and this topic incarnation's;
@@ -187,10 +205,11 @@ class Job:
             self.warn(note)
         try:
             if check is not None:
-                check(self)
+                check(self)  # reads only: what it would create waits for the checkpoint
             self.check_checkpoint()
             if self._stop.is_set():
                 return self._finish("stopped", 0)
+            self.create_planned_topics()
             self._building_session = True
             if self._stop.is_set():  # asked before the flag was up
                 return self._finish("stopped", 0)

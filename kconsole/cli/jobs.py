@@ -247,6 +247,10 @@ def _run_json(run: JobRun) -> dict[str, object]:
         "options": run.options,
         "topic": run.topic,
         "group_id": run.group_id,
+        # what this run committed to the group (None: nothing), not what the group holds now
+        "committed": None
+        if run.committed is None
+        else {f"{t}/{part}": off for (t, part), off in sorted(run.committed.items())},
         "checkpoint": run.checkpoint,
         "checkpoint_status": None
         if run.checkpoint_note is None

@@ -88,7 +88,7 @@ class GroupReader:
             raise GroupsUnreadable(f"no broker answered: {_text(exc)}") from exc
         failed = False
         try:
-            ids, listed, notes = self._list(kp, brokers)
+            ids, listed, answered, notes = self._list(kp, brokers)
             # A broker that failed to answer: this client's metadata may be stale (also when
             # GroupsUnreadable is raised just below). One not asked needs no new client.
             failed = not listed
@@ -97,8 +97,13 @@ class GroupReader:
             if not listed_by_all:
                 ids |= set(known)
             if not ids:
-                if listed_by_all:
-                    return GroupsRead((), True, tuple(notes))
+                # No group at all, as the brokers that answered say. A broker that is down
+                # coordinates nothing (its groups move with the __consumer_offsets leaders),
+                # so listing the live ones is Kafka's Admin's normal case: a fresh answer that
+                # says what was not asked (degraded), not a failure. Only when no broker
+                # answered is there nothing to show.
+                if answered:
+                    return GroupsRead((), listed_by_all, tuple(notes))
                 raise GroupsUnreadable("; ".join(notes) or "no broker listed its groups")
             order = sorted(ids)
             descs, errors = self._describe(kp, order)
@@ -137,7 +142,11 @@ class GroupReader:
                 # A client that met a dead broker refreshes its metadata from scratch next time.
                 self.close()
 
-    def _list(self, kp: Any, brokers: Iterable[int] | None) -> tuple[set[str], bool, list[str]]:
+    def _list(
+        self, kp: Any, brokers: Iterable[int] | None
+    ) -> tuple[set[str], bool, bool, list[str]]:
+        """The group ids the brokers list, whether every broker asked answered, whether any
+        did, and what each one that did not answer said."""
         if brokers is None:
             try:
                 brokers = sorted(int(b["broker_id"]) for b in kp.describe_cluster()["brokers"])
@@ -146,9 +155,12 @@ class GroupReader:
         ids: set[str] = set()
         notes: list[str] = []
         asked = list(brokers)
+        answered = 0
         for bid in asked:
             try:
-                for entry in kp.list_groups(broker_ids=[bid]):
+                entries = list(kp.list_groups(broker_ids=[bid]))
+                answered += 1
+                for entry in entries:
                     gid = entry.get("group_id") if isinstance(entry, dict) else entry[0]
                     if gid:
                         ids.add(str(gid))
@@ -157,7 +169,7 @@ class GroupReader:
                             self._types[str(gid)] = str(kind).lower()
             except Exception as exc:
                 notes.append(f"broker {bid} did not list its groups ({_text(exc)})")
-        return ids, bool(asked) and not notes, notes
+        return ids, bool(asked) and not notes, answered > 0, notes
 
     def _coordinators(self, kp: Any, ids: list[str]) -> tuple[dict[str, int], dict[str, str]]:
         """Each group's coordinator: kafka-python keeps them once found, so a steady poll asks

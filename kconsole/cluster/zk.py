@@ -46,7 +46,11 @@ QUIET_S = 0.2
 _STATE_RE = re.compile(r"^/brokers/topics/([^/]+)/partitions/(\d+)/state$")
 _TOPIC_RE = re.compile(r"^/brokers/topics/([^/]+)$")
 _BROKER_RE = re.compile(r"^/brokers/ids/(\d+)$")
-_URGENT = frozenset({"/controller", "/controller_epoch", "/brokers/ids"})  # read mid-burst
+# Topics marked for deletion (ZooKeeper mode deletes a topic in steps: marked here, then its
+# partitions' leaders set to -1, then its nodes removed).
+DELETE_TOPICS = "/admin/delete_topics"
+# Read mid-burst; the deletion marks too, before the leaders the deletion then takes away.
+_URGENT = frozenset({"/controller", "/controller_epoch", "/brokers/ids", DELETE_TOPICS})
 _STATE_SEQ = itertools.count(1)  # ZkState.seq: unique in the process, whichever reader
 
 
@@ -104,6 +108,7 @@ class ZkState:
     states: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)  # partition state
     seq: int = 0  # unique in the process (0: made by hand)
     delta: ZkDelta | None = None
+    deleting: frozenset[str] = frozenset()  # topics marked for deletion (/admin/delete_topics)
 
 
 OnChange = Callable[[ZkState | None, str], None]  # (state, error); error "" when healthy
@@ -123,6 +128,7 @@ class ZkReader:
         self.brokers: dict[int, dict[str, Any]] = {}
         self.topics: dict[str, dict[str, Any]] = {}
         self.states: dict[tuple[str, int], dict[str, Any]] = {}
+        self.deleting: frozenset[str] = frozenset()
         # What was re-read since the last snapshot(), for its ZkDelta (None: everything).
         self._seq = 0
         self._re_read: tuple[set[tuple[str, int]], set[str]] | None = None
@@ -143,6 +149,7 @@ class ZkReader:
             dict(self.states),
             seq,
             delta,
+            self.deleting,
         )
 
     def _state_read(self, tp: tuple[str, int]) -> None:
@@ -212,6 +219,10 @@ class ZkReader:
             self.brokers.pop(bid, None)
         else:
             self.brokers[bid] = _json(got[0])
+
+    def read_deleting(self) -> None:
+        """The topics marked for deletion."""
+        self.deleting = frozenset(self._children(DELETE_TOPICS))
 
     def read_topics(self) -> None:
         names = set(self._children("/brokers/topics"))
@@ -323,6 +334,7 @@ class ZkReader:
         self.read_controller()
         self.brokers.clear()
         self.read_broker_ids()
+        self.read_deleting()  # before the topics: a topic being deleted is known as such
         self.topics.clear()
         self.states.clear()
         self.read_topics()
@@ -355,6 +367,8 @@ class ZkReader:
             self.read_broker_ids()
         elif path == "/brokers/topics":
             self.read_topics()
+        elif path == DELETE_TOPICS:
+            self.read_deleting()
         elif m := _BROKER_RE.match(path):
             self.read_broker(int(m.group(1)))
         elif m := _STATE_RE.match(path):

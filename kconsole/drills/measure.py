@@ -93,6 +93,21 @@ class Replay:
         elif e.kind is EventKind.CONTROLLER_LOST:
             self.controller = None
             return
+        elif e.kind in (EventKind.TOPIC_DELETING, EventKind.TOPIC_DELETED):
+            # Its partitions are gone (or going): counted neither offline nor short any more.
+            for tp in [tp for tp in self.replicas if tp[0] == e.topic]:
+                for held in (self.replicas, self.leader, self.isr):
+                    del held[tp]
+                self._offline.discard(tp)
+                self._urp.discard(tp)
+            return
+        elif e.kind is EventKind.TOPIC_CREATED:
+            for part, leader, replicas, isr in e.new if isinstance(e.new, tuple) else ():
+                tp = (str(e.topic), int(part))
+                self.replicas[tp], self.leader[tp] = tuple(replicas), int(leader)
+                self.isr[tp] = {int(i) for i in isr}
+                self._flag(tp)
+            return
         else:
             tp = (str(e.topic), e.partition if e.partition is not None else -1)
             if tp not in self.replicas:

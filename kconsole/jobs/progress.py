@@ -119,6 +119,17 @@ def parse_progress_line(line: str | bytes) -> JobProgress | None:
         return None
 
 
+def parse_commit_line(data: dict[str, Any]) -> dict[tuple[str, int], int] | None:
+    """A "commit" line (already parsed by parse_line): the offsets the run committed to its
+    group; None for other lines and garbage."""
+    if data.get("type") != "commit" or not isinstance(data.get("offsets"), dict):
+        return None
+    try:
+        return _flat_offsets(data["offsets"])
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
 def _flat_offsets(raw: Any) -> dict[tuple[str, int], int]:
     if not isinstance(raw, dict):
         return {}

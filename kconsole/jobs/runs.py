@@ -24,6 +24,7 @@ from kconsole.jobs.progress import (
     explain_failure,
     extract_error,
     parse_checkpoint_line,
+    parse_commit_line,
     parse_line,
     parse_progress_line,
 )
@@ -73,6 +74,10 @@ class JobRun:
     finding_counts: dict[str, int] = field(default_factory=dict)
     recent_output: tuple[dict[str, Any], ...] = ()  # the newest output / finding lines
     checkpoint_note: CheckpointNote | None = None  # what the job did with its checkpoint
+    # The offsets this run last committed to its group (None: it committed nothing), and
+    # when: its lag is measured from these, never from the group a later run shares.
+    committed: dict[tuple[str, int], int] | None = None
+    committed_at: float | None = None
 
     @property
     def active(self) -> bool:
@@ -182,6 +187,8 @@ class RunRecord:
         self.warnings: list[str] = []
         self.last_state: dict[str, Any] | None = None
         self.checkpoint_note: CheckpointNote | None = None
+        self.committed: dict[tuple[str, int], int] | None = None
+        self.committed_at: float | None = None
         self.seen_running = False
         self.final: JobRun | None = None
         self.ours = False  # started by this manager (so it can reap it and knows its exit code)
@@ -273,6 +280,12 @@ class RunRecord:
                 self.seen_running = True
         elif kind == "checkpoint":
             self.checkpoint_note = parse_checkpoint_line(data) or self.checkpoint_note
+        elif kind == "commit":
+            committed = parse_commit_line(data)
+            if committed is not None:
+                self.committed = committed
+                ts = data.get("ts")
+                self.committed_at = float(ts) if isinstance(ts, int | float) else None
         elif kind in ("output", "finding"):
             self.recent.append(data)
         elif kind == "findings":
@@ -349,6 +362,8 @@ class RunRecord:
             finding_counts=dict(self.counts),
             recent_output=tuple(self.recent),
             checkpoint_note=self.checkpoint_note,
+            committed=dict(self.committed) if self.committed is not None else None,
+            committed_at=self.committed_at,
         )
 
 

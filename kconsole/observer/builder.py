@@ -131,6 +131,10 @@ class SnapshotBuilder:
         self._replicas_gen = -1  # the partitions _brokers last looked at
         self._names_gen = -1  # ... and _topics
         self._names: list[str] = []
+        # ZooKeeper's topics whose partitions are not all elected yet (no state node), as of
+        # the partitions build _creating_gen.
+        self._creating: set[str] = set()
+        self._creating_gen = -1
 
     def set_mode(self, mode: ClusterMode) -> None:
         """What the cluster turned out to be: KRaft drops ZooKeeper (its health too), ZooKeeper
@@ -570,7 +574,41 @@ class SnapshotBuilder:
         self._names_gen = self._gen
         names = self._names
         min_isr = self.admin.min_isr if self.admin else {}
-        return tuple(Topic(n, n.startswith("__"), min_isr.get(n)) for n in names)
+        zk = self.zk if self._parts_from[:1] == ("zk",) else None
+        if zk is None:
+            return tuple(Topic(n, n.startswith("__"), min_isr.get(n)) for n in names)
+        creating = self._creating_topics(zk)
+        return tuple(
+            Topic(
+                n,
+                n.startswith("__"),
+                min_isr.get(n),
+                (zk.topics.get(n) or {}).get("topic_id"),
+                n in zk.deleting,
+                n in creating,
+            )
+            for n in names
+        )
+
+    def _creating_topics(self, zk: ZkState) -> set[str]:
+        """The topics with a partition that has no state node yet: assigned, its leader not
+        elected (ZooKeeper mode creates a topic so). Looked at again only for the partitions
+        built since the last look (a full build: all of them)."""
+        changed = self._since(self._creating_gen)
+        if changed is None:
+            topics = set(zk.topics)
+            self._creating = set()
+        else:
+            topics = {p.topic for p in changed}
+        self._creating_gen = self._gen
+        for t in topics:
+            tdata = zk.topics.get(t)
+            parts = tdata.get("partitions", {}) if tdata else {}
+            if any((t, int(p)) not in zk.states for p in parts):
+                self._creating.add(t)
+            else:
+                self._creating.discard(t)
+        return self._creating
 
 
 def _zk_partition(

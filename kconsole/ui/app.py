@@ -276,7 +276,7 @@ class KConsoleApp(BrokerActions, JobActions, ElectionActions):
             del self.lag_history[gone]
         for group in snapshot.groups:
             lag = group.lag
-            if lag is not None and not group.lag_partial:
+            if lag is not None and group.lag_read_whole:
                 history = self.lag_history.setdefault(group.group_id, deque(maxlen=LAG_HISTORY))
                 history.append(lag)
 

@@ -38,6 +38,8 @@ FLAG_STYLE = {
     "under-replicated": WARN,
     "not-preferred": NOTE,
     "reassigning": MOVING,
+    "deleting": DIM,
+    "creating": DIM,
 }
 
 # Weights for "worst first" ordering: one offline partition outranks any number of milder flags.

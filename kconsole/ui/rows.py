@@ -540,12 +540,19 @@ def group_row(
         group_lag(g, now),
         fmt.cell(g.members),
         fmt.cell(g.assignor or fmt.NONE, "" if g.assignor else fmt.DIM),
-        fmt.cell(g.lag_na, fmt.DIM) if g.lag_na and not g.error else fmt.cell(g.error, fmt.WARN),
+        fmt.cell(g.lag_na, fmt.DIM) if g.lag_na and not g.error else _group_note(g),
     ]
     if typed:
         kind = g.group_type.lower()
         cells.insert(3, fmt.cell(kind or fmt.NONE, fmt.NOTE if kind == "share" else fmt.DIM))
     return cells
+
+
+def _group_note(g: Group) -> Text:
+    """What could not be read, else why the total lag leaves partitions out."""
+    if g.error:
+        return fmt.cell(g.error, fmt.WARN)
+    return fmt.cell(g.lag_note, fmt.DIM)
 
 
 SHORT_GROUP_STATES = {"PREPARINGREBALANCE": "Rebalance", "COMPLETINGREBALANCE": "Rebalance"}
@@ -579,9 +586,10 @@ def group_lag(g: Group, now: float) -> Text:
         return fmt.cell(UNKNOWN, fmt.WARN)
     lag = g.lag
     if lag is None:
-        return _lag(None)
+        # Read, and none of it committed: how far behind depends on where it will start.
+        return fmt.cell(UNKNOWN, fmt.WARN) if g.uncommitted else _lag(None)
     text = fmt.count(lag)
-    if any(p.lag_unknown for p in g.partitions):
+    if g.lag_left_out():
         text += " + ?"
     oldest = g.oldest
     if oldest is not None:

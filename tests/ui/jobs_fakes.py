@@ -35,6 +35,8 @@ def plant_run(
     lines = (RECORDED / f"{recording}.jsonl").read_text().splitlines()
     if live:
         lines = [ln for ln in lines if json.loads(ln).get("state") not in ("stopping", "stopped")]
+    if group_id:
+        lines = _with_commits(lines, group_id)
     (run_dir / "progress.jsonl").write_text("".join(f"{ln}\n" for ln in lines))
     (run_dir / "job.log").write_text((RECORDED / f"{recording}.log").read_text())
     meta = {
@@ -51,6 +53,26 @@ def plant_run(
         "group_id": group_id,
     }
     (run_dir / "job.json").write_text(json.dumps(meta))
+
+
+def _with_commits(lines: list[str], group_id: str) -> list[str]:
+    """The recording with the "commit" line a job prints after each batch's commit (since
+    issue 35; these recordings are older): the batch's end offsets, as its committer commits
+    them, acknowledged a moment after the progress line."""
+    out = []
+    for ln in lines:
+        out.append(ln)
+        data = json.loads(ln)
+        if data.get("type") == "progress" and data.get("endOffset"):
+            commit = {
+                "type": "commit",
+                "job": data.get("job"),
+                "ts": float(data.get("ts") or 0.0) + 0.05,
+                "group": group_id,
+                "offsets": data["endOffset"],
+            }
+            out.append(json.dumps(commit))
+    return out
 
 
 class RecordedJobs(JobManager):

@@ -81,6 +81,22 @@ async def test_a_partial_lag_adds_no_point_to_the_trend() -> None:
         assert list(app.lag_history["billing"]) == [10]
 
 
+async def test_a_partition_with_nothing_committed_still_adds_points() -> None:
+    """A partition never committed is left out of every poll's total alike (`+ ?`): the
+    trend of the rest goes on."""
+    app = new_app()
+    async with app.run_test(size=SIZE) as pilot:
+        base = B.healthy()
+        full = B.group("billing", (5, 5))
+        idle = dataclasses.replace(full.partitions[1], committed=None)
+        group = dataclasses.replace(full, partitions=(full.partitions[0], idle))
+        assert group.lag_partial and group.lag_read_whole
+        app.apply_snapshot(polled(base, base.taken_at, (group,), 1))
+        app.apply_snapshot(polled(base, base.taken_at + 2, (group,), 2))
+        await pilot.pause()
+        assert list(app.lag_history["billing"]) == [5, 5]
+
+
 class SlowJobs:
     """A job manager whose reads block until released (a Maven fetch holding the lock)."""
 

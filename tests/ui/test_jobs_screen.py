@@ -22,12 +22,14 @@ from kconsole.ui.screens.jobs import (
     RUN_COLUMNS,
     RUN_LAYOUTS,
     JobsScreen,
+    RunLag,
     StartJobDialog,
     fit_runs,
-    group_lag,
     layout_width,
     rate_scale,
     run_cells,
+    run_lag,
+    run_summary,
     short_run_id,
 )
 from tests.ui.conftest import feed, load, new_app
@@ -148,16 +150,62 @@ async def test_console_exit_stops_attached_runs_not_detached_ones(manager: JobMa
     assert by_topic["detached"].state is JobState.RUNNING and alive(by_topic["detached"].pid)
 
 
-def test_group_lag_column_is_the_groups_pane_lag(tmp_path: Path) -> None:
-    """The runs table puts the consumer-groups pane's lag of the job's group beside the job's
-    own offsets behind."""
+def test_a_runs_lag_is_measured_from_its_own_commits(tmp_path: Path) -> None:
+    """The runs table's lag is the run's own: log end (as the groups pane read it) - what this
+    run committed. A run that committed what the group holds shows the group's lag."""
     snap = load("group_lag")
     group = snap.groups[0]
-    run = dataclasses.replace(recorded_jobs(tmp_path).runs()[-1], group_id=group.group_id)
-    assert group_lag(snap, group.group_id) == group.lag
-    cells = [str(c) for c in run_cells(run, snap)]
-    assert cells[7] == f"{group.lag:,}"
-    assert group_lag(snap, "nobody") is None
+    mine = {
+        (p.topic, p.partition): p.committed for p in group.partitions if p.committed is not None
+    }
+    run = dataclasses.replace(
+        recorded_jobs(tmp_path).runs()[-1], group_id=group.group_id, committed=mine
+    )
+    assert run_lag(run, snap) == RunLag(group.lag)
+    assert str(run_cells(run, snap)[7]) == f"{group.lag:,}"
+    # A partition whose log end the groups pane could not read: left out, and said.
+    (t, p), _off = next(iter(mine.items()))
+    unread = dataclasses.replace(
+        snap,
+        groups=(
+            dataclasses.replace(
+                group,
+                partitions=tuple(
+                    dataclasses.replace(gp, log_end=None)
+                    if (gp.topic, gp.partition) == (t, p)
+                    else gp
+                    for gp in group.partitions
+                ),
+            ),
+        ),
+    )
+    lag = run_lag(run, unread)
+    assert lag.value is not None and lag.why == f"log end not read for {t}/{p}"
+    assert str(run_cells(run, unread)[7]).endswith(" + ?")
+
+
+def test_a_failed_run_that_never_committed_has_no_lag_of_the_shared_group(
+    tmp_path: Path,
+) -> None:
+    """Issue 35, item 16: a failed run that committed nothing showed `group lag 1,403` (a
+    past run's offsets in the shared group). Its lag is unknown, with the reason."""
+    snap = load("group_lag")
+    group = snap.groups[0]
+    assert group.lag
+    run = dataclasses.replace(
+        recorded_jobs(tmp_path).runs()[-1],
+        group_id=group.group_id,
+        state=JobState.FAILED,
+        committed=None,
+    )
+    lag = run_lag(run, snap)
+    assert lag == RunLag(None, f"this run committed no offsets to group {group.group_id}")
+    assert str(run_cells(run, snap)[7]) == "?"
+    summary = run_summary(run, snap, T0).plain
+    assert f"group lag ? (this run committed no offsets to group {group.group_id})" in summary
+    assert f"{group.lag:,}" not in summary
+    no_group = dataclasses.replace(run, group_id=None)
+    assert run_lag(no_group, snap) == RunLag(None) and str(run_cells(no_group, snap)[7]) == "-"
 
 
 async def test_recorded_runs_are_listed_newest_first(tmp_path: Path) -> None:

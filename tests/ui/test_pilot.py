@@ -332,6 +332,22 @@ class TestStaleMarkers:
             assert pane.border_subtitle is not None
             assert pane.border_subtitle.startswith("via Admin API · ZooKeeper down: ConnectionLoss")
 
+    async def test_no_group_and_a_broker_down_is_degraded_not_stale(self, app: KConsoleApp) -> None:
+        """A broker down and no group: the groups source answered from the live brokers, so
+        the pane says degraded with the reason and its fresh age, never STALE (issue 35, 9)."""
+        snap = B.broker_down()
+        note = "broker 1 not asked for its groups (not up)"
+        sources = tuple(
+            dataclasses.replace(s, error=note) if s.name.value == "groups" else s
+            for s in snap.sources
+        )
+        async with app.run_test(size=SIZE) as pilot:
+            feed(app, dataclasses.replace(snap, groups=(), sources=sources))
+            await pilot.pause()
+            pane = app.screen.query_one("#groups-pane", Pane)
+            assert not pane.has_class("-stale")
+            assert pane.border_subtitle == f"degraded: {note}"
+
     async def test_admin_stands_in_for_missing_zookeeper(self, app: KConsoleApp) -> None:
         snap = B.healthy()
         admin_down = tuple(

@@ -17,6 +17,7 @@ from kconsole.ui.widgets.table import KeyedTable
 from tests.ui import builders as B
 from tests.ui.conftest import (
     FakeControl,
+    broker_down_whole,
     coordinator_moving,
     feed,
     feeding,
@@ -26,6 +27,7 @@ from tests.ui.conftest import (
     new_app,
     run_fixture_drill,
     select_broker,
+    without_topic,
 )
 
 WIDE = (160, 48)
@@ -68,12 +70,12 @@ class TestClusterStates:
 
     def test_broker_down_wide(self, snap_compare: SnapCompare) -> None:
         """A broker went down: under-replicated partitions, a moved controller, the events."""
-        snaps = load("healthy"), load("broker_down")
+        snaps = without_topic(load("healthy"), "audit-log"), load("broker_down")
         assert snap_compare(new_app(), terminal_size=WIDE, run_before=feeding(*snaps))
 
     def test_broker_down_80x24(self, snap_compare: SnapCompare) -> None:
         """A broker went down, on an 80x24 terminal."""
-        snaps = load("healthy"), load("broker_down")
+        snaps = without_topic(load("healthy"), "audit-log"), load("broker_down")
         assert snap_compare(new_app(), terminal_size=SMALL, run_before=feeding(*snaps))
 
     def test_offline_partition(self, snap_compare: SnapCompare) -> None:
@@ -84,7 +86,7 @@ class TestClusterStates:
 
     def test_no_controller(self, snap_compare: SnapCompare) -> None:
         """No active controller: the controller pane turns red."""
-        snaps = load("healthy"), load("broker_down"), load("no_controller")
+        snaps = load("healthy"), broker_down_whole(), load("no_controller")
         assert snap_compare(new_app(), terminal_size=WIDE, run_before=feeding(*snaps))
 
     def test_zookeeper_unreachable(self, snap_compare: SnapCompare) -> None:

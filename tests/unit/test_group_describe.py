@@ -369,3 +369,58 @@ def test_a_coordinator_failing_its_second_request_keeps_what_it_answered(
         assert groups[gid].state == "UNKNOWN", groups[gid]
         assert f"not described (coordinator {coordinator})" in groups[gid].error
     assert not [c for c in kp.calls if c[0] == "DescribeGroups"]
+
+
+class NoGroupsKp(FakeKp):
+    """The cluster with no group at all: every broker asked lists none."""
+
+    def list_groups(self, broker_ids: list[int]) -> list[dict[str, Any]]:
+        (bid,) = broker_ids
+        if bid in self.unlisting:
+            raise kafka.errors.KafkaTimeoutError("ListGroups timed out")
+        return []
+
+
+def test_no_group_and_a_broker_down_is_an_answer_not_a_failure(kp: FakeKp) -> None:
+    """Broker 2 down (registered, not up: not asked) and no group anywhere: the live brokers'
+    answer is the read, degraded by what was not asked (issue 35 item 9: the pane went STALE)."""
+    reader = GroupReader({}, timeout_s=5)
+    reader._kp = NoGroupsKp({})
+    res = reader.read(known=(), brokers=[1, 3], leaders={}, unasked=[2])
+    assert res.groups == () and not res.listed_by_all
+    assert res.notes == ("broker 2 not asked for its groups (not up)",)
+
+
+def test_no_group_and_no_broker_answering_is_unreadable(kp: FakeKp) -> None:
+    """Not one broker answered ListGroups: nothing was read, the source fails this round."""
+    fake = NoGroupsKp({})
+    fake.unlisting = {1, 3}
+    reader = GroupReader({}, timeout_s=5)
+    reader._kp = fake
+    with pytest.raises(groups_mod.GroupsUnreadable, match="broker 1 did not list"):
+        reader.read(known=(), brokers=[1, 3], leaders={}, unasked=[2])
+
+
+def test_the_groups_source_is_degraded_not_stale_with_a_broker_down(kp: FakeKp) -> None:
+    """Through the observer: a broker registered but stopped, no group. The groups source is
+    fresh (its age is this poll's) and says what it did not ask."""
+    from kconsole.cluster.procs import ProcState
+    from kconsole.config import Settings
+    from kconsole.models import SourceName
+    from kconsole.observer import ClusterObserver
+    from tests.unit.test_observer_builder import admin_state, zk_state
+
+    clock = [100.0]
+    obs = ClusterObserver(Settings(), clock=lambda: clock[0])
+    obs.builder.zk, obs.builder.admin = zk_state(), admin_state()
+    obs.builder.proc_states = {2: ProcState.STOPPED}
+    obs.builder.health[SourceName.ZOOKEEPER].success(100.0)
+    obs.snapshot = obs._publish(publish=False)
+    reader = SimpleNamespace(groups=GroupReader({}, timeout_s=5))
+    reader.groups._kp = NoGroupsKp({})
+    clock[0] = 141.0
+    obs._poll_groups(reader, publish=False)  # type: ignore[arg-type]
+    health = obs._publish(publish=False).source(SourceName.GROUPS)
+    assert health is not None and health.ok and health.degraded
+    assert health.updated_at == 141.0
+    assert health.error == "broker 2 not asked for its groups (not up)"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kconsole.cluster.groups import carry_forward
 from kconsole.models import Group, GroupPartition
 from kconsole.ui.rows import group_lag, group_partition_rows
@@ -71,6 +73,57 @@ def test_age_is_shown_next_to_a_carried_total() -> None:
     assert group_lag(g, T0 + 42).plain == "400 (42s old)"
 
 
-def test_nothing_committed_is_not_unknown() -> None:
+def test_nothing_committed_is_not_an_unread_figure_but_not_a_total_either() -> None:
+    """Read, and nothing committed (Kafka's `-`): not unknown, but the total is "?" (where a
+    consumer starts decides how far behind it is), with the reason."""
     g = _group(_gp(0, None, 500))
-    assert g.lag is None and not g.lag_unknown and not g.lag_partial
+    assert g.lag is None and not g.lag_unknown and g.lag_partial
+    assert group_lag(g, T0).plain == "?"
+    assert g.lag_left_out() == {"t/0": "no committed offset"}
+    assert group_partition_rows(g, T0)["t/0"][4].plain == "—"
+
+
+def test_a_total_that_leaves_out_uncommitted_partitions_says_so() -> None:
+    """Issue 35, item 11: 1,403 from the committed partitions, two assigned partitions with
+    nothing committed: `1,403 + ?`, the note saying which and why; Kafka's `-` per partition."""
+    g = _group(_gp(0, 100, 1000), _gp(1, 0, 503), _gp(2, None, 700), _gp(3, None, 0))
+    assert g.lag == 1403 and g.lag_partial and not g.lag_unknown
+    assert group_lag(g, T0).plain == "1,403 + ?"
+    assert g.lag_left_out() == {"t/2": "no committed offset", "t/3": "no committed offset"}
+    assert g.lag_note == "lag leaves out 2 of 4 partitions: no committed offset"
+    rows = group_partition_rows(g, T0)
+    assert [rows[f"t/{p}"][4].plain for p in range(4)] == ["900", "503", "—", "—"]
+    from kconsole.ui.rows import group_row
+
+    assert group_row(g, T0)[-1].plain == g.lag_note
+
+
+def test_a_share_group_has_no_uncommitted_partitions() -> None:
+    """A share group commits nothing by design: its lag is n/a, not a partial total."""
+    g = replace(_group(_gp(0, None, 500)), lag_na="share group")
+    assert g.uncommitted == () and not g.lag_partial and g.lag_note == ""
+    assert group_lag(g, T0).plain == "n/a"
+
+
+def test_describe_and_json_say_the_total_is_partial() -> None:
+    """`kconsole describe` prints `1403 + ?` and the reason; --json carries the total, that
+    it is partial and which partitions it leaves out, and still loads back."""
+    import json
+
+    from kconsole.describe import render_text
+    from kconsole.models import ClusterSnapshot
+
+    g = _group(_gp(0, 100, 1000), _gp(1, 0, 503), _gp(2, None, 700), _gp(3, None, 0))
+    snap = ClusterSnapshot(T0, groups=(g, replace(g, group_id="empty", partitions=())))
+    text = render_text(snap, now=T0)
+    row = next(ln for ln in text.splitlines() if ln.startswith("billing"))
+    assert row.split()[-3:] == ["1403", "+", "?"]
+    assert "  billing: lag leaves out 2 of 4 partitions: no committed offset" in text
+    data = json.loads(snap.to_json())
+    assert data["groups"][0]["lag"] == 1403 and data["groups"][0]["lag_partial"] is True
+    assert data["groups"][0]["lag_left_out"] == {
+        "t/2": "no committed offset",
+        "t/3": "no committed offset",
+    }
+    assert data["groups"][1]["lag"] is None and data["groups"][1]["lag_partial"] is False
+    assert ClusterSnapshot.from_dict(data).groups == snap.groups

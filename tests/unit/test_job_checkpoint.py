@@ -301,3 +301,112 @@ job.check_checkpoint()
     assert line["status"] == "unverified"
     assert line["message"].startswith("resuming from checkpoint: offsets {")
     assert "not checked against the cluster" in line["message"]
+
+
+# --------------------------------------------------------------------------------------------
+# A refused run changes nothing on the cluster (issue 35, item 15)
+# --------------------------------------------------------------------------------------------
+
+
+class _Done:
+    """A confluent_kafka future that has its answer."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def result(self, timeout: float | None = None) -> Any:
+        return self.value
+
+
+class RecordingAdmin:
+    """confluent_kafka's AdminClient as the job's preflight uses it, against cluster-A with
+    the input topic (4 partitions, 3 brokers) and no output topic: every call is recorded, so a
+    test can say what a run did to the cluster."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[str, ...]]] = []
+        self.topics = {TOPIC: 4}
+
+    def list_topics(self, timeout: float | None = None) -> Any:
+        from types import SimpleNamespace as NS
+
+        self.calls.append(("list_topics", ()))
+        parts = {
+            t: NS(partitions=dict.fromkeys(range(n)), error=None) for t, n in self.topics.items()
+        }
+        return NS(cluster_id="cluster-A", brokers=dict.fromkeys((1, 2, 3)), topics=parts)
+
+    def describe_topics(self, topics: Any, request_timeout: float | None = None) -> Any:
+        from types import SimpleNamespace as NS
+
+        names = tuple(topics.topic_names)
+        self.calls.append(("describe_topics", names))
+        return {t: _Done(NS(topic_id=HERE.topic_ids.get(t, f"id-of-{t}"))) for t in names}
+
+    def create_topics(self, new: list[Any], request_timeout: float | None = None) -> Any:
+        names = tuple(t.topic for t in new)
+        self.calls.append(("create_topics", names))
+        self.topics.update(dict.fromkeys(names, 4))
+        return {t: _Done(None) for t in names}
+
+
+def _keyed_counts_run(ck: str, admin: RecordingAdmin, capfd: Any) -> tuple[int, str, str]:
+    """keyed_counts' own check and Job.run up to Spark (not started here): its exit code,
+    stdout and stderr."""
+    import importlib.util
+    import signal
+
+    spec = importlib.util.spec_from_file_location(
+        "kc_under_test", ROOT / "jobs" / "keyed_counts.py"
+    )
+    assert spec is not None and spec.loader is not None
+    kc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kc)
+    args = kc.build_parser().parse_args(
+        ["--checkpoint", ck, "--bootstrap", "kafka.invalid:9092", "--topic", TOPIC]
+    )
+    job = common.Job(kc.NAME, args)
+    job._preflight._admin = admin
+
+    def no_spark() -> None:
+        raise common.JobFailure("Spark is not started in this test")
+
+    job.session = no_spark  # type: ignore[method-assign]
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        code = job.run(kc.start, kc.check)
+    finally:
+        for s, h in handlers.items():
+            signal.signal(s, h)
+    out = capfd.readouterr()
+    return code, out.out, out.err
+
+
+def test_a_run_refused_over_its_checkpoint_creates_no_topic(ck: str, capfd: Any) -> None:
+    """The recorded checkpoint has no record beside it: refused, and the output topic that a
+    run would create is not created (it used to be, before the refusal)."""
+    admin = RecordingAdmin()
+    code, out, err = _keyed_counts_run(ck, admin, capfd)
+    assert code == 1
+    lines = [d for ln in out.splitlines() if (d := parse_line(ln))]
+    assert [d["status"] for d in lines if d["type"] == "checkpoint"] == ["refused"]
+    assert lines[-1]["state"] == "failed" and "not resumed" in lines[-1]["reason"]
+    assert [c for c in admin.calls if c[0] == "create_topics"] == []
+    assert "test-topic-counts" not in admin.topics
+    assert "created output topic" not in err
+
+
+def test_an_accepted_run_creates_its_output_topic_after_the_check(
+    tmp_path: Path, capfd: Any
+) -> None:
+    """A new checkpoint is accepted: the output topic is created then, after the checkpoint
+    was checked (its identity read), not before."""
+    admin = RecordingAdmin()
+    code, out, err = _keyed_counts_run(str(tmp_path / "ck"), admin, capfd)
+    assert code == 1  # Spark is not started here
+    kinds = [c[0] for c in admin.calls]
+    assert kinds.index("create_topics") > kinds.index("describe_topics")
+    assert ("create_topics", ("test-topic-counts",)) in admin.calls
+    assert "created output topic test-topic-counts (4 partitions, replication 3)" in err
+    lines = [d for ln in out.splitlines() if (d := parse_line(ln))]
+    assert [d["status"] for d in lines if d["type"] == "checkpoint"] == ["new"]

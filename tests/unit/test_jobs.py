@@ -854,3 +854,68 @@ def test_cli_start_status_logs_stop(
     assert res.exit_code == 4 and "read-only mode" in res.output
     res = cli.invoke(main, ["jobs", "--state-dir", state, "start", "fake", "-o", "mode=x"])
     assert res.exit_code == 1 and "bad option for fake" in res.output
+
+
+# --------------------------------------------------------------------------------------------
+# A run's commits are its own (issue 35, item 16)
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_run_knows_what_it_committed_and_only_that(tmp_path: Path) -> None:
+    """The job's "commit" lines give the run the offsets it committed to its group; a run
+    that printed none committed nothing (None, not the group's offsets)."""
+    from kconsole.jobs.runs import RunRecord
+
+    def record(lines: list[dict[str, Any]]) -> Any:
+        run_dir = tmp_path / f"run{len(list(tmp_path.iterdir()))}"
+        run_dir.mkdir()
+        (run_dir / "progress.jsonl").write_text("".join(json.dumps(d) + "\n" for d in lines))
+        rec = RunRecord(run_dir, {"run_id": "r1", "job": "kc", "group_id": "g"}, 10)
+        rec.read_new()
+        return rec.snapshot(rec.decide(alive=False, exit_code=1))
+
+    failed = record([{"type": "state", "state": "failed", "reason": "refused", "ts": 1.0}])
+    assert failed.committed is None and failed.committed_at is None
+    ran = record([
+        {"type": "commit", "group": "g", "offsets": {"t": {"0": 10, "1": 7}}, "ts": 5.0},
+        {"type": "commit", "group": "g", "offsets": {"t": {"0": 12, "1": 9}}, "ts": 6.0},
+        {"type": "commit", "group": "g", "offsets": "garbage", "ts": 7.0},
+    ])  # fmt: skip
+    assert ran.committed == {("t", 0): 12, ("t", 1): 9} and ran.committed_at == 6.0
+
+
+def test_the_committer_reports_only_acknowledged_commits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The job prints a "commit" line for a commit the group took, none for one it refused."""
+    import argparse
+
+    sys.path.insert(0, str(ROOT / "jobs"))
+    try:
+        from _kconsole_jobs import committer as committer_mod
+    finally:
+        sys.path.remove(str(ROOT / "jobs"))
+
+    class FakeConsumer:
+        def __init__(self, conf: dict[str, Any]) -> None:
+            self.fail = False
+
+        def commit(self, offsets: Any, asynchronous: bool) -> None:
+            if self.fail:
+                raise committer_mod.KafkaException("COORDINATOR_NOT_AVAILABLE")
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(committer_mod, "Consumer", FakeConsumer)
+    told: list[dict[tuple[str, int], int]] = []
+    warned: list[str] = []
+    args = argparse.Namespace(bootstrap="b:1", group_id="g", admin_option=[])
+    c = committer_mod.Committer(args, warned.append, told.append)
+    c.start()
+    c.offer({("t", 0): 5})
+    wait_until(lambda: told == [{("t", 0): 5}], 5, "the first commit reported")
+    c._consumer.fail = True
+    c.offer({("t", 0): 9})
+    wait_until(lambda: bool(warned), 5, "the refused commit warned")
+    c.close(timeout=5)
+    assert told == [{("t", 0): 5}]
+    assert "could not commit offsets to group g" in warned[0]

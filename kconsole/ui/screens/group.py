@@ -107,6 +107,7 @@ def group_summary(group: Group | None, seen: bool, now: float | None = None) -> 
         (" · ", fmt.DIM),
         ("lag ", fmt.DIM),
         group_lag(group, now) if now is not None else fmt.cell(fmt.count(lag)),
+        *((("  ", ""), (group.lag_note, fmt.WARN)) if group.lag_note else ()),
         *((("  ", ""), (group.error, fmt.WARN)) if group.error else ()),
         *((("  ", ""), (group.lag_na, fmt.DIM)) if group.lag_na else ()),
     )

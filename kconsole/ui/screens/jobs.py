@@ -8,6 +8,7 @@ thread workers, so a JVM starting or a graceful stop never blocks the screen.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -110,12 +111,47 @@ START_HINT = "enter or n starts one"
 SHORT_START_HINT = "n starts one"
 
 
-def group_lag(snapshot: ClusterSnapshot | None, group_id: str | None) -> int | None:
-    """The consumer-groups pane's lag of the job's group (log end - committed)."""
-    if snapshot is None or not group_id:
-        return None
-    group = next((g for g in snapshot.groups if g.group_id == group_id), None)
-    return group.lag if group is not None else None
+@dataclass(frozen=True)
+class RunLag:
+    """A run's own lag: per partition the log end now (as the groups pane last read it) - the
+    offset this run last committed, summed. `why` says why it is unknown (`value` None) or
+    what the sum leaves out."""
+
+    value: int | None
+    why: str = ""
+
+
+def run_lag(run: JobRun, snapshot: ClusterSnapshot | None) -> RunLag:
+    """The run's lag from its own commits. The group is shared by every run of the job (and
+    keeps a past run's offsets), so its lag is not this run's: a run that committed nothing
+    has no lag figure, whatever the group says."""
+    if not run.group_id:
+        return RunLag(None)
+    if run.committed is None:
+        return RunLag(None, f"this run committed no offsets to group {run.group_id}")
+    group = (
+        next((g for g in snapshot.groups if g.group_id == run.group_id), None) if snapshot else None
+    )
+    if group is None:
+        return RunLag(None, f"group {run.group_id} not read by the groups pane (yet)")
+    ends = {(p.topic, p.partition): p.log_end for p in group.partitions}
+    known = {tp: end for tp in run.committed if (end := ends.get(tp)) is not None}
+    unread = sorted(f"{t}/{p}" for t, p in run.committed if (t, p) not in known)
+    why = f"log end not read for {', '.join(unread)}" if unread else ""
+    if not known:
+        return RunLag(None, why)
+    return RunLag(sum(max(0, end - run.committed[tp]) for tp, end in known.items()), why)
+
+
+def _lag_cell(run: JobRun, lag: RunLag) -> Text:
+    """`-` with no group (or before a starting run's first batch), `?` when unknown, `+ ?`
+    when partitions are left out; read at another moment than behind (when the groups pane
+    polls, not as the batch ended), so the two differ by what arrived between."""
+    if not run.group_id or (lag.value is None and run.active and run.latest is None):
+        return Text("-")
+    if lag.value is None:
+        return Text("?", fmt.WARN)
+    return Text(_num(lag.value) + (" + ?" if lag.why else ""), fmt.WARN if lag.why else fmt.PLAIN)
 
 
 def _num(value: float | int | None, digits: int = 0) -> str:
@@ -161,7 +197,6 @@ def _behind_cell(p: JobProgress | None) -> Text:
 
 def run_cells(run: JobRun, snapshot: ClusterSnapshot | None) -> tuple[Text | str, ...]:
     p = run.latest
-    lag = group_lag(snapshot, run.group_id)
     return (
         run.run_id,
         Text(run.state.value + (" (detached)" if run.detached else ""), STATE_STYLE[run.state]),
@@ -170,9 +205,7 @@ def run_cells(run: JobRun, snapshot: ClusterSnapshot | None) -> tuple[Text | str
         "-" if p is None else _num(p.processed_rows_per_second),
         "-" if p is None else _num(p.batch_duration_ms),
         _behind_cell(p),
-        # Read at another moment than behind (when the groups pane polls, not as the batch
-        # ended), so under traffic the two differ by what arrived between: not highlighted.
-        Text(_num(lag), fmt.PLAIN),
+        _lag_cell(run, run_lag(run, snapshot)),
         fmt.clock_time(run.started_at)[:8] if run.started_at else "-",
     )
 
@@ -552,12 +585,17 @@ def run_summary(run: JobRun, snapshot: ClusterSnapshot | None, now: float) -> Te
             text.append(f"? ({p.behind_unknown})", fmt.WARN)
         else:
             text.append(_num(p.offsets_behind), fmt.WARN if p.offsets_behind else fmt.GOOD)
-        lag = group_lag(snapshot, run.group_id)
-        if lag is not None:
-            text.append(" · group lag ", fmt.DIM)
-            text.append(_num(lag), fmt.WARN if lag else fmt.GOOD)
     elif run.active:
         text.append(" · no batch yet (the JVM and Spark session start first)", fmt.DIM)
+    if run.group_id and not (run.active and p is None):
+        lag = run_lag(run, snapshot)
+        text.append(" · group lag ", fmt.DIM)
+        if lag.value is None:
+            text.append(f"? ({lag.why})" if lag.why else "?", fmt.WARN)
+        else:
+            text.append(_num(lag.value), fmt.WARN if lag.value or lag.why else fmt.GOOD)
+            if lag.why:
+                text.append(f" + ? ({lag.why})", fmt.WARN)
     note = run.checkpoint_note
     if note is not None and note.status == "refused" and run.error:
         text.append("\ncheckpoint: not resumed (why and the way out: below)", fmt.BAD)
