@@ -119,12 +119,16 @@ class BrokersTable(KeyedTable):
         size = self.size
         inputs = None
         if snap is not None:
+            # Everything broker_rows reads: a field left out here leaves its cells as they
+            # were (the controllers' states were, while the title beside them changed).
             inputs = (
                 snap.brokers,
                 snap.controller.id,
                 snap.partitions,
                 snap.mode,
                 snap.quorum,
+                snap.controllers,
+                snap.never_answered,
                 size,
             )
         if inputs is not None and inputs == self._synced:
