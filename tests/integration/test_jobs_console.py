@@ -16,7 +16,7 @@ from kconsole.commands import Commands
 from kconsole.jobs import JobState
 from kconsole.observer import ClusterObserver
 from kconsole.ui.app import make_app
-from kconsole.ui.screens.jobs import JobsScreen, StartJobDialog, group_lag
+from kconsole.ui.screens.jobs import JobsScreen, StartJobDialog, run_lag
 from tests.integration.jobs_support import (
     SMALL_SPARK,
     describe,
@@ -90,9 +90,10 @@ async def test_start_watch_and_stop_keyed_counts_from_the_jobs_screen(
             cell = lambda col: str(runs.get_cell(run().run_id, col))  # noqa: E731
             assert cell("state") == "running" and cell("batch") != "-"
             assert f"topic {topic}" in text_of(app, "#job-summary")
-            # Caught up: the groups pane's lag of its group equals the job's offsets behind.
+            # Caught up: the run's lag (the groups pane's log end minus what this run committed)
+            # equals the job's offsets behind.
             await until(
-                lambda: run().offsets_behind == 0 and group_lag(app.snapshot, run().group_id) == 0,
+                lambda: run().offsets_behind == 0 and run_lag(run(), app.snapshot).value == 0,
                 90,
                 "the job and its consumer group both caught up",
             )
