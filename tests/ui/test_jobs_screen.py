@@ -202,7 +202,7 @@ def test_a_failed_run_that_never_committed_has_no_lag_of_the_shared_group(
     assert lag == RunLag(None, f"this run committed no offsets to group {group.group_id}")
     assert str(run_cells(run, snap)[7]) == "?"
     summary = run_summary(run, snap, T0).plain
-    assert f"group lag ? (this run committed no offsets to group {group.group_id})" in summary
+    assert f"run lag ? (this run committed no offsets to group {group.group_id})" in summary
     assert f"{group.lag:,}" not in summary
     no_group = dataclasses.replace(run, group_id=None)
     assert run_lag(no_group, snap) == RunLag(None) and str(run_cells(no_group, snap)[7]) == "-"

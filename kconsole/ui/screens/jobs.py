@@ -44,7 +44,7 @@ RUN_COLUMNS = (
     ("done rows/s", "done"),
     ("batch ms", "batch_ms"),
     ("behind", "behind"),
-    ("group lag", "lag"),
+    ("run lag", "lag"),
     ("started", "started"),
 )
 
@@ -589,7 +589,7 @@ def run_summary(run: JobRun, snapshot: ClusterSnapshot | None, now: float) -> Te
         text.append(" · no batch yet (the JVM and Spark session start first)", fmt.DIM)
     if run.group_id and not (run.active and p is None):
         lag = run_lag(run, snapshot)
-        text.append(" · group lag ", fmt.DIM)
+        text.append(" · run lag ", fmt.DIM)
         if lag.value is None:
             text.append(f"? ({lag.why})" if lag.why else "?", fmt.WARN)
         else:
