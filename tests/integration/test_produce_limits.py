@@ -42,7 +42,7 @@ def test_the_topics_own_limit_is_read(healthy: LocalCluster, small_topic: str) -
     limits = pr.read_topic_limits(settings, small_topic)
     assert limits == pr.TopicLimits(small_topic, True, 3, LIMIT, "topic")
     pr.validate(small_topic, limits=limits, records=[(b"k", b"x" * (LIMIT - 200), ())])
-    with pytest.raises(pr.ProduceError, match=rf"at most {LIMIT} \(max.message.bytes, topic\)"):
+    with pytest.raises(pr.ProduceError, match=rf"at most {LIMIT:,} \(max.message.bytes, topic\)"):
         pr.validate(small_topic, limits=limits, records=[(b"k", b"x" * LIMIT, ())])
 
 
