@@ -587,7 +587,7 @@ class _Desc:
     def parse(cls, raw: Mapping[str, Any], coordinator: int | None) -> _Desc:
         members = []
         for m in raw.get("members") or ():
-            owner = f"{m.get('client_id', '')}@{str(m.get('client_host', '')).lstrip('/')}"
+            owner = _owner(m)
             assignment = m.get("member_assignment")
             tps: list[TP] = []
             if isinstance(assignment, Mapping):  # a consumer's (other protocols: opaque bytes)
@@ -607,7 +607,7 @@ class _Desc:
         their current assignment (topic names, partitions), the assignor the group uses."""
         members = []
         for m in raw.get("members") or ():
-            owner = f"{m.get('client_id', '')}@{str(m.get('client_host', '')).lstrip('/')}"
+            owner = _owner(m)
             assignment = m.get("assignment") or {}
             tps = [
                 (str(entry["topic_name"]), int(p))
@@ -634,7 +634,7 @@ class _Desc:
             sources[str(sub["subtopology_id"])] = names
         members = []
         for m in raw.get("members") or ():
-            owner = f"{m.get('client_id', '')}@{str(m.get('client_host', '')).lstrip('/')}"
+            owner = _owner(m)
             tasks = (m.get("assignment") or {}).get("active_tasks") or ()
             tps = {
                 (topic, int(p))
@@ -780,6 +780,11 @@ def _parse_answers(
         else:
             out[gid] = _Desc.parse_described(raw, coordinator)
     return out
+
+
+def _owner(member: Mapping[str, Any]) -> str:
+    """A member as the groups pane names it: client id @ host (as Kafka's tools print it)."""
+    return f"{member.get('client_id', '')}@{str(member.get('client_host', '')).lstrip('/')}"
 
 
 def _owners(desc: _Desc | None) -> dict[TP, str]:
