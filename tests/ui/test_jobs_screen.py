@@ -387,8 +387,12 @@ async def test_what_a_job_does_fits_the_pane_at_any_width(tmp_path: Path) -> Non
         async with app.run_test(size=(width, 40)) as pilot:
             screen = await open_jobs(app, pilot)
             specs = screen.query_one("#job-specs", DataTable)
-            # fitted after the first refresh at this size (later under load than one pause)
-            fitted = lambda s=screen, t=specs: s.fitted_width == t.size.width > 0  # noqa: E731
+            runs = screen.query_one("#job-runs", DataTable)
+            # Fitted after the first refresh at this size once the three recorded runs are
+            # listed (later under load than one pause): before the first poll of the runs the
+            # jobs table has the whole width and says all of what each job does.
+            def fitted(s: JobsScreen = screen, t: DataTable = specs) -> bool:
+                return runs.row_count == 3 and s.fitted_width == t.size.width > 0
             await wait_for(pilot, fitted)
             assert ("what" in specs.columns) is column
             if column:
@@ -400,7 +404,6 @@ async def test_what_a_job_does_fits_the_pane_at_any_width(tmp_path: Path) -> Non
                 assert widths <= specs.scrollable_content_region.width
                 # Issue 35 #19: ~30 columns stood empty beside the runs while this was cut: the
                 # runs table has all its columns, and the jobs table the width left.
-                runs = screen.query_one("#job-runs", DataTable)
                 assert list(runs.columns) == [key for _, key in RUN_COLUMNS]
                 used = sum(c.get_render_width(runs) for c in runs.columns.values())
                 assert runs.scrollable_content_region.width - used <= 4
