@@ -388,11 +388,13 @@ async def test_what_a_job_does_fits_the_pane_at_any_width(tmp_path: Path) -> Non
             screen = await open_jobs(app, pilot)
             specs = screen.query_one("#job-specs", DataTable)
             runs = screen.query_one("#job-runs", DataTable)
+
             # Fitted after the first refresh at this size once the three recorded runs are
             # listed (later under load than one pause): before the first poll of the runs the
             # jobs table has the whole width and says all of what each job does.
-            def fitted(s: JobsScreen = screen, t: DataTable = specs) -> bool:
-                return runs.row_count == 3 and s.fitted_width == t.size.width > 0
+            def fitted(s: JobsScreen = screen, t: DataTable = specs, r: DataTable = runs) -> bool:
+                return r.row_count == 3 and s.fitted_width == t.size.width > 0
+
             await wait_for(pilot, fitted)
             assert ("what" in specs.columns) is column
             if column:
