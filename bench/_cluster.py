@@ -29,9 +29,9 @@ from kconsole.cluster.local import (
     check_port_free,
     ephemeral_port_range,
 )
-from kconsole.cluster.procs import ProcState
 from kconsole.cluster.reaper import wait_for_exit
 from kconsole.cluster.settings import HOST
+from kconsole.cluster.values import ProcState
 
 # The first block tried, then one every STEP above it: brokers take base, base + 1, ...
 ZK_PORT, BASE_PORT, STEP, BLOCKS = 23181, 21092, 100, 10

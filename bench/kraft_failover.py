@@ -239,7 +239,7 @@ async def wait_for(cond: Callable[[], bool], timeout: float, what: str) -> None:
 
 
 async def restore(app: KConsoleApp, cluster: KRaftCluster) -> None:
-    from kconsole.cluster.procs import ProcState
+    from kconsole.cluster.values import ProcState
 
     for node in cluster.spec.nodes():
         state = cluster.process(node.name).state()

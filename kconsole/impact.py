@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kconsole.cluster.control import BrokerAction
+from kconsole.cluster.values import BrokerAction
 from kconsole.models import ClusterSnapshot
 
 

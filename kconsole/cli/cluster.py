@@ -15,7 +15,6 @@ from kconsole.cli.common import commands, confirmation, fail
 from kconsole.cli.common import follow as follow_file
 from kconsole.cli.main import main
 from kconsole.cluster import jars
-from kconsole.cluster.control import BrokerAction
 from kconsole.cluster.jars import kafka_major
 from kconsole.cluster.kraft_spec import CONTROLLER_BASE_PORT, KRaftSpec
 from kconsole.cluster.local_security import SECURITY_MODES, SecurityFiles, security_summary
@@ -33,6 +32,7 @@ from kconsole.cluster.settings import (
     TEST_TOPIC,
     ZOOKEEPER_VERSION,
 )
+from kconsole.cluster.values import BrokerAction
 from kconsole.commands.views import KRaftView, LocalView
 from kconsole.config import DEFAULT_COMPOSE_PROJECT
 from kconsole.errors import ClusterError

@@ -41,7 +41,7 @@ from kconsole.cluster.local import LocalCluster
 from kconsole.cluster.local_control import LocalBrokerControl
 from kconsole.cluster.local_probes import read_registrations, zk_client
 from kconsole.cluster.local_spec import LocalClusterSpec
-from kconsole.cluster.procs import ProcState
+from kconsole.cluster.values import ProcState
 
 if TYPE_CHECKING:  # the cluster layer does not depend on the settings module at run time
     from kconsole.config import Settings

@@ -7,23 +7,9 @@ kconsole.cluster.docker (docker compose containers); kconsole.cluster.backends p
 from __future__ import annotations
 
 from collections.abc import Callable
-from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
-from kconsole.cluster.procs import ProcState
-
-
-class BrokerAction(StrEnum):
-    STOP = "stop"  # graceful: SIGTERM / docker stop, controlled shutdown
-    KILL = "kill"  # SIGKILL / docker kill
-    PAUSE = "pause"  # SIGSTOP / docker pause
-    RESUME = "resume"  # SIGCONT / docker unpause
-    START = "start"
-
-    @property
-    def destructive(self) -> bool:
-        """Actions that take a running broker away and so need confirmation."""
-        return self in (BrokerAction.STOP, BrokerAction.KILL, BrokerAction.PAUSE)
+from kconsole.cluster.values import BrokerAction, ProcState
 
 
 @runtime_checkable

@@ -38,12 +38,11 @@ import docker
 import requests
 
 from kconsole.cluster import kraft_probes
-from kconsole.cluster.control import BrokerAction
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.kraft import QUORUM_GRACE_S, UNFENCED_LINE
 from kconsole.cluster.kraft_probes import QuorumState
-from kconsole.cluster.procs import ProcState
 from kconsole.cluster.settings import ZK_TICK_TIME_MS
+from kconsole.cluster.values import BrokerAction, ProcState
 
 DEFAULT_PROJECT = "kconsole"
 PROJECT_LABEL = "com.docker.compose.project"

@@ -47,13 +47,14 @@ from kconsole.cluster.local_security import (
     ensure_certificates,
     ensure_passwords,
 )
-from kconsole.cluster.procs import ManagedProcess, PidRecord, ProcState, tail_lines, wait_reaped
+from kconsole.cluster.procs import ManagedProcess, PidRecord, tail_lines, wait_reaped
 from kconsole.cluster.settings import (
     BROKER_HEAP,
     TEST_TOPIC,
     TEST_TOPIC_PARTITIONS,
     TEST_TOPIC_RF,
 )
+from kconsole.cluster.values import ProcState
 
 Progress = Callable[[str], None]
 CONTROLLER_HEAP = "-Xmx256m -Xms256m"

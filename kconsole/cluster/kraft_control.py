@@ -8,9 +8,8 @@ observer shows them as brokers); `node_states()` has every node, controllers inc
 
 from __future__ import annotations
 
-from kconsole.cluster.control import BrokerAction
 from kconsole.cluster.kraft import KRaftCluster, Progress, node_label
-from kconsole.cluster.procs import ProcState
+from kconsole.cluster.values import BrokerAction, ProcState
 
 
 class KRaftNodeControl:

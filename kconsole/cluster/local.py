@@ -51,8 +51,9 @@ from kconsole.cluster.local_spec import (
     zookeeper_properties,
 )
 from kconsole.cluster.local_status import ClusterStatus, ProcessStatus, read_status
-from kconsole.cluster.procs import ManagedProcess, PidRecord, ProcState, wait_reaped
+from kconsole.cluster.procs import ManagedProcess, PidRecord, wait_reaped
 from kconsole.cluster.settings import TEST_TOPIC, TEST_TOPIC_PARTITIONS, TEST_TOPIC_RF
+from kconsole.cluster.values import ProcState
 
 __all__ = [
     "LOG4J_PROPERTIES",

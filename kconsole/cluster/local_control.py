@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from kconsole.cluster.control import BrokerAction
 from kconsole.cluster.local import LocalCluster, Progress
-from kconsole.cluster.procs import ProcState
+from kconsole.cluster.values import BrokerAction, ProcState
 
 
 class LocalBrokerControl:

@@ -35,9 +35,10 @@ from kconsole.cluster.local_spec import (
     render_properties,
     zookeeper_properties,
 )
-from kconsole.cluster.procs import ManagedProcess, ProcState, tail_lines
+from kconsole.cluster.procs import ManagedProcess, tail_lines
 from kconsole.cluster.security import librdkafka_config
 from kconsole.cluster.settings import BROKER_HEAP, ZOOKEEPER_HEAP, broker_port
+from kconsole.cluster.values import ProcState
 
 T = TypeVar("T")
 

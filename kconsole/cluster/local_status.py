@@ -8,8 +8,8 @@ from pathlib import Path
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.local_dir import LocalClusterDir
 from kconsole.cluster.local_spec import LocalClusterSpec
-from kconsole.cluster.procs import ProcState
 from kconsole.cluster.settings import broker_port
+from kconsole.cluster.values import ProcState
 
 
 @dataclass(frozen=True)

@@ -11,16 +11,11 @@ import threading
 import time
 from contextlib import suppress
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 
 import psutil
 
-
-class ProcState(StrEnum):
-    RUNNING = "running"
-    PAUSED = "paused"
-    STOPPED = "stopped"
+from kconsole.cluster.values import ProcState
 
 
 @dataclass(frozen=True)

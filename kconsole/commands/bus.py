@@ -19,7 +19,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kconsole.cluster.control import BrokerAction, BrokerControl
+from kconsole.cluster.control import BrokerControl
+from kconsole.cluster.values import BrokerAction
 from kconsole.commands.auditlog import AuditLog
 from kconsole.commands.door import Confirm, never, yes
 from kconsole.commands.reassign import ClientFactory, ReassignCommands

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from kconsole import paths
 from kconsole.cluster.backends import open_local, serves
 from kconsole.cluster.kraft import KRaftCluster
-from kconsole.cluster.procs import ProcState
+from kconsole.cluster.values import ProcState
 from kconsole.errors import ClusterError
 
 if TYPE_CHECKING:

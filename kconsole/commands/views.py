@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kconsole.cluster.procs import ProcState
+from kconsole.cluster.values import ProcState
 
 if TYPE_CHECKING:
     from kconsole.cluster.kraft import KRaftCluster, KRaftStatus

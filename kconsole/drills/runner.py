@@ -13,8 +13,8 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 
 from kconsole.cluster.admin import AdminReader
-from kconsole.cluster.control import BrokerAction, BrokerControl
-from kconsole.cluster.procs import ProcState
+from kconsole.cluster.control import BrokerControl
+from kconsole.cluster.values import BrokerAction, ProcState
 from kconsole.config import Settings
 from kconsole.drills import kraft
 from kconsole.drills.audit import PAGE_CACHE_NOTE, PAUSE_NOTE, check

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
-from kconsole.cluster.procs import ProcState
+from kconsole.cluster.values import ProcState
 from kconsole.models import BrokerState, ControllerStatus, Quorum
 
 # Kafka's default controller.quorum.fetch.timeout.ms, when no broker's settings were read.

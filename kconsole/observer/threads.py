@@ -36,8 +36,8 @@ from collections.abc import Callable
 from kconsole.cluster.admin import AdminReader, AdminState, reachable
 from kconsole.cluster.clients import auth_failure, diagnose_auth, nothing_listens
 from kconsole.cluster.groups import carry_forward
-from kconsole.cluster.procs import ProcState
 from kconsole.cluster.quorum import NoQuorumLeader, NotKRaft, QuorumReader, QuorumUnanswered
+from kconsole.cluster.values import ProcState
 from kconsole.cluster.zk import ZkState, ZkWatcher, read_once
 from kconsole.config import Settings
 from kconsole.errors import AuthenticationFailed, ClusterError

@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING
 from textual import work
 from textual.app import App
 
-from kconsole.cluster.control import BrokerAction
-from kconsole.cluster.procs import ProcState
+from kconsole.cluster.values import BrokerAction, ProcState
 from kconsole.commands import Commands
 from kconsole.drills import kraft
 from kconsole.errors import ClusterError

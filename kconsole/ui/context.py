@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from textual.dom import DOMNode
 
-from kconsole.cluster.control import BrokerAction
+from kconsole.cluster.values import BrokerAction
 from kconsole.commands import Commands
 from kconsole.commands.views import JobsView, ReassignView
 from kconsole.config import Settings

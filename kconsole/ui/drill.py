@@ -14,7 +14,7 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from kconsole.cluster.control import BrokerAction
+from kconsole.cluster.values import BrokerAction
 from kconsole.drills.kraft import measure_drill
 from kconsole.drills.measure import Frame, Measurement, Replay
 from kconsole.models import BrokerConfig, ClusterSnapshot

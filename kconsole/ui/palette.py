@@ -19,7 +19,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.dom import DOMNode
 from textual.screen import ModalScreen, Screen
 
-from kconsole.cluster.control import BrokerAction
+from kconsole.cluster.values import BrokerAction
 from kconsole.models import BrokerState, ClusterSnapshot, Partition
 from kconsole.ui.context import actions, state
 from kconsole.ui.screens.group import GroupScreen

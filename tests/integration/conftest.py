@@ -22,8 +22,8 @@ from kconsole.cluster.docker import CALL_TIMEOUT_S
 from kconsole.cluster.images import build_images, kafka_image
 from kconsole.cluster.kraft import KRaftCluster, KRaftUpTimes
 from kconsole.cluster.local import LocalCluster, LocalClusterSpec, partitions_fully_in_sync
-from kconsole.cluster.procs import ProcState
 from kconsole.cluster.settings import KAFKA_VERSION, KRAFT_KAFKA_VERSION, TEST_TOPIC
+from kconsole.cluster.values import ProcState
 from tests.integration.docker_support import (
     WARM_UP_NICE,
     Engine,

@@ -49,9 +49,9 @@ from textual.screen import Screen
 from textual.widget import Widget
 
 from kconsole.cluster.local import LocalCluster
-from kconsole.cluster.procs import ProcState
 from kconsole.cluster.reassign import ReassignClient
 from kconsole.cluster.settings import TEST_TOPIC, TEST_TOPIC_PARTITIONS
+from kconsole.cluster.values import ProcState
 from kconsole.ui.app import KConsoleApp
 from kconsole.ui.widgets.panes import ControllerView, HeaderLine, Pane
 from kconsole.ui.widgets.table import KeyedTable

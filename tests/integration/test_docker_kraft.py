@@ -25,11 +25,10 @@ from click.testing import CliRunner, Result
 
 from kconsole.cli.main import main as cli
 from kconsole.cluster import kafka_python, kraft_probes
-from kconsole.cluster.control import BrokerAction
 from kconsole.cluster.docker import DockerBrokerControl, KRaftReads
 from kconsole.cluster.kraft_probes import QuorumState
-from kconsole.cluster.procs import ProcState
 from kconsole.cluster.settings import KRAFT_KAFKA_VERSION, TEST_TOPIC
+from kconsole.cluster.values import BrokerAction, ProcState
 from tests.integration.conftest import _free, port_offsets
 from tests.integration.docker_support import (
     ComposeProject,

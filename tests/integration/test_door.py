@@ -20,10 +20,10 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 
 from kconsole.cli import main
 from kconsole.cluster.backends import LocalBrokerControl
-from kconsole.cluster.control import BrokerAction
 from kconsole.cluster.local import LocalCluster
 from kconsole.cluster.settings import TEST_TOPIC
 from kconsole.cluster.tail import StartAt
+from kconsole.cluster.values import BrokerAction
 from kconsole.commands import REGISTRY, AuditLog, Commands, ReadOnlyError, yes
 from kconsole.config import Settings
 from kconsole.drills.spec import DrillSpec

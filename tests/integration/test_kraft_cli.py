@@ -14,9 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from kconsole.cli import main as cli
-from kconsole.cluster.control import BrokerAction
 from kconsole.cluster.kraft import KRaftCluster
-from kconsole.cluster.procs import ProcState
+from kconsole.cluster.values import BrokerAction, ProcState
 from kconsole.commands import Commands, yes
 from kconsole.commands.auditlog import default_path
 from kconsole.config import Settings

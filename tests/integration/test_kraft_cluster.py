@@ -9,8 +9,8 @@ import uuid
 
 from kconsole.cluster import kraft_probes
 from kconsole.cluster.kraft import KRaftCluster, KRaftUpTimes
-from kconsole.cluster.procs import ProcState
 from kconsole.cluster.settings import TEST_TOPIC
+from kconsole.cluster.values import ProcState
 
 
 def test_quorum_has_a_leader_among_three_voters(kraft: tuple[KRaftCluster, KRaftUpTimes]) -> None:

@@ -14,8 +14,8 @@ import pytest
 
 from kconsole.cluster import kraft_probes
 from kconsole.cluster.kraft import KRaftCluster
-from kconsole.cluster.procs import ProcState
 from kconsole.cluster.settings import TEST_TOPIC
+from kconsole.cluster.values import ProcState
 from tests.integration.kraft_support import pick_kraft_ports, start_kraft_reaper
 from tests.integration.test_kraft_cli import gone, kc
 from tests.waiting import wait_until

@@ -18,8 +18,8 @@ from kazoo.client import KazooClient
 from kconsole.cli import main as cli
 from kconsole.cluster.errors import PortInUse
 from kconsole.cluster.local import LocalCluster, LocalClusterSpec
-from kconsole.cluster.procs import ProcState
 from kconsole.cluster.settings import TEST_TOPIC, TEST_TOPIC_PARTITIONS
+from kconsole.cluster.values import ProcState
 from tests.integration.conftest import controller, partition_state, registered, squat_low_port
 from tests.processes import zombie_children
 from tests.waiting import wait_until

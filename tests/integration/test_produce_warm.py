@@ -17,8 +17,8 @@ from kazoo.client import KazooClient
 
 from kconsole.cli.main import main
 from kconsole.cluster.local import LocalCluster
-from kconsole.cluster.procs import ProcState
 from kconsole.cluster.settings import TEST_TOPIC
+from kconsole.cluster.values import ProcState
 from kconsole.ui.app import KConsoleApp
 from tests.integration.conftest import controller, registered
 from tests.integration.test_console_live import until

@@ -27,8 +27,8 @@ from kconsole.cli.main import log_to_file
 from kconsole.cli.main import main as cli
 from kconsole.cluster import reaper
 from kconsole.cluster.local import LocalCluster, LocalClusterSpec
-from kconsole.cluster.procs import ProcState
 from kconsole.cluster.settings import TEST_TOPIC
+from kconsole.cluster.values import ProcState
 from tests.integration.conftest import pick_ports
 from tests.integration.secured_support import files_holding, produce_and_read_back
 

@@ -16,11 +16,10 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable
 
 from kconsole.cluster import produce as pr
-from kconsole.cluster.control import BrokerAction
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.groups import carry_forward
-from kconsole.cluster.procs import ProcState
 from kconsole.cluster.tail import TailFactory
+from kconsole.cluster.values import BrokerAction, ProcState
 from kconsole.commands import Commands
 from kconsole.config import Settings
 from kconsole.jobs.manager import JobManager

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kconsole.cluster.procs import ProcState
+from kconsole.cluster.values import ProcState
 from kconsole.models import (
     Broker,
     BrokerState,

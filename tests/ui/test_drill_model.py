@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kconsole.cluster.control import BrokerAction
+from kconsole.cluster.values import BrokerAction
 from kconsole.drills.export import ClusterIdentity, export_timeline, latest_fault
 from kconsole.drills.measure import Measurement
 from kconsole.models import BrokerState

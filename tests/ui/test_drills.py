@@ -11,7 +11,7 @@ from rich.console import Console
 from textual.widget import Widget
 from textual.widgets import Input, Static
 
-from kconsole.cluster.control import BrokerAction
+from kconsole.cluster.values import BrokerAction
 from kconsole.commands import Commands
 from kconsole.impact import blast_radius
 from kconsole.models import BrokerState

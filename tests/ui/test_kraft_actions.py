@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from textual.widgets import Input
 
-from kconsole.cluster.control import BrokerAction
-from kconsole.cluster.procs import ProcState
+from kconsole.cluster.values import BrokerAction, ProcState
 from kconsole.commands import Commands
 from kconsole.ui.app import KConsoleApp
 from kconsole.ui.screens.actions import BrokerChooser, ConfirmBrokerAction
@@ -118,7 +117,7 @@ class TestControllerKey:
 def test_a_controllers_stop_is_not_described_as_a_brokers() -> None:
     """A KRaft controller has no partitions to move: its stop is a plain SIGTERM, and the
     dialogs must not promise a broker's controlled shutdown."""
-    from kconsole.cluster.control import BrokerAction
+    from kconsole.cluster.values import BrokerAction
     from kconsole.ui.screens.actions import what
 
     assert "leadership moves away" in what(BrokerAction.STOP, "controller")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kconsole.cluster.procs import ProcState
+from kconsole.cluster.values import ProcState
 from kconsole.models import BrokerState, ClusterSnapshot, SourceName
 from kconsole.observer import SnapshotBuilder
 from tests.ui.builders import T0

@@ -35,7 +35,7 @@ from docker.api.client import APIClient
 from docker.models.containers import Container, ContainerCollection
 
 from kconsole.cluster.backends import choose_backend, open_local, serves
-from kconsole.cluster.control import BrokerAction, BrokerControl
+from kconsole.cluster.control import BrokerControl
 from kconsole.cluster.docker import (
     STOP_TIMEOUT_S,
     DockerBrokerControl,
@@ -45,7 +45,8 @@ from kconsole.cluster.docker import (
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.local import LocalCluster, LocalClusterSpec
 from kconsole.cluster.local_control import LocalBrokerControl
-from kconsole.cluster.procs import PidRecord, ProcState
+from kconsole.cluster.procs import PidRecord
+from kconsole.cluster.values import BrokerAction, ProcState
 from kconsole.config import Settings
 
 COMPOSE_FILE = Path(__file__).resolve().parents[2] / "compose" / "docker-compose.yml"

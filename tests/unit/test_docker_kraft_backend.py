@@ -21,7 +21,6 @@ import yaml
 from docker.models.containers import Container
 
 from kconsole.cluster.backends import kraft_reads
-from kconsole.cluster.control import BrokerAction
 from kconsole.cluster.docker import (
     DockerBrokerControl,
     KRaftReads,
@@ -31,7 +30,7 @@ from kconsole.cluster.docker import (
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.kraft import UNFENCED_LINE
 from kconsole.cluster.kraft_probes import QuorumReplica, QuorumState
-from kconsole.cluster.procs import ProcState
+from kconsole.cluster.values import BrokerAction, ProcState
 from kconsole.commands import Commands
 from kconsole.config import Settings
 

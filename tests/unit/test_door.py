@@ -22,7 +22,7 @@ from textual.dom import DOMNode
 
 import kconsole.ui
 from kconsole.cli import main
-from kconsole.cluster.control import BrokerAction
+from kconsole.cluster.values import BrokerAction
 from kconsole.commands import REGISTRY, AuditLog, Commands, NotConfirmed, ReadOnlyError, yes
 from kconsole.commands.auditlog import mask
 from kconsole.config import ConfigError, Settings, load_settings

@@ -8,8 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from kconsole.cli import main as cli
-from kconsole.cluster.control import BrokerAction
-from kconsole.cluster.procs import ProcState
+from kconsole.cluster.values import BrokerAction, ProcState
 from kconsole.config import Settings
 from kconsole.drills import runner as runner_mod
 from kconsole.drills.audit import check

@@ -404,7 +404,7 @@ def test_no_group_and_no_broker_answering_is_unreadable(kp: FakeKp) -> None:
 def test_the_groups_source_is_degraded_not_stale_with_a_broker_down(kp: FakeKp) -> None:
     """Through the observer: a broker registered but stopped, no group. The groups source is
     fresh (its age is this poll's) and says what it did not ask."""
-    from kconsole.cluster.procs import ProcState
+    from kconsole.cluster.values import ProcState
     from kconsole.config import Settings
     from kconsole.models import SourceName
     from kconsole.observer import ClusterObserver

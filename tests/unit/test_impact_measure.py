@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kconsole.cluster.control import BrokerAction
+from kconsole.cluster.values import BrokerAction
 from kconsole.drills.measure import Measurement, measure
 from kconsole.impact import blast_radius
 from kconsole.models import Broker, BrokerConfig, ClusterSnapshot, Controller, Partition, Topic

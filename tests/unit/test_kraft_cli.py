@@ -20,7 +20,8 @@ from kconsole.cluster.kraft_control import KRaftNodeControl
 from kconsole.cluster.kraft_spec import KRaftSpec
 from kconsole.cluster.local import LocalCluster
 from kconsole.cluster.local_spec import LocalClusterSpec
-from kconsole.cluster.procs import PidRecord, ProcState
+from kconsole.cluster.procs import PidRecord
+from kconsole.cluster.values import ProcState
 from kconsole.config import Settings
 
 

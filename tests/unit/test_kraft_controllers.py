@@ -8,8 +8,8 @@ from __future__ import annotations
 import dataclasses
 import socket
 
-from kconsole.cluster.procs import ProcState
 from kconsole.cluster.quorum import quorum_of
+from kconsole.cluster.values import ProcState
 from kconsole.config import Settings
 from kconsole.describe import render_text
 from kconsole.errors import ClusterError

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from kconsole.cluster import kraft
-from kconsole.cluster.procs import ProcState
+from kconsole.cluster.values import ProcState
 
 
 class FakeProc:

@@ -195,7 +195,7 @@ class TestObserverPoll:
     def test_a_paused_or_unreachable_broker_is_not_asked(
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        from kconsole.cluster.procs import ProcState
+        from kconsole.cluster.values import ProcState
 
         monkeypatch.setattr("kconsole.observer.threads.reachable", lambda _h, p: p != 26093)
         obs, _ = self.observer()

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from kconsole.cluster.control import BrokerAction
+from kconsole.cluster.values import BrokerAction
 from kconsole.describe import render_text
 from kconsole.impact import blast_radius
 from kconsole.models import BrokerState, ClusterSnapshot, Partition, SourceName

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kconsole.cluster.admin import AdminPartition, AdminState
-from kconsole.cluster.procs import ProcState
+from kconsole.cluster.values import ProcState
 from kconsole.cluster.zk import ZkState
 from kconsole.config import Settings
 from kconsole.models import BrokerState, Partition, SourceName

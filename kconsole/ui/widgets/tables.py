@@ -12,7 +12,7 @@ from textual.events import Resize
 from textual.message import Message
 from textual.reactive import reactive
 
-from kconsole.cluster.control import BrokerAction
+from kconsole.cluster.values import BrokerAction
 from kconsole.models import ClusterSnapshot, Group, Partition
 from kconsole.ui import rows
 from kconsole.ui.context import actions, state, subscribe
