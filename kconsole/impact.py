@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kconsole.cluster.values import BrokerAction
+from kconsole.faults import fault_of, primitive
 from kconsole.models import ClusterSnapshot
 
 
@@ -21,7 +22,7 @@ class Impact:
 
     @property
     def destructive(self) -> bool:
-        return self.action.destructive
+        return primitive(self.action).destructive
 
     def lines(self, session_timeout_ms: int | None = 6000) -> list[str]:
         """The blast radius in words, worst first (for the confirmation and the CLI)."""
@@ -47,7 +48,8 @@ class Impact:
             out.append(f"{len(self.under_replicated)} more partition(s) become under-replicated")
         if self.is_controller:
             out.append(f"broker {self.broker_id} is the active CONTROLLER: a new one is elected")
-        if self.action is not BrokerAction.STOP and session_timeout_ms:
+        fault = fault_of(self.action)
+        if fault is not None and not fault.graceful and session_timeout_ms:
             out.append(
                 f"{self.action.value}: no controlled shutdown; ZooKeeper notices after its "
                 f"session times out (zookeeper.session.timeout.ms = {session_timeout_ms} ms), "
@@ -67,7 +69,7 @@ def _few(keys: tuple[str, ...], n: int = 4) -> str:
 def blast_radius(snap: ClusterSnapshot, action: BrokerAction, broker_id: int) -> Impact:
     """What `action` on `broker_id` does to the partitions and the controller in `snap`."""
     new_leader, offline, below, urp = [], [], [], []
-    if action.destructive:
+    if primitive(action).destructive:
         for p in snap.partitions:
             if broker_id not in p.replicas or snap.is_offline(p):
                 continue

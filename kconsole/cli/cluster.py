@@ -36,6 +36,7 @@ from kconsole.cluster.values import BrokerAction
 from kconsole.commands.views import KRaftView, LocalView
 from kconsole.config import DEFAULT_COMPOSE_PROJECT
 from kconsole.errors import ClusterError
+from kconsole.faults import PRIMITIVES, primitive
 from kconsole.paths import bundled
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ MODES = ("zookeeper", "kraft")
 def cluster(ctx: click.Context, state_dir: Path | None) -> None:
     """The embedded local cluster as local JVM processes: ZooKeeper + Kafka brokers, or in
     KRaft mode controllers + brokers (or combined nodes). With --backend docker, the broker
-    commands (stop, kill, pause, resume, start) act on the docker compose project's broker
+    commands (each fault's and each heal's) act on the docker compose project's broker
     containers instead; up, down, status and logs are the local cluster's only."""
     ctx.obj["state_dir"] = state_dir or ctx.obj["settings"].cluster_dir
     sub = ctx.invoked_subcommand
@@ -67,7 +68,7 @@ def cluster(ctx: click.Context, state_dir: Path | None) -> None:
 
 
 _DOCKER_BROKERS = (
-    "; its brokers: `kconsole --backend docker cluster stop|kill|pause|resume|start ID`"
+    f"; its brokers: `kconsole --backend docker cluster {'|'.join(p.name for p in PRIMITIVES)} ID`"
 )
 # The commands of the local cluster only, refused when the backend is docker.
 LOCAL_ONLY = ("up", "down", "status", "logs")
@@ -642,26 +643,19 @@ def _broker_command(action: BrokerAction) -> click.Command:
         except ClusterError as exc:
             fail(exc)
 
-    doc = {
-        BrokerAction.STOP: "Stop a node gracefully (SIGTERM: a broker's controlled shutdown).",
-        BrokerAction.KILL: "Kill a node (SIGKILL: no controlled shutdown).",
-        BrokerAction.PAUSE: "Pause a node (SIGSTOP: frozen with its connections open).",
-        BrokerAction.RESUME: "Resume a paused node (SIGCONT).",
-        BrokerAction.START: "Start a stopped node (same config and data); wait until it is back "
-        "(registered; KRaft: unfenced, a controller back in the quorum and caught up).",
-    }[action]
-    doc += (
+    doc = primitive(action).cli_help + (
         " NODE: a broker id (2); in KRaft mode a controller is controller:ID (controller:1001)."
-        " --backend docker: the node's container in the compose project (docker stop, kill,"
-        " pause, unpause, start; a start waits until the broker registers in ZooKeeper, in"
+        " --backend docker: the node's container in the compose project (docker "
+        + ", ".join(p.docker for p in PRIMITIVES)
+        + "; a start waits until the broker registers in ZooKeeper, in"
         " KRaft until it is unfenced, a controller until it is back in the quorum)."
     )
     command.__doc__ = doc
     return click.command(action.value, help=doc)(command)
 
 
-for _action in BrokerAction:
-    cluster.add_command(_broker_command(_action))
+for _primitive in PRIMITIVES:  # each fault's and each heal's (kconsole.faults)
+    cluster.add_command(_broker_command(_primitive.action))
 
 
 @cluster.command()

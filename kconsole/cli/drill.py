@@ -10,6 +10,7 @@ import click
 from kconsole.cli.common import EXIT_ERROR, commands, confirmation, fail
 from kconsole.cli.main import main
 from kconsole.errors import ClusterError
+from kconsole.faults import FAULT_KINDS, fault_names
 
 
 @main.group()
@@ -20,9 +21,9 @@ def drill() -> None:
 @drill.command("run")
 @click.option(
     "--fault",
-    type=click.Choice(["stop", "kill", "pause"]),
+    type=click.Choice(fault_names()),
     required=True,
-    help="stop: SIGTERM (controlled shutdown); kill: SIGKILL; pause: SIGSTOP.",
+    help="; ".join(f"{k.name}: {k.signal}" for k in FAULT_KINDS) + ".",
 )
 @click.option(
     "--target",
@@ -65,7 +66,7 @@ def drill() -> None:
     "--yes",
     "assume_yes",
     is_flag=True,
-    help="Do not ask (the drill stops, kills or pauses a broker): needed without a terminal.",
+    help="Do not ask (the drill applies its fault to a node): needed without a terminal.",
 )
 @click.option("--topic", default="test-topic", show_default=True)
 @click.option(

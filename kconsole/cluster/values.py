@@ -17,11 +17,6 @@ class BrokerAction(StrEnum):
     RESUME = "resume"  # SIGCONT / docker unpause
     START = "start"
 
-    @property
-    def destructive(self) -> bool:
-        """Actions that take a running broker away and so need confirmation."""
-        return self in (BrokerAction.STOP, BrokerAction.KILL, BrokerAction.PAUSE)
-
 
 class ProcState(StrEnum):
     """A node's process (or container) as its backend sees it."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kconsole.faults import PRIMITIVES
+
 
 @dataclass(frozen=True)
 class CommandSpec:
@@ -20,13 +22,11 @@ class CommandSpec:
 
 
 _SPECS = [
-    CommandSpec(
-        "broker.stop", "stop a broker (SIGTERM, controlled shutdown)", True, "broker", "stop"
+    # Each fault's primitive and each heal (kconsole.faults): broker.stop, broker.kill, ...
+    *(
+        CommandSpec(f"broker.{p.name}", p.summary, p.destructive, "broker", p.name)
+        for p in PRIMITIVES
     ),
-    CommandSpec("broker.kill", "kill a broker (SIGKILL)", True, "broker", "kill"),
-    CommandSpec("broker.pause", "pause a broker (SIGSTOP)", True, "broker", "pause"),
-    CommandSpec("broker.resume", "resume a paused broker (SIGCONT)", False, "broker", "resume"),
-    CommandSpec("broker.start", "start a stopped broker", False, "broker", "start"),
     CommandSpec(
         "cluster.up", "start the local cluster", False, "cluster_up", "start the local cluster in"
     ),

@@ -16,14 +16,6 @@ from typing import Any, Literal, Protocol
 Acks = Literal["all", "1", "0"]
 ACKS_VALUES: tuple[str, ...] = ("all", "1", "0")
 
-PAGE_CACHE_NOTE = (
-    "A process kill does not drop the OS page cache, so these drills do not show "
-    "power-loss behaviour."
-)
-PAUSE_NOTE = (
-    "A pause freezes the process and keeps everything it holds (its memory, the OS page "
-    "cache): the drill shows timeouts and elections, not what a crash would lose."
-)
 ACKS0_NOTE = (
     "acks=0: sends are not acknowledged. The broker never confirms a write, so 'acked' here "
     "only means 'sent' (librdkafka reports offset -1) and no message was promised; messages "
@@ -305,7 +297,7 @@ def check(
     minimum and maximum are the edges of the no-success window). `unknown`: sends without an
     outcome when the workload stopped. `origin` (on the clock of `send_times`) and its name:
     where the report's relative times count from (a drill's fault). `caveats`: notes on what
-    the run can show (PAGE_CACHE_NOTE after a kill, PAUSE_NOTE after a pause).
+    the run can show (its fault's caveat: kconsole.faults.FaultKind.caveat).
     """
     if acks not in ACKS_VALUES:
         raise ValueError(f"acks must be one of {ACKS_VALUES}, not {acks!r}")

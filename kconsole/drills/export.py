@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from kconsole.drills.measure import Measurement
+from kconsole.faults import fault_names
 from kconsole.timeline import Event, EventKind
 
-# ACTION events whose `new` names one of these are faults; start / resume are restores.
-FAULTS = ("stop", "kill", "pause")
 # How far before the fault an export starts: what led up to it (a restore still settling, a
 # leader moving back), without every event the console kept since it started.
 LEAD_S = 10.0
@@ -50,8 +49,9 @@ def iso(ts: float) -> str:
 
 
 def latest_fault(events: Sequence[Event]) -> Event | None:
-    """The most recent ACTION event that took a broker away (stop, kill, pause)."""
-    faults = [e for e in events if e.kind is EventKind.ACTION and e.new in FAULTS]
+    """The most recent ACTION event that took a broker away (one of the faults; the heals,
+    start and resume, are restores)."""
+    faults = [e for e in events if e.kind is EventKind.ACTION and e.new in fault_names()]
     return max(faults, key=lambda e: e.ts) if faults else None
 
 

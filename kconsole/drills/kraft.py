@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kconsole.drills.measure import Measurement, measure
+from kconsole.faults import fault_kind
 from kconsole.models import BrokerConfig, ClusterMode, ClusterSnapshot
 from kconsole.timeline import Event, EventKind
 
@@ -46,12 +47,7 @@ def prediction_lines(
     leader = q.leader_id if q is not None else None
     left = [v for v in voters if v not in targets]
     names = ", ".join(f"controller {t}" for t in targets)
-    if fault == "pause":
-        how = "paused (SIGSTOP): the others see it only by its silence"
-    elif fault == "kill":
-        how = "killed (SIGKILL)"
-    else:
-        how = "stopped (SIGTERM: a leader resigns at once)"
+    how = fault_kind(fault).done
     out = [f"{names} {how}; {len(left)} of {len(voters)} voters stay ({quorum_timers(cfg)})"]
     if len(left) * 2 <= len(voters):
         out += [
@@ -79,7 +75,7 @@ def prediction_lines(
 
 def broker_fencing_line(fault: str, broker: int, cfg: BrokerConfig) -> str:
     """On KRaft a broker that stops heartbeating is fenced, not expired from ZooKeeper."""
-    if fault == "stop":
+    if fault_kind(fault).graceful:
         return (
             f"stop: broker {broker} shuts down in a controlled way (leadership moves first), "
             "then it is fenced"

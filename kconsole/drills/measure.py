@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
+from kconsole.faults import fault_of
+from kconsole.faults.process import START_UP_AFTER_STOP
 from kconsole.models import BrokerConfig, ClusterSnapshot
 from kconsole.timeline import Event, EventKind
 
@@ -188,7 +190,11 @@ class _Drill:
         )
         timeout = "broker.session.timeout.ms" if cfg.kraft else "zookeeper.session.timeout.ms"
         self.session = f"{timeout} = {cfg.session_timeout_ms} ms"
-        self.graceful = self.action == "stop"
+        self.kind = fault_of(self.action)  # None: an event of no fault kconsole knows
+        self.graceful = self.kind is not None and self.kind.graceful
+        # Frozen, not gone: its followers drop it after replica.lag.time.max.ms when that
+        # comes before the session's expiry.
+        self.silent = self.kind is not None and "replica.lag.time.max.ms" in self.kind.bounded_by
 
     def first(self, pred: Callable[[Event], bool]) -> float | None:
         """Seconds from the fault to the first event after it that `pred` holds for."""
@@ -311,7 +317,7 @@ class _Drill:
         lag_s, sess_s = cfg.replica_lag_time_max_ms / 1000, cfg.session_timeout_ms / 1000
         if self.graceful:
             predicted = "< 1 s: removed from every ISR during controlled shutdown"
-        elif self.action == "pause" and lag_s < sess_s:
+        elif self.silent and lag_s < sess_s:
             predicted = f"~{lag_s:.0f} s: replica.lag.time.max.ms = {cfg.replica_lag_time_max_ms}"
         else:
             predicted = (
@@ -398,9 +404,8 @@ class _Drill:
             "about a second: the resumed process finds its session expired and "
             "registers again (no JVM start, no log recovery)"
             if resumed
-            else "JVM start-up and log recovery after the kill: a few seconds here"
-            if self.action == "kill"
-            else "JVM start-up (a clean shutdown leaves no log to recover): a few seconds here",
+            else (self.kind.restart if self.kind is not None and self.kind.restart else "")
+            or START_UP_AFTER_STOP,
         )
 
     def whole_again(self, restore: Event) -> tuple[Measurement, Measurement]:

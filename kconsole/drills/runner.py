@@ -17,12 +17,10 @@ from kconsole.cluster.control import BrokerControl
 from kconsole.cluster.values import BrokerAction, ProcState
 from kconsole.config import Settings
 from kconsole.drills import kraft
-from kconsole.drills.audit import PAGE_CACHE_NOTE, PAUSE_NOTE, check
+from kconsole.drills.audit import check
 from kconsole.drills.export import ClusterIdentity
 from kconsole.drills.measure import Measurement
 from kconsole.drills.spec import (
-    FAULTS,
-    RESTORE,
     Act,
     Confirm,
     DrillError,
@@ -34,14 +32,11 @@ from kconsole.drills.spec import (
 from kconsole.drills.verify import end_offsets, read_back
 from kconsole.drills.workload import Workload
 from kconsole.errors import NotConfirmed
+from kconsole.faults import fault_kind
 from kconsole.impact import blast_radius
 from kconsole.models import BrokerConfig, BrokerState, ClusterMode, ClusterSnapshot
 from kconsole.observer import ClusterObserver
 from kconsole.timeline import Event, EventKind
-
-# The state a restore leaves its node in.
-_RESTORED = {BrokerAction.START: ProcState.RUNNING, BrokerAction.RESUME: ProcState.RUNNING}
-
 
 # A restore that fails (a `docker start` refused, a broker that did not register) is tried
 # again: up to RESTORE_ATTEMPTS times, a short backoff between them (doubling), and no new
@@ -168,7 +163,7 @@ class DrillRunner:
         the restore: (fault event, its moment on the workload's clock, restore event, the nodes
         not restored, the fault -> restore time as measured)."""
         spec = self.spec
-        fault = self._act(FAULTS[spec.fault], targets)
+        fault = self._act(fault_kind(spec.fault).apply.action, targets)
         applied = self._acted_at
         assert applied is not None  # _act set it
         # From the fault, not from its command's return: a kill waits for the process to go and
@@ -176,7 +171,7 @@ class DrillRunner:
         took = time.monotonic() - applied
         if spec.restore_after_s - took > 0:
             time.sleep(spec.restore_after_s - took)  # the fault lasts this long, by design
-        restore, not_restored = self._restore(RESTORE[spec.fault], targets)
+        restore, not_restored = self._restore(fault_kind(spec.fault).heal.action, targets)
         held = restore.ts - fault.ts
         late = took > spec.restore_after_s
         measured = Measurement(
@@ -233,7 +228,7 @@ class DrillRunner:
                 return ""
             if attempt == RESTORE_ATTEMPTS or time.monotonic() + backoff > deadline:
                 break
-            if self._state(node) is _RESTORED[action]:
+            if self._state(node) is ProcState.RUNNING:  # every heal leaves its node so
                 break  # its process runs: another start would only be refused
             time.sleep(backoff)  # a short backoff before the next attempt
             backoff *= 2
@@ -319,7 +314,7 @@ class DrillRunner:
                 out = kraft.prediction_lines(at, spec.fault, targets, config) if on_quorum else []
                 if not on_brokers:
                     return out
-                impact = blast_radius(at, FAULTS[spec.fault], target)
+                impact = blast_radius(at, fault_kind(spec.fault).apply.action, target)
                 if not is_kraft:
                     return impact.lines(config.session_timeout_ms)
                 return [
@@ -406,7 +401,7 @@ class DrillRunner:
                 acks=spec.acks,
                 origin=fault_clock,
                 origin_name="the fault",
-                caveats=[PAUSE_NOTE if spec.fault == "pause" else PAGE_CACHE_NOTE],
+                caveats=[fault_kind(spec.fault).caveat],
             )
             with self._changed:
                 frozen = [e for e in self._frozen if e.ts >= fault.ts - spec.warmup_s]

@@ -19,6 +19,7 @@ from kconsole.cluster.values import BrokerAction
 from kconsole.drills.audit import Acks, AuditResult
 from kconsole.drills.export import ClusterIdentity, iso, timeline_document, timeline_markdown
 from kconsole.drills.measure import Measurement
+from kconsole.faults import FAULT_KINDS, fault_names
 from kconsole.models import ClusterMode, ClusterSnapshot, Quorum
 from kconsole.timeline import Event, EventKind
 
@@ -28,8 +29,6 @@ Progress = Callable[[str], None]
 # confirm(prompt, expected) -> whether the user typed `expected` (the target broker id).
 Act = Callable[[BrokerAction, int], str]
 Confirm = Callable[[str, str], bool]
-FAULTS = {"stop": BrokerAction.STOP, "kill": BrokerAction.KILL, "pause": BrokerAction.PAUSE}
-RESTORE = {"stop": BrokerAction.START, "kill": BrokerAction.START, "pause": BrokerAction.RESUME}
 
 
 class DrillError(ClusterError):
@@ -38,7 +37,7 @@ class DrillError(ClusterError):
 
 @dataclass(frozen=True)
 class DrillSpec:
-    fault: str  # stop | kill | pause
+    fault: str  # the name of one of kconsole.faults.FAULT_KINDS
     target: str  # see TARGETS
     acks: Acks = "all"
     duration_s: float = 30.0  # the workload runs at least this long, and until settled
@@ -50,8 +49,10 @@ class DrillSpec:
     warmup_s: float = 2.0
 
     def __post_init__(self) -> None:
-        if self.fault not in FAULTS:
-            raise DrillError(f"--fault must be one of {', '.join(FAULTS)}, not {self.fault!r}")
+        if self.fault not in fault_names():
+            raise DrillError(
+                f"--fault must be one of {', '.join(fault_names())}, not {self.fault!r}"
+            )
         if self.acks not in ("all", "1", "0"):
             raise DrillError(f"--acks must be all, 1 or 0, not {self.acks!r}")
         if not 0 < self.rate <= 100_000:  # NaN too
@@ -80,10 +81,8 @@ class DrillSpec:
 _ID = re.compile(r"[0-9]{1,10}")  # a broker id or a partition: ASCII digits, 32 bits at most
 
 
-TARGETS = (
-    "controller | active-controller | controller:ID | quorum-majority | broker:ID | "
-    "leader:TOPIC/PARTITION"
-)
+# Every --target form some fault takes, in the order the faults list them.
+TARGETS = " | ".join(dict.fromkeys(t for kind in FAULT_KINDS for t in kind.targets))
 
 
 def resolve_target(snap: ClusterSnapshot, target: str) -> int:

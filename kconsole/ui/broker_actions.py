@@ -15,6 +15,7 @@ from kconsole.cluster.values import BrokerAction, ProcState
 from kconsole.commands import Commands
 from kconsole.drills import kraft
 from kconsole.errors import ClusterError
+from kconsole.faults import fault_of, primitive
 from kconsole.impact import blast_radius
 from kconsole.models import BrokerConfig, BrokerState, ClusterMode, ClusterSnapshot
 from kconsole.source import EventRecorder, Observer
@@ -68,8 +69,7 @@ class BrokerActions(App[None]):
         """Have the command layer refuse (and log) `action`, and say why."""
         if self.commands is None:
             return
-        if action is BrokerAction.PAUSE:
-            action = self.pause_or_resume(broker_id)
+        action = self.key_action(action, broker_id)
         try:
             self.commands.refuse(f"broker.{action.value}", f"broker {broker_id}")
         except ClusterError as exc:
@@ -80,19 +80,26 @@ class BrokerActions(App[None]):
                 markup=False,
             )
 
-    def pause_or_resume(self, broker_id: int) -> BrokerAction:
-        """Resume a broker the snapshot shows paused (a KRaft controller: its process is
-        paused), pause any other."""
+    def key_action(self, action: BrokerAction, broker_id: int) -> BrokerAction:
+        """What a fault's key does to `broker_id` now: its heal where the fault repeats as
+        its heal and the node is left so (p on a paused node resumes it), else `action`."""
+        kind = fault_of(action)
+        return action if kind is None else kind.action_for(self.node_state(broker_id))
+
+    def node_state(self, broker_id: int) -> ProcState | None:
+        """PAUSED for a broker the snapshot shows paused (a KRaft controller: its process is
+        paused); None when not paused or not known (its key then applies its fault, which
+        says itself if it cannot)."""
         broker = self.snapshot.broker(broker_id) if self.snapshot else None
         if broker is None and self._controller_only(broker_id) and self.commands is not None:
             states = self.commands.node_states()
             try:
-                paused = states is not None and states().get(broker_id) is ProcState.PAUSED
-            except Exception:  # no state to read: pause, which says itself if it cannot
-                paused = False
-            return BrokerAction.RESUME if paused else BrokerAction.PAUSE
+                state = states().get(broker_id) if states is not None else None
+            except Exception:  # no state to read
+                return None
+            return ProcState.PAUSED if state is ProcState.PAUSED else None
         paused = broker is not None and broker.state is BrokerState.PAUSED
-        return BrokerAction.RESUME if paused else BrokerAction.PAUSE
+        return ProcState.PAUSED if paused else None
 
     def _controller_only(self, node_id: int) -> bool:
         """A KRaft controller that is no broker (a row of the brokers pane below the brokers)."""
@@ -122,20 +129,21 @@ class BrokerActions(App[None]):
         impact = blast_radius(snap, action, broker_id)
         if snap.mode is ClusterMode.KRAFT:
             lines = impact.lines(None)
-            if action is not BrokerAction.STOP:
+            fault = fault_of(action)
+            if fault is not None and not fault.graceful:
                 lines.append(kraft.broker_fencing_line(action.value, broker_id, cfg))
             return lines
         return impact.lines(cfg.session_timeout_ms)
 
     def choose_broker_action(self, broker_id: int, role: str) -> None:
         """Ask what to do to `broker_id` (picked by `role`), then do it."""
-        paused = self.pause_or_resume(broker_id) is BrokerAction.RESUME
+        node = self.node_state(broker_id)
 
         def chosen(action: BrokerAction | None) -> None:
             if action is not None:
                 self.request_broker_action(action, broker_id, role)
 
-        self.push_screen(BrokerChooser(broker_id, role, paused), chosen)
+        self.push_screen(BrokerChooser(broker_id, role, node), chosen)
 
     def request_broker_action(
         self, action: BrokerAction, broker_id: int, role: str | None = None
@@ -148,7 +156,7 @@ class BrokerActions(App[None]):
             self.refuse_broker_action(action, broker_id)
             return
         role = self._role(broker_id) if role is None else role
-        if not action.destructive:
+        if not primitive(action).destructive:
             self._start(action, broker_id, confirmed=False)
             return
         if self.snapshot is None:
@@ -214,7 +222,7 @@ class BrokerActions(App[None]):
         run = message.run
         run.ok, run.outcome = message.ok, message.text
         if message.ok:
-            hint = " · T shows the timeline" if run.action.destructive else ""
+            hint = " · T shows the timeline" if primitive(run.action).destructive else ""
             self.notify(message.text + hint, title=run.event.text, markup=False)
         else:
             self.notify(

@@ -17,6 +17,7 @@ from rich.text import Text
 from kconsole.cluster.values import BrokerAction
 from kconsole.drills.kraft import measure_drill
 from kconsole.drills.measure import Frame, Measurement, Replay
+from kconsole.faults import primitive
 from kconsole.models import BrokerConfig, ClusterSnapshot
 from kconsole.timeline import Event, EventKind
 from kconsole.ui import format as fmt
@@ -61,17 +62,18 @@ class Drill:
 
 
 def latest_drill(runs: Sequence[ActionRun]) -> Drill | None:
-    """The most recent stop / kill / pause that did not fail, with its restore if any."""
+    """The most recent fault (stop, kill, pause, ...) that did not fail, with its restore
+    if any."""
     for i in range(len(runs) - 1, -1, -1):
         run = runs[i]
-        if not run.action.destructive or run.ok is False or run.before is None:
+        if not primitive(run.action).destructive or run.ok is False or run.before is None:
             continue
         restore = next(
             (
                 later.event
                 for later in runs[i + 1 :]
                 if later.broker_id == run.broker_id
-                and later.action in (BrokerAction.START, BrokerAction.RESUME)
+                and not primitive(later.action).destructive  # a heal: start, resume
                 and later.ok is not False
             ),
             None,

@@ -20,27 +20,12 @@ from textual.dom import DOMNode
 from textual.screen import ModalScreen, Screen
 
 from kconsole.cluster.values import BrokerAction
+from kconsole.faults import FAULT_KINDS, keyed, keyed_words, primitive
 from kconsole.models import BrokerState, ClusterSnapshot, Partition
 from kconsole.ui.context import actions, state
 from kconsole.ui.screens.group import GroupScreen
 from kconsole.ui.screens.main import MainScreen
 from kconsole.ui.widgets.tables import PartitionsTable
-
-# Words that find an action besides its title (the palette matches both).
-WORDS = {
-    BrokerAction.STOP: "shutdown sigterm halt",
-    BrokerAction.KILL: "sigkill crash",
-    BrokerAction.PAUSE: "freeze sigstop hang",
-    BrokerAction.RESUME: "unpause unfreeze sigcont",
-    BrokerAction.START: "restart bring back up",
-}
-HOW = {
-    BrokerAction.STOP: "controlled shutdown, asks first",
-    BrokerAction.KILL: "SIGKILL, no shutdown, asks first",
-    BrokerAction.PAUSE: "SIGSTOP, sockets stay open, asks first",
-    BrokerAction.RESUME: "SIGCONT",
-    BrokerAction.START: "starts the stopped process",
-}
 
 
 @dataclass(frozen=True)
@@ -118,15 +103,15 @@ def _broker_commands(screen: Screen[object], *, drain: bool) -> Iterator[Command
         chooser = partial(console.choose_broker_action, controller, "controller")
         yield Command(
             f"Controller actions (broker {controller})",
-            f"{refused}choose: stop, kill, pause or start the controller",
+            f"{refused}choose: {keyed_words()} the controller",
             chooser,
         )
-        for action in (BrokerAction.STOP, BrokerAction.KILL, _pause(screen, controller)):
+        for action in _faults(screen, controller):
             yield Command(
                 f"{action.value.capitalize()} the controller (broker {controller})",
-                f"{refused}{HOW[action]}",
+                f"{refused}{primitive(action).how}",
                 partial(console.request_broker_action, action, controller, "controller"),
-                WORDS[action],
+                primitive(action).words,
             )
     else:
         yield Command(
@@ -138,18 +123,16 @@ def _broker_commands(screen: Screen[object], *, drain: bool) -> Iterator[Command
         role = " (the controller)" if broker.id == controller else ""
         what = f"broker {broker.id} is {broker.state.value}"
         up = broker.state is BrokerState.UP
-        for action in (
-            BrokerAction.STOP,
-            BrokerAction.KILL,
-            _pause(screen, broker.id),
-            BrokerAction.START,
-        ):
-            likely = (action is BrokerAction.START) is not up or action is BrokerAction.RESUME
+        heals = (p.action for p in keyed() if not p.destructive)  # t: start
+        for action in (*_faults(screen, broker.id), *heals):
+            # A fault is likely on a broker that is up, a heal on one that is not (a paused
+            # broker's p is its resume, and a paused broker is not up).
+            likely = primitive(action).destructive is up
             yield Command(
                 f"{action.value.capitalize()} broker {broker.id}{role}",
-                f"{refused}{what} · {HOW[action]}",
+                f"{refused}{what} · {primitive(action).how}",
                 partial(console.request_broker_action, action, broker.id),
-                WORDS[action],
+                primitive(action).words,
                 likely,
             )
         if not drain:
@@ -162,8 +145,9 @@ def _broker_commands(screen: Screen[object], *, drain: bool) -> Iterator[Command
         )
 
 
-def _pause(screen: DOMNode, broker_id: int) -> BrokerAction:
-    return state(screen).pause_or_resume(broker_id)
+def _faults(screen: DOMNode, broker_id: int) -> tuple[BrokerAction, ...]:
+    """What each fault's key does to `broker_id` now (p on a paused broker: resume)."""
+    return tuple(state(screen).key_action(k.apply.action, broker_id) for k in FAULT_KINDS)
 
 
 def _selected(main: MainScreen) -> Partition | None:
@@ -228,9 +212,9 @@ def _leader_commands(
         why = "select a partition first" if p is None else f"{p.key} has no leader"
         yield Command(
             f"Leader actions ({why})",
-            "stop, kill, pause or start the leader of the selected partition",
+            f"{keyed_words()} the leader of the selected partition",
             table.action_leader_actions,
-            "stop kill pause start",
+            keyed_words().replace(",", "").replace(" or ", " "),
         )
         return
     role = f"leader of {p.key}"
@@ -238,15 +222,15 @@ def _leader_commands(
     refused = "" if available else f"unavailable ({reason}): says why · "
     yield Command(
         f"Leader actions for {p.key} (broker {p.leader})",
-        f"{refused}choose: stop, kill, pause or start the partition's leader",
+        f"{refused}choose: {keyed_words()} the partition's leader",
         table.action_leader_actions,
     )
-    for action in (BrokerAction.STOP, BrokerAction.KILL, _pause(main, p.leader)):
+    for action in _faults(main, p.leader):
         yield Command(
             f"{action.value.capitalize()} the leader of {p.key} (broker {p.leader})",
-            f"{refused}{HOW[action]}",
+            f"{refused}{primitive(action).how}",
             partial(console.request_broker_action, action, p.leader, role),
-            WORDS[action],
+            primitive(action).words,
         )
 
 

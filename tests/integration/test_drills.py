@@ -16,8 +16,8 @@ from kconsole.cli import main as cli
 from kconsole.cluster.local import LocalCluster
 from kconsole.cluster.local_control import LocalBrokerControl
 from kconsole.commands import Commands, yes
-from kconsole.drills.audit import PAGE_CACHE_NOTE, PAUSE_NOTE
 from kconsole.drills.spec import DrillReport, DrillSpec
+from kconsole.faults.process import PAGE_CACHE_NOTE, PAUSE_NOTE
 from kconsole.timeline import EventKind
 from tests.integration.conftest import restore
 from tests.integration.test_observer import settings_for

@@ -11,8 +11,6 @@ import time
 import pytest
 
 from kconsole.drills.audit import (
-    PAGE_CACHE_NOTE,
-    PAUSE_NOTE,
     Acked,
     AuditResult,
     Consumed,
@@ -27,6 +25,7 @@ from kconsole.drills.audit import (
     longest_gap,
 )
 from kconsole.drills.workload import Workload
+from kconsole.faults.process import PAGE_CACHE_NOTE, PAUSE_NOTE
 from tests.waiting import wait_until
 
 

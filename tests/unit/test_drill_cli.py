@@ -12,9 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from kconsole.cli import main as cli
-from kconsole.drills.audit import PAGE_CACHE_NOTE, PAUSE_NOTE, Acked, Consumed, check
+from kconsole.drills.audit import Acked, Consumed, check
 from kconsole.drills.export import ClusterIdentity
 from kconsole.drills.spec import DrillReport, DrillSpec
+from kconsole.faults.process import PAGE_CACHE_NOTE, PAUSE_NOTE
 from kconsole.timeline import Event, EventKind
 
 

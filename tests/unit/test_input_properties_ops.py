@@ -31,8 +31,9 @@ from hypothesis import strategies as st
 from kconsole.cli.jobs import _parse_job_options
 from kconsole.cli.reassign import _read_plan
 from kconsole.config import Settings
-from kconsole.drills.spec import FAULTS, DrillError, DrillSpec, resolve_target
+from kconsole.drills.spec import DrillError, DrillSpec, resolve_target
 from kconsole.errors import ClusterError
+from kconsole.faults import fault_names
 from kconsole.jobs.manager import JobManager
 from kconsole.jobs.specs import INTERNAL_OPTIONS, JobError, JobSpec, get_job
 from kconsole.models import ClusterSnapshot, Controller
@@ -68,7 +69,7 @@ no_nul_text = st.text(
 # -- drills -------------------------------------------------------------------------------------
 @props(250)
 @given(
-    fault=mixed(st.sampled_from(list(FAULTS))),
+    fault=mixed(st.sampled_from(list(fault_names()))),
     target=junk,
     acks=mixed(st.sampled_from(["all", "1", "0"])),
     duration=any_float,
@@ -97,7 +98,7 @@ def test_any_drill_settings(
         topic,
     )
     fine = (
-        fault in FAULTS
+        fault in fault_names()
         and acks in ("all", "1", "0")
         and 0 < duration < math.inf
         and 0 <= restore_after < math.inf

@@ -16,18 +16,10 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-from kconsole.cluster.values import BrokerAction
+from kconsole.cluster.values import BrokerAction, ProcState
+from kconsole.faults import fault_of, keyed, primitive
 from kconsole.ui import format as fmt
 from kconsole.ui.widgets.footer import KeyBar
-
-WHAT = {
-    BrokerAction.STOP: "controlled shutdown: leadership moves away first",
-    BrokerAction.KILL: "no shutdown at all: the process dies at once",
-    BrokerAction.PAUSE: "freeze the process, sockets stay open",
-    BrokerAction.RESUME: "unfreeze the paused process",
-    BrokerAction.START: "start the stopped broker again",
-}
-
 
 # The roles of a KRaft node that is a controller only (no broker): named as a controller.
 CONTROLLER_ROLES = ("quorum leader", "voter")
@@ -36,12 +28,8 @@ CONTROLLER_ROLES = ("quorum leader", "voter")
 def what(action: BrokerAction, role: str = "") -> str:
     """What the action does to the node. A KRaft controller has no partitions to move away:
     its stop is a plain SIGTERM (a leader's followers elect another)."""
-    if role in CONTROLLER_ROLES:
-        if action is BrokerAction.STOP:
-            return "SIGTERM: the controller shuts down (no partitions to move)"
-        if action is BrokerAction.START:
-            return "start the stopped controller again"
-    return WHAT[action]
+    p = primitive(action)
+    return p.controller_what if role in CONTROLLER_ROLES and p.controller_what else p.what
 
 
 def target_name(broker_id: int, role: str = "") -> str:
@@ -63,18 +51,21 @@ class BrokerChooser(ModalScreen[BrokerAction | None]):
     """What to do to one broker; a destructive choice is confirmed next."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("s", "choose('stop')", "Stop", id="choose-stop"),
-        Binding("k", "choose('kill')", "Kill", id="choose-kill"),
-        Binding("p", "choose('pause')", "Pause/resume", id="choose-pause"),
-        Binding("t", "choose('start')", "Start", id="choose-start"),
+        # One key per fault and per keyed heal (kconsole.faults): s, k, p, t.
+        *(Binding(p.key, f"choose('{p.name}')", p.label, id=f"choose-{p.name}") for p in keyed()),
         Binding("escape", "cancel", "Cancel", id="choose-cancel"),
     ]
 
-    def __init__(self, broker_id: int, role: str, paused: bool) -> None:
+    def __init__(self, broker_id: int, role: str, state: ProcState | None) -> None:
         super().__init__()
         self.broker_id = broker_id
         self.role = role
-        self.paused = paused
+        self.state = state  # PAUSED: p resumes it (see FaultKind.action_for)
+
+    def _now(self, action: BrokerAction) -> BrokerAction:
+        """What the key of `action` does to this node now (p on a paused one: resume)."""
+        kind = fault_of(action)
+        return action if kind is None else kind.action_for(self.state)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="chooser-dialog") as dialog:
@@ -88,22 +79,14 @@ class BrokerChooser(ModalScreen[BrokerAction | None]):
         table.add_column(style="bold #f0b429", no_wrap=True)
         table.add_column(style="bold", no_wrap=True)
         table.add_column(style=fmt.DIM)
-        pause = BrokerAction.RESUME if self.paused else BrokerAction.PAUSE
-        for key, action in (
-            ("s", BrokerAction.STOP),
-            ("k", BrokerAction.KILL),
-            ("p", pause),
-            ("t", BrokerAction.START),
-        ):
-            table.add_row(key, action.value, what(action, self.role))
+        for p in keyed():
+            action = self._now(p.action)
+            table.add_row(p.key, action.value, what(action, self.role))
         return table
 
     def action_choose(self, action: str) -> None:
         """Act on the broker (pause means resume when it is paused)."""
-        chosen = BrokerAction(action)
-        if chosen is BrokerAction.PAUSE and self.paused:
-            chosen = BrokerAction.RESUME
-        self.dismiss(chosen)
+        self.dismiss(self._now(BrokerAction(action)))
 
     def action_cancel(self) -> None:
         """Do nothing."""

@@ -17,6 +17,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import DataTable, Input
 
+from kconsole.faults import keyed_words
 from kconsole.models import BrokerState, ClusterMode, ClusterSnapshot, SourceName
 from kconsole.ui import rows
 from kconsole.ui.context import actions, state, subscribe
@@ -112,7 +113,7 @@ class MainScreen(Screen[None]):
             "C",
             "controller_actions",
             "Controller",
-            tooltip="Stop, kill, pause or start the controller",
+            tooltip=f"{keyed_words().capitalize()} the controller",
             id="controller-actions",
         ),
         Binding("C", UNAVAILABLE, show=False),

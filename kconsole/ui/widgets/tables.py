@@ -13,6 +13,7 @@ from textual.message import Message
 from textual.reactive import reactive
 
 from kconsole.cluster.values import BrokerAction
+from kconsole.faults import keyed, keyed_words
 from kconsole.models import ClusterSnapshot, Group, Partition
 from kconsole.ui import rows
 from kconsole.ui.context import actions, state, subscribe
@@ -36,29 +37,10 @@ class BrokersTable(KeyedTable):
 
     COLUMNS = rows.BROKER_COLUMNS
     BINDINGS = [
-        Binding(
-            "s",
-            "broker('stop')",
-            "Stop",
-            tooltip="Stop the selected broker: controlled shutdown (asks first)",
-            id="broker-stop",
-        ),
-        Binding(
-            "k",
-            "broker('kill')",
-            "Kill",
-            tooltip="Kill the selected broker: no shutdown (asks first)",
-            id="broker-kill",
-        ),
-        Binding(
-            "p",
-            "broker('pause')",
-            "Pause/resume",
-            tooltip="Pause the selected broker (asks first), or resume it",
-            id="broker-pause",
-        ),
-        Binding(
-            "t", "broker('start')", "Start", tooltip="Start the selected broker", id="broker-start"
+        # One key per fault and per keyed heal (kconsole.faults): s, k, p, t.
+        *(
+            Binding(p.key, f"broker('{p.name}')", p.label, tooltip=p.tooltip, id=f"broker-{p.name}")
+            for p in keyed()
         ),
         Binding(
             "D",
@@ -69,10 +51,7 @@ class BrokersTable(KeyedTable):
         ),
         # Reached only while the keys above are disabled: the command layer refuses (and logs)
         # that action and says why, instead of the key doing nothing.
-        Binding("s", "refused('stop')", show=False),
-        Binding("k", "refused('kill')", show=False),
-        Binding("p", "refused('pause')", show=False),
-        Binding("t", "refused('start')", show=False),
+        *(Binding(p.key, f"refused('{p.name}')", show=False) for p in keyed()),
     ]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -85,10 +64,7 @@ class BrokersTable(KeyedTable):
             self.notify("no broker selected")
             return
         broker_id = int(key)
-        chosen = BrokerAction(action)
-        view = state(self)
-        if chosen is BrokerAction.PAUSE:
-            chosen = view.pause_or_resume(broker_id)
+        chosen = state(self).key_action(BrokerAction(action), broker_id)
         actions(self).request_broker_action(chosen, broker_id)
 
     def action_drain(self) -> None:
@@ -162,7 +138,7 @@ class PartitionsTable(VirtualTable[Partition]):
             "L",
             "leader_actions",
             "Leader",
-            tooltip="Stop, kill, pause or start this partition's leader",
+            tooltip=f"{keyed_words().capitalize()} this partition's leader",
             id="partition-leader",
         ),
         Binding("L", UNAVAILABLE, show=False),
