@@ -361,7 +361,8 @@ class DrillRunner:
         return _Plan(snap, targets, is_kraft, on_brokers, on_quorum, config, what)
 
     def _broker_config(self, snap: ClusterSnapshot, target: int | None) -> BrokerConfig:
-        """The settings, read from a broker; Kafka's defaults when none answered."""
+        """The settings, read from the broker `target` (None: the first running broker that
+        answers); Kafka's defaults when none answered."""
         # On KRaft the quorum timers are the controllers' too when, as here, one configuration
         # serves every node; a broker target is asked itself, a controller target a running
         # broker.
