@@ -9,15 +9,16 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 from kconsole.cluster.admin import AdminReader
 from kconsole.cluster.control import BrokerControl
 from kconsole.cluster.values import BrokerAction, ProcState
 from kconsole.config import Settings
 from kconsole.drills import kraft
-from kconsole.drills.audit import check
+from kconsole.drills.audit import AuditResult, check
 from kconsole.drills.export import ClusterIdentity
 from kconsole.drills.measure import Measurement
 from kconsole.drills.spec import (
@@ -29,8 +30,8 @@ from kconsole.drills.spec import (
     Progress,
     resolve_targets,
 )
-from kconsole.drills.verify import end_offsets, read_back
-from kconsole.drills.workload import Workload
+from kconsole.drills.verify import ReadBack, end_offsets, read_back
+from kconsole.drills.workload import Workload, WorkloadResult
 from kconsole.errors import NotConfirmed
 from kconsole.faults import fault_kind
 from kconsole.impact import blast_radius
@@ -46,6 +47,40 @@ from kconsole.timeline import Event, EventKind
 RESTORE_ATTEMPTS = 3
 RESTORE_BACKOFF_S = 1.0
 RESTORE_DEADLINE_S = 60.0
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a drill acts on, resolved from its first healthy view before anything acted, and
+    the settings its impact is predicted from."""
+
+    snap: ClusterSnapshot  # the first healthy view
+    targets: tuple[int, ...]
+    is_kraft: bool
+    on_brokers: bool  # every target is a broker
+    on_quorum: bool  # a target is a voter of the metadata quorum (a combined node is both)
+    config: BrokerConfig  # read from a broker; Kafka's defaults when none answered
+    what: str  # the targets, named as the user reads them
+
+    @property
+    def target(self) -> int:
+        """The first target: the one the report and a broker's blast radius are about."""
+        return self.targets[0]
+
+    @property
+    def expected(self) -> str:
+        """What the user types to confirm: the targets' ids."""
+        return ",".join(str(t) for t in self.targets)
+
+
+class _Fault(NamedTuple):
+    """The fault held and restored (DrillRunner._hold_fault)."""
+
+    event: Event  # the fault's ACTION event
+    clock: float  # its moment on the workload's clock
+    restore: Event  # the restore's ACTION event
+    not_restored: list[str]  # per node not restored: what happened and what to run
+    held: Measurement  # fault -> restore, as measured
 
 
 class DrillRunner:
@@ -258,193 +293,275 @@ class DrillRunner:
         return f"kconsole --backend {backend} cluster {action.value} {name}"
 
     def run(self) -> DrillReport:
-        spec = self.spec
+        """The drill, step by step (see the module docstring). On every path, a failure's too,
+        the workload and the observer are stopped; a node not restored is said and reported."""
         started = datetime.now(tz=UTC).isoformat(timespec="seconds")
         self.observer.start(self._on_update)
         workload: Workload | None = None
         try:
-            self.say("waiting for a healthy view of the cluster")
-            if not self._wait(
-                lambda s: (
-                    all(h.ok for h in s.sources if h.name.value != "groups")
-                    and s.partition(spec.topic, 0) is not None
-                ),
-                30,
-            ):
-                raise DrillError(
-                    "the cluster is not reachable (or the topic is missing): "
-                    + "; ".join(h.error for h in self._latest.sources if not h.ok)
-                    if self._latest
-                    else "no data from the cluster"
-                )
-            snap = self._latest
-            assert snap is not None
-            targets = resolve_targets(snap, spec.target)
-            target = targets[0]
-            self._check_up(snap, targets)
-            is_kraft = snap.mode is ClusterMode.KRAFT
-            on_brokers = all(snap.broker(t) is not None for t in targets)
-            # A combined node is both: a broker's blast radius and the quorum's.
-            voters = snap.quorum.voter_ids if is_kraft and snap.quorum is not None else ()
-            on_quorum = any(t in voters for t in targets)
-            # The settings are read from a broker (on KRaft the quorum timers are the
-            # controllers' too when, as here, one configuration serves every node); a broker
-            # target is asked itself, a controller target a running broker.
-            asked = (
-                [target]
-                if on_brokers
-                else [b.id for b in snap.brokers if b.state is BrokerState.UP]
-            )
-            cfg_raw: dict[str, str] = {}
-            for bid in asked:
-                try:
-                    cfg_raw = AdminReader(self.settings.kafka_config()).read_broker_config(bid)
-                    break
-                except Exception:
-                    continue
-            config = (
-                BrokerConfig.from_configs(cfg_raw, asked[0] if asked else None)
-                if cfg_raw
-                else BrokerConfig()
-            )
-            what = ", ".join(self._label(t) for t in targets)
-            expected = ",".join(str(t) for t in targets)
-
-            def lines(at: ClusterSnapshot) -> list[str]:
-                out = kraft.prediction_lines(at, spec.fault, targets, config) if on_quorum else []
-                if not on_brokers:
-                    return out
-                impact = blast_radius(at, fault_kind(spec.fault).apply.action, target)
-                if not is_kraft:
-                    return impact.lines(config.session_timeout_ms)
-                return [
-                    *out,
-                    *impact.lines(None),
-                    kraft.broker_fencing_line(spec.fault, target, config),
-                ]
-
-            # Asked before the workload writes its first record: nothing happens unconfirmed.
-            prompt = "\n".join(
-                [
-                    f"drill: {spec.fault} {what} ({spec.target}) under a "
-                    f"{spec.rate:g} msg/s acks={spec.acks} workload on {spec.topic}",
-                    *(f"  {line}" for line in lines(snap)),
-                    f"Type {expected} to confirm",
-                ]
-            )
-            if not self.confirm(prompt, expected):
-                raise NotConfirmed(f"drill on {what}: not confirmed")
-            starts = end_offsets(self.settings, spec.topic)
-            self.say(f"workload: {spec.rate:g} msg/s, acks={spec.acks}, on {spec.topic}")
-            workload = Workload(
-                self.settings,
-                spec.topic,
-                acks=spec.acks,
-                rate=spec.rate,
-            ).start()
-            t_work = time.monotonic()
-            time.sleep(spec.warmup_s)  # steady traffic before the fault (drill timing, not a wait)
-            before = self._latest or snap
-            impact_lines = lines(before)
-            for line in impact_lines:
-                self.say(f"  {line}")
-            fault, fault_clock, restore, not_restored, held = self._hold_fault(targets)
-            for line in not_restored:
+            plan = self._resolve(self._healthy_view())
+            self._ask(plan)  # before the workload writes its first record: nothing unconfirmed
+            starts = end_offsets(self.settings, self.spec.topic)
+            workload, t_work = self._start_workload()
+            before = self._warm_up(plan)
+            impact_lines = self._predict(plan, before)
+            fault = _Fault(*self._hold_fault(plan.targets))
+            for line in fault.not_restored:
                 self.say(line)
-            self.say(
-                ("settling: a quorum leader, every voter caught up, " if is_kraft else "settling: ")
-                + ("broker registered, " if on_brokers else "")
-                + "every ISR full"
-                + (", preferred leaders back" if spec.wait_preferred else "")
-            )
-
-            def settled(s: ClusterSnapshot) -> bool:
-                parts = [p for p in s.partitions]
-                full = all(set(p.isr) >= set(p.replicas) for p in parts)
-                pref = all(p.on_preferred_leader for p in parts) if spec.wait_preferred else True
-                if is_kraft:
-                    q = s.quorum
-                    if q is None or q.stale or q.leader_id is None or q.lagging_voters():
-                        return False
-                for t in targets if on_brokers else ():
-                    b = s.broker(t)
-                    if b is None or b.state is not BrokerState.UP or b.fenced:
-                        return False
-                return full and pref
-
-            # Nothing to wait for with a node left down: it cannot settle.
-            ok_settled = not not_restored and self._wait(settled, spec.settle_timeout_s)
-            left = spec.duration_s - (time.monotonic() - t_work)
-            if left > 0:
-                time.sleep(left)  # the workload runs for the requested duration
+            settled = self._settle(plan, fault.not_restored)
+            self._run_out(t_work)
             result = workload.stop()
             workload = None
-            self.say(
-                f"workload stopped: {len(result.acked)} acked, "
-                f"{sum(result.failed_by_code.values())} failed, {len(result.unknown)} unknown"
-            )
-            until = {(a.key, a.seq) for a in result.acked}
-            back = read_back(
-                self.settings,
-                spec.topic,
-                result.run_id,
-                start_offsets=starts,
-                timeout_s=60,
-                until=until,
-            )
-            audit = check(
-                result.acked,
-                result.failed,
-                back.records,
-                send_times=result.send_times,
-                unknown=result.unknown,
-                acks=spec.acks,
-                origin=fault_clock,
-                origin_name="the fault",
-                caveats=[fault_kind(spec.fault).caveat],
-            )
-            with self._changed:
-                frozen = [e for e in self._frozen if e.ts >= fault.ts - spec.warmup_s]
-            events = sorted(
-                [*self.observer.events_since(fault.ts - spec.warmup_s), *frozen],
-                key=lambda e: e.ts,
-            )
-            notes = list(result.notes)
-            measurements, more = kraft.measure_drill(
-                before, events, fault=fault, targets=targets, restore=restore, cfg=config
-            )
-            measurements = [held, *measurements]
-            notes += more
-            if not back.complete:
-                notes.append("read-back did not reach every high watermark before its deadline")
-            notes.append(
-                "Durations are as kconsole observed them ("
-                + ("metadata quorum polls" if is_kraft else "ZooKeeper watches")
-                + f", Admin polls every {self.settings.refresh_s:.1f} s): the cluster's "
-                "reaction plus kconsole's polling delay."
-            )
-            return DrillReport(
-                spec,
-                target,
-                before.controller.id == target,
-                started,
-                fault.ts,
-                impact_lines,
-                measurements,
-                audit,
-                events,
-                ok_settled,
-                notes,
-                asdict(config),
-                ClusterIdentity(
-                    self.settings.bootstrap, before.cluster_id, self.settings.zookeeper
-                ),
-                list(targets),
-                what,
-                not_restored,
-                restore.ts,
+            back, audit = self._audit(result, starts, fault.clock)
+            return self._report(
+                plan, started, before, impact_lines, fault, settled, result, back, audit
             )
         finally:
             if workload is not None:
                 workload.stop(flush_timeout_s=5)
             self.observer.stop()
+
+    def _healthy_view(self) -> ClusterSnapshot:
+        """The first view with every source answering (groups aside) and the topic there."""
+        spec = self.spec
+        self.say("waiting for a healthy view of the cluster")
+        if not self._wait(
+            lambda s: (
+                all(h.ok for h in s.sources if h.name.value != "groups")
+                and s.partition(spec.topic, 0) is not None
+            ),
+            30,
+        ):
+            raise DrillError(
+                "the cluster is not reachable (or the topic is missing): "
+                + "; ".join(h.error for h in self._latest.sources if not h.ok)
+                if self._latest
+                else "no data from the cluster"
+            )
+        snap = self._latest
+        assert snap is not None
+        return snap
+
+    def _resolve(self, snap: ClusterSnapshot) -> _Plan:
+        """The nodes the target names, checked up, and the settings that bound the fault."""
+        targets = resolve_targets(snap, self.spec.target)
+        self._check_up(snap, targets)
+        is_kraft = snap.mode is ClusterMode.KRAFT
+        on_brokers = all(snap.broker(t) is not None for t in targets)
+        # A combined node is both: a broker's blast radius and the quorum's.
+        voters = snap.quorum.voter_ids if is_kraft and snap.quorum is not None else ()
+        on_quorum = any(t in voters for t in targets)
+        config = self._broker_config(snap, targets[0] if on_brokers else None)
+        what = ", ".join(self._label(t) for t in targets)
+        return _Plan(snap, targets, is_kraft, on_brokers, on_quorum, config, what)
+
+    def _broker_config(self, snap: ClusterSnapshot, target: int | None) -> BrokerConfig:
+        """The settings, read from the broker `target` (None: the first running broker that
+        answers); Kafka's defaults when none answered."""
+        # On KRaft the quorum timers are the controllers' too when, as here, one configuration
+        # serves every node; a broker target is asked itself, a controller target a running
+        # broker.
+        asked = (
+            [target]
+            if target is not None
+            else [b.id for b in snap.brokers if b.state is BrokerState.UP]
+        )
+        cfg_raw: dict[str, str] = {}
+        for bid in asked:
+            try:
+                cfg_raw = AdminReader(self.settings.kafka_config()).read_broker_config(bid)
+                break
+            except Exception:
+                continue
+        return (
+            BrokerConfig.from_configs(cfg_raw, asked[0] if asked else None)
+            if cfg_raw
+            else BrokerConfig()
+        )
+
+    def _impact(self, plan: _Plan, at: ClusterSnapshot) -> list[str]:
+        """What the fault is predicted to do, on the cluster as it is at `at`."""
+        spec = self.spec
+        out = (
+            kraft.prediction_lines(at, spec.fault, plan.targets, plan.config)
+            if plan.on_quorum
+            else []
+        )
+        if not plan.on_brokers:
+            return out
+        impact = blast_radius(at, fault_kind(spec.fault).apply.action, plan.target)
+        if not plan.is_kraft:
+            return impact.lines(plan.config.session_timeout_ms)
+        return [
+            *out,
+            *impact.lines(None),
+            kraft.broker_fencing_line(spec.fault, plan.target, plan.config),
+        ]
+
+    def _ask(self, plan: _Plan) -> None:
+        """The user confirms the drill, its predicted impact in front of them, by typing the
+        targets' ids."""
+        spec = self.spec
+        prompt = "\n".join(
+            [
+                f"drill: {spec.fault} {plan.what} ({spec.target}) under a "
+                f"{spec.rate:g} msg/s acks={spec.acks} workload on {spec.topic}",
+                *(f"  {line}" for line in self._impact(plan, plan.snap)),
+                f"Type {plan.expected} to confirm",
+            ]
+        )
+        if not self.confirm(prompt, plan.expected):
+            raise NotConfirmed(f"drill on {plan.what}: not confirmed")
+
+    def _start_workload(self) -> tuple[Workload, float]:
+        """The workload, started, and when (on the monotonic clock)."""
+        spec = self.spec
+        self.say(f"workload: {spec.rate:g} msg/s, acks={spec.acks}, on {spec.topic}")
+        workload = Workload(
+            self.settings,
+            spec.topic,
+            acks=spec.acks,
+            rate=spec.rate,
+        ).start()
+        return workload, time.monotonic()
+
+    def _warm_up(self, plan: _Plan) -> ClusterSnapshot:
+        """Steady traffic before the fault; the cluster as it is then."""
+        time.sleep(self.spec.warmup_s)  # drill timing, not a wait
+        return self._latest or plan.snap
+
+    def _predict(self, plan: _Plan, before: ClusterSnapshot) -> list[str]:
+        """The impact predicted just before the fault: said, and kept for the report."""
+        impact_lines = self._impact(plan, before)
+        for line in impact_lines:
+            self.say(f"  {line}")
+        return impact_lines
+
+    def _settle(self, plan: _Plan, not_restored: list[str]) -> bool:
+        """Wait until the cluster is whole again (settle_timeout_s at most); whether it was."""
+        spec = self.spec
+        self.say(
+            (
+                "settling: a quorum leader, every voter caught up, "
+                if plan.is_kraft
+                else "settling: "
+            )
+            + ("broker registered, " if plan.on_brokers else "")
+            + "every ISR full"
+            + (", preferred leaders back" if spec.wait_preferred else "")
+        )
+
+        def settled(s: ClusterSnapshot) -> bool:
+            parts = [p for p in s.partitions]
+            full = all(set(p.isr) >= set(p.replicas) for p in parts)
+            pref = all(p.on_preferred_leader for p in parts) if spec.wait_preferred else True
+            if plan.is_kraft:
+                q = s.quorum
+                if q is None or q.stale or q.leader_id is None or q.lagging_voters():
+                    return False
+            for t in plan.targets if plan.on_brokers else ():
+                b = s.broker(t)
+                if b is None or b.state is not BrokerState.UP or b.fenced:
+                    return False
+            return full and pref
+
+        # Nothing to wait for with a node left down: it cannot settle.
+        return not not_restored and self._wait(settled, spec.settle_timeout_s)
+
+    def _run_out(self, t_work: float) -> None:
+        """The workload runs for the requested duration, counted from its start at `t_work`."""
+        left = self.spec.duration_s - (time.monotonic() - t_work)
+        if left > 0:
+            time.sleep(left)  # the drill's length, by design
+
+    def _audit(
+        self, result: WorkloadResult, starts: dict[int, int], origin: float
+    ) -> tuple[ReadBack, AuditResult]:
+        """Read the run's records back from where the topic ended before the workload, and
+        check every acknowledged message against them (times counted from the fault)."""
+        spec = self.spec
+        self.say(
+            f"workload stopped: {len(result.acked)} acked, "
+            f"{sum(result.failed_by_code.values())} failed, {len(result.unknown)} unknown"
+        )
+        until = {(a.key, a.seq) for a in result.acked}
+        back = read_back(
+            self.settings,
+            spec.topic,
+            result.run_id,
+            start_offsets=starts,
+            timeout_s=60,
+            until=until,
+        )
+        audit = check(
+            result.acked,
+            result.failed,
+            back.records,
+            send_times=result.send_times,
+            unknown=result.unknown,
+            acks=spec.acks,
+            origin=origin,
+            origin_name="the fault",
+            caveats=[fault_kind(spec.fault).caveat],
+        )
+        return back, audit
+
+    def _timeline(self, fault: Event) -> list[Event]:
+        """The events from the warm-up before the fault on, the quorum's frozen spans too."""
+        since = fault.ts - self.spec.warmup_s
+        with self._changed:
+            frozen = [e for e in self._frozen if e.ts >= since]
+        return sorted([*self.observer.events_since(since), *frozen], key=lambda e: e.ts)
+
+    def _report(
+        self,
+        plan: _Plan,
+        started: str,
+        before: ClusterSnapshot,
+        impact_lines: list[str],
+        fault: _Fault,
+        settled: bool,
+        result: WorkloadResult,
+        back: ReadBack,
+        audit: AuditResult,
+    ) -> DrillReport:
+        """The drill's report: the prediction, the measurements, the audit and the events."""
+        events = self._timeline(fault.event)
+        notes = list(result.notes)
+        measurements, more = kraft.measure_drill(
+            before,
+            events,
+            fault=fault.event,
+            targets=plan.targets,
+            restore=fault.restore,
+            cfg=plan.config,
+        )
+        measurements = [fault.held, *measurements]
+        notes += more
+        if not back.complete:
+            notes.append("read-back did not reach every high watermark before its deadline")
+        notes.append(
+            "Durations are as kconsole observed them ("
+            + ("metadata quorum polls" if plan.is_kraft else "ZooKeeper watches")
+            + f", Admin polls every {self.settings.refresh_s:.1f} s): the cluster's "
+            "reaction plus kconsole's polling delay."
+        )
+        return DrillReport(
+            self.spec,
+            plan.target,
+            before.controller.id == plan.target,
+            started,
+            fault.event.ts,
+            impact_lines,
+            measurements,
+            audit,
+            events,
+            settled,
+            notes,
+            asdict(plan.config),
+            ClusterIdentity(self.settings.bootstrap, before.cluster_id, self.settings.zookeeper),
+            list(plan.targets),
+            plan.what,
+            fault.not_restored,
+            fault.restore.ts,
+        )
