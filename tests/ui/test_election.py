@@ -27,16 +27,18 @@ class Electing(FakeReassign):
         return [ElectResult(t, p, "elected", "") for t, p in partitions]
 
 
-def election_app(fake: FakeReassign, tmp_path: Path, read_only: bool = False) -> KConsoleApp:
+def election_app(tmp_path: Path, read_only: bool = False) -> tuple[KConsoleApp, Electing]:
+    """The console electing through a recording client (also returned), auditing to
+    tmp_path/audit.jsonl."""
+    fake = Electing()
     door = Commands(None, read_only=read_only, read_only_reason="--read-only",
                     audit=AuditLog(tmp_path / "audit.jsonl"),
                     reassigner=cast(ClientFactory, fake))  # fmt: skip
-    return new_app(commands=door)
+    return new_app(commands=door), fake
 
 
 async def test_preferred_election_of_one_partition(tmp_path: Path) -> None:
-    fake = Electing()
-    app = election_app(fake, tmp_path)
+    app, fake = election_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await on_partition(pilot, "healthy", "test-topic/2", focus=True)
         await press(pilot, "E")
@@ -53,8 +55,7 @@ async def test_preferred_election_of_one_partition(tmp_path: Path) -> None:
 
 
 async def test_every_partition_off_its_preferred_leader(tmp_path: Path) -> None:
-    fake = Electing()
-    app = election_app(fake, tmp_path)
+    app, fake = election_app(tmp_path)
     snap = load("broker_down")
     off = sorted((p.topic, p.partition) for p in snap.partitions
                  if not p.on_preferred_leader and p.leader >= 0)  # fmt: skip
@@ -69,8 +70,7 @@ async def test_every_partition_off_its_preferred_leader(tmp_path: Path) -> None:
 
 
 async def test_unclean_only_for_an_offline_partition(tmp_path: Path) -> None:
-    fake = Electing()
-    app = election_app(fake, tmp_path)
+    app, fake = election_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await on_partition(pilot, "offline_partition", "test-topic/0", focus=True)
         await press(pilot, "U")
@@ -87,8 +87,7 @@ async def test_unclean_only_for_an_offline_partition(tmp_path: Path) -> None:
 
 
 async def test_read_only_refuses_before_asking(tmp_path: Path) -> None:
-    fake = Electing()
-    app = election_app(fake, tmp_path, read_only=True)
+    app, fake = election_app(tmp_path, read_only=True)
     async with app.run_test(size=SIZE) as pilot:
         await on_partition(pilot, "healthy", "test-topic/2", focus=True)
         await press(pilot, "E", "t")

@@ -7,9 +7,11 @@ import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Sparkline, Static
 
 from kconsole.config import Settings
@@ -61,6 +63,15 @@ async def open_jobs(app: KConsoleApp, pilot: object) -> JobsScreen:
     return screen
 
 
+async def runs_listed(
+    pilot: Pilot[Any], screen: JobsScreen, count: int, timeout: float = 10.0
+) -> DataTable[Any]:
+    """The runs table, once it lists `count` runs."""
+    runs = screen.query_one("#job-runs", DataTable)
+    await wait_for(pilot, lambda: runs.row_count == count, timeout=timeout)
+    return runs
+
+
 def alive(pid: int | None) -> bool:
     try:
         return pid is not None and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
@@ -83,8 +94,7 @@ async def test_start_and_stop_a_job_from_the_screen(manager: JobManager) -> None
         run = app.job_runs[-1]
         assert run.options == {"topic": "orders"} and run.topic == "orders"  # only what changed
         assert not run.detached and alive(run.pid)
-        runs = screen.query_one("#job-runs", DataTable)
-        await wait_for(pilot, lambda: runs.row_count == 1)
+        runs = await runs_listed(pilot, screen, 1)
         row = [str(c) for c in runs.get_row(run.run_id)]
         assert row[1] == "running" and row[2] != "-"  # state, batch
         assert "commits to group" not in text_of(app, "#job-summary") or run.group_id
@@ -202,8 +212,7 @@ async def test_recorded_runs_are_listed_newest_first(tmp_path: Path) -> None:
     app = jobs_app(recorded_jobs(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_jobs(app, pilot)
-        runs = screen.query_one("#job-runs", DataTable)
-        await wait_for(pilot, lambda: runs.row_count == 3)
+        runs = await runs_listed(pilot, screen, 3)
         states = [str(runs.get_row_at(i)[1]) for i in range(3)]
         assert states == ["running", "failed", "stopped"]
         runs.focus()
@@ -232,8 +241,7 @@ async def test_a_run_the_user_starts_is_selected_and_shown(manager: JobManager) 
     app = jobs_app(manager)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_jobs(app, pilot)
-        runs = screen.query_one("#job-runs", DataTable)
-        await wait_for(pilot, lambda: runs.row_count == 1)
+        runs = await runs_listed(pilot, screen, 1)
         runs.focus()
         await wait_for(pilot, lambda: old.run_id in border_title(app, "#job-detail"))
         await open_start_dialog(pilot)
@@ -270,8 +278,7 @@ async def test_an_ended_runs_log_is_read_from_its_file(manager: JobManager, tmp_
         assert "some log line" in log and log.index("some log line") < log.index("the last words")
         # Another run; the finished one, selected again, still shows its log.
         app.request_job_start("fake", {"batches": "2"}, False)
-        runs = screen.query_one("#job-runs", DataTable)
-        await wait_for(pilot, lambda: runs.row_count == 2, timeout=20)
+        runs = await runs_listed(pilot, screen, 2, timeout=20)
         await wait_for(pilot, lambda: not app.job_runs[-1].active, timeout=20)
         runs.move_cursor(row=runs.get_row_index(run_id))
         await wait_for(pilot, lambda: run_id in border_title(app, "#job-detail"))
@@ -433,8 +440,7 @@ async def test_a_run_started_elsewhere_is_selected_when_it_appears(tmp_path: Pat
     app = jobs_app(jobs)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_jobs(app, pilot)
-        runs = screen.query_one("#job-runs", DataTable)
-        await wait_for(pilot, lambda: runs.row_count == 3)
+        runs = await runs_listed(pilot, screen, 3)
         runs.focus()
         runs.move_cursor(row=2)  # an older run
         await pilot.pause()
