@@ -26,7 +26,7 @@ from tests.integration.jobs_support import (
     settings_for,
 )
 from tests.integration.test_console_live import until
-from tests.ui.produce_fakes import text_of
+from tests.ui.pilots import text_of
 
 pytestmark = pytest.mark.integration
 

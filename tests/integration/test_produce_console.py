@@ -32,7 +32,7 @@ from tests.integration.test_produce import (
     assert_nothing_sent,
     ends,
 )
-from tests.ui.produce_fakes import fill, text_of
+from tests.ui.pilots import fill, text_of
 
 pytestmark = pytest.mark.integration
 SIZE = (140, 40)

@@ -24,7 +24,7 @@ from tests.integration.conftest import controller, registered
 from tests.integration.test_console_live import until
 from tests.integration.test_produce import _read, ends
 from tests.integration.test_produce_console import SIZE, console, open_dialog, send
-from tests.ui.produce_fakes import fill, text_of
+from tests.ui.pilots import fill, text_of
 
 pytestmark = pytest.mark.integration
 

@@ -20,7 +20,7 @@ from kconsole.ui.screens.tail import TailScreen
 from tests.integration.test_console_live import until
 from tests.integration.test_produce import ends
 from tests.integration.test_produce_console import SIZE, console
-from tests.ui.produce_fakes import text_of
+from tests.ui.pilots import text_of
 
 pytestmark = pytest.mark.integration
 BACKLOG = 100_000

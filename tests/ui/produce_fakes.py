@@ -1,30 +1,21 @@
 """Fakes for the produce dialog and the tail view, replaying data recorded from a real cluster
-(tests/fixtures/produce_tail.json, written by tests/fixtures/record_produce_tail.py)."""
+(tests/fixtures/produce_tail.json, written by tests/fixtures/record_produce_tail.py). The steps
+that open and drive those screens are in tests/ui/pilots.py."""
 
 from __future__ import annotations
 
-import io
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
-
-from rich.console import Console
-from textual.pilot import Pilot
-from textual.screen import Screen
-from textual.widgets import DataTable, Input, Select, Static, TextArea
 
 from kconsole.cluster import produce as pr
 from kconsole.cluster.tail import StartAt, TailError, TailPosition, TailRecord, start_positions
 from kconsole.commands import Commands
 from kconsole.config import Settings
-from kconsole.ui.app import KConsoleApp
-from kconsole.ui.screens.produce import ProduceScreen
-from kconsole.ui.screens.tail import TailScreen
-from kconsole.ui.widgets.tables import PartitionsTable
-from tests.ui.conftest import feed, load, new_app, recorded_topic_limits, settle, table_settled
+from tests.ui.conftest import recorded_topic_limits
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "produce_tail.json"
 
@@ -185,121 +176,3 @@ class ReplayTailer:
 
     def close(self) -> None:
         self.closed = True
-
-
-# -- driving the screens ------------------------------------------------------------------------
-def produce_app(commands: ReplayCommands | None = None) -> KConsoleApp:
-    sent, elapsed = deliveries("small_send")
-    return new_app(commands=commands or ReplayCommands(sent, elapsed), settings=Settings())
-
-
-def text_of(app: KConsoleApp, selector: str) -> str:
-    """A Static's content as plain text (Rich renderables rendered, wide enough not to wrap)."""
-    content = app.screen.query_one(selector, Static).content
-    if isinstance(content, str):
-        return content
-    out = Console(width=400, file=io.StringIO(), color_system=None, legacy_windows=False)
-    with out.capture() as captured:
-        out.print(content)
-    return "\n".join(line.rstrip() for line in captured.get().splitlines())
-
-
-async def wait_for(pilot: Pilot[None], check: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met within the deadline")
-        await pilot.pause(0.02)
-
-
-async def select_row(pilot: Pilot[None], snapshot: str, row: str = "test-topic/0") -> None:
-    """Feed `snapshot` and put the partitions cursor on `row`."""
-    app = pilot.app
-    assert isinstance(app, KConsoleApp)
-    feed(app, load(snapshot))
-    await pilot.pause()
-    table = app.screen.query_one("#partitions", PartitionsTable)
-    table.move_cursor(row=table.get_row_index(row))
-    await pilot.pause()
-
-
-async def open_produce(pilot: Pilot[None], snapshot: str = "healthy") -> ProduceScreen:
-    """Open the dialog on `snapshot`'s test-topic/0 row; returns once its produce session has
-    answered (the producer warmed, the topic's limits read), as it soon does on a cluster."""
-    app = pilot.app
-    assert isinstance(app, KConsoleApp)
-    await select_row(pilot, snapshot)
-    await pilot.press("P")
-    await pilot.pause()
-    screen = app.screen
-    assert isinstance(screen, ProduceScreen)
-    steady_cursors(screen)
-    await prepared(pilot, screen)
-    return screen
-
-
-async def prepared(pilot: Pilot[None], screen: ProduceScreen) -> None:
-    """Wait until the session has answered for what the form says now (if it has a session)."""
-    if screen.session is None or not screen.query_one("#topic", Input).value.strip():
-        return
-    await wait_for(pilot, lambda: screen._prepared_for == screen._form_target())
-    await pilot.pause()
-
-
-def steady_cursors(screen: Screen[Any]) -> None:
-    """No blinking text cursors: a snapshot must not depend on when it is taken."""
-    for widget in screen.query(Input):
-        widget.cursor_blink = False
-    for area in screen.query(TextArea):
-        area.cursor_blink = False
-
-
-def fill(screen: ProduceScreen, **fields: str) -> None:
-    for name, value in fields.items():
-        if name == "value":
-            screen.query_one(TextArea).text = value
-        elif name in ("acks", "compression", "value_mode"):
-            screen.query_one(f"#{name.replace('_', '-')}", Select).value = value
-        else:
-            screen.query_one(f"#{name.replace('_', '-')}", Input).value = value
-
-
-async def send_and_wait(pilot: Pilot[None], screen: ProduceScreen) -> None:
-    """ctrl+s, then wait until the dialog has shown the outcome (or the refusal): the worker
-    done, the dialog no longer sending, a row per delivery of a small send and the table's
-    widths measured, then the screen idle."""
-    await pilot.press("ctrl+s")
-    await pilot.pause()
-    for worker in list(pilot.app.workers):
-        if worker.group == "produce":
-            await worker.wait()
-    await wait_for(pilot, lambda: not screen.sending)
-    table = screen.query_one("#deliveries", DataTable)
-    result = screen.last_result
-    rows = result.sent if result is not None and result.sent <= pr.SMALL_SEND else 0
-    await wait_for(pilot, lambda: table.row_count == rows and table_settled(table))
-    await settle(pilot)
-
-
-def tail_app(records: list[TailRecord] | None = None, error: str = "") -> tuple[KConsoleApp, list]:
-    made: list[ReplayTailer] = []
-    data = tail_records() if records is None else records
-
-    def factory(
-        topic: str, partition: int | None, start: StartAt, group: str | None
-    ) -> ReplayTailer:
-        made.append(ReplayTailer(data, topic, partition, start, group, error))
-        return made[-1]
-
-    return new_app(tailer=factory), made
-
-
-async def open_tail(pilot: Pilot[None]) -> TailScreen:
-    app = pilot.app
-    assert isinstance(app, KConsoleApp)
-    await select_row(pilot, "healthy")
-    await pilot.press("F")
-    await pilot.pause()
-    assert isinstance(app.screen, TailScreen)
-    steady_cursors(app.screen)
-    return app.screen

@@ -12,26 +12,14 @@ from kconsole.commands import AuditLog, Commands
 from kconsole.config import Settings
 from kconsole.ui.app import KConsoleApp
 from tests.ui import builders as B
-from tests.ui.conftest import FakeControl, feed, new_app, select_broker, wait_for_actions
-from tests.ui.produce_fakes import (
-    ReplayCommands,
-    ReplayTailer,
-    deliveries,
-    fill,
-    open_produce,
-    open_tail,
-    send_and_wait,
-    tail_records,
-    text_of,
-    wait_for,
-)
+from tests.ui.conftest import FakeControl, new_app, select_broker, wait_for_actions
+from tests.ui.pilots import driving, open_produce, open_tail, send, tail_app, text_of, wait_for
+from tests.ui.produce_fakes import ReplayCommands, deliveries
 
 SIZE = (120, 36)
 
-
-@pytest.fixture(autouse=True)
-def _limits(recorded_limits: None) -> None:
-    """read_topic_limits answers what the real cluster answered for test-topic."""
+# read_topic_limits answers what the real cluster answered for test-topic.
+pytestmark = pytest.mark.usefixtures("recorded_limits")
 
 
 def refusals(log: AuditLog) -> list[tuple[str, str, str]]:
@@ -43,8 +31,7 @@ async def test_broker_keys_are_refused_and_logged(tmp_path: Path) -> None:
     control = FakeControl()
     door = Commands(control, read_only=True, read_only_reason="--read-only", audit=log)
     app = new_app(commands=door)
-    async with app.run_test(size=SIZE) as pilot:
-        feed(app, B.healthy())
+    async with driving(app, B.healthy(), size=SIZE) as pilot:
         await select_broker(pilot, 2)
         assert " READ-ONLY " in text_of(app, "#header")  # compact or not, it is there
         await pilot.press("s", "k", "p", "t")
@@ -70,23 +57,17 @@ async def test_produce_is_refused_before_the_form_is_read(tmp_path: Path) -> Non
     app = new_app(commands=commands, settings=Settings())
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_produce(pilot)
-        fill(screen, key="k", value="v", count="not a number")  # never even parsed
-        await send_and_wait(pilot, screen)
+        # The count is never even parsed.
+        status = await send(pilot, screen, key="k", value="v", count="not a number")
         assert commands.calls == []
-        assert "refusing to produce to test-topic" in text_of(app, "#produce-status")
+        assert "refusing to produce to test-topic" in status
         assert refusals(commands.audit) == [("produce", "test-topic", "refused")]
 
 
 async def test_tail_with_a_group_never_joins(tmp_path: Path) -> None:
-    made: list[ReplayTailer] = []
-
-    def factory(topic, partition, start, group):  # type: ignore[no-untyped-def]
-        made.append(ReplayTailer(tail_records(), topic, partition, start, group, ""))
-        return made[-1]
-
     log = AuditLog(tmp_path / "audit.jsonl")
     door = Commands(None, read_only=True, audit=log)
-    app = new_app(commands=door, tailer=factory)
+    app, made = tail_app(commands=door)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_tail(pilot)
         await wait_for(pilot, lambda: len(made) == 1)  # no group: reading is not refused

@@ -7,8 +7,6 @@ import dataclasses
 import json
 from pathlib import Path
 
-from rich.console import Console
-from textual.widget import Widget
 from textual.widgets import Input, Static
 
 from kconsole.cluster.values import BrokerAction
@@ -24,48 +22,29 @@ from kconsole.ui.widgets.table import KeyedTable
 from kconsole.ui.widgets.tables import PartitionsTable
 from tests.ui import builders as B
 from tests.ui.conftest import (
-    Clock,
     FakeControl,
     FakeObserver,
     RecordingObserver,
-    feed,
     new_app,
     run_fixture_drill,
     select_broker,
     wait_for_actions,
 )
+from tests.ui.pilots import (
+    confirm_dialog,
+    controlled_app,
+    driving,
+    impact,
+    notices,
+    rendered,
+    screen_after,
+)
 
 SIZE = (120, 40)
 
 
-def drill_app(
-    control: FakeControl | None = None,
-    *,
-    read_only: bool = False,
-    observer: FakeObserver | None = None,
-    clock: Clock | None = None,
-    export_dir: Path | None = None,
-) -> tuple[KConsoleApp, FakeControl]:
-    control = control or FakeControl()
-    commands = Commands(control, read_only=read_only)
-    app = new_app(observer, clock, commands=commands, export_dir=export_dir)
-    return app, control
-
-
-def notices(app: KConsoleApp) -> list[str]:
-    return [f"{n.title}: {n.message}" for n in app._notifications]
-
-
-def rendered(widget: Widget, width: int = 200) -> str:
-    """What a widget shows, as plain text."""
-    content = widget.content if isinstance(widget, Static) else widget.render()
-    console = Console(width=width, no_color=True)
-    with console.capture() as capture:
-        console.print(content)
-    return capture.get()
-
-
 def action_events(app: KConsoleApp) -> list[str]:
+    """The actions on the timeline, oldest first."""
     return [le.event.text for le in app.timeline if le.event.kind is EventKind.ACTION]
 
 
@@ -73,22 +52,17 @@ class TestConfirmation:
     """s / k / p ask for the broker id, showing the blast radius; only the right id acts."""
 
     async def test_stop_shows_blast_radius(self) -> None:
-        app, control = drill_app()
-        async with app.run_test(size=SIZE) as pilot:
-            feed(app, B.healthy())
-            await select_broker(pilot, 2)
-            await pilot.press("s")
-            assert isinstance(app.screen, ConfirmBrokerAction)
-            shown = rendered(app.screen.query_one("#confirm-impact", Static), width=400)
+        app, control = controlled_app()
+        async with driving(app, B.healthy(), size=SIZE) as pilot:
+            shown = impact(await confirm_dialog(pilot, 2, "s"))
             for line in blast_radius(B.healthy(), BrokerAction.STOP, 2).lines():
                 assert f"• {line}" in shown
             assert isinstance(app.focused, Input)
             assert control.calls == []
 
     async def test_wrong_id_keeps_it_open(self) -> None:
-        app, control = drill_app()
-        async with app.run_test(size=SIZE) as pilot:
-            feed(app, B.healthy())
+        app, control = controlled_app()
+        async with driving(app, B.healthy(), size=SIZE) as pilot:
             await select_broker(pilot, 2)
             await pilot.press("s", "3", "enter")
             assert isinstance(app.screen, ConfirmBrokerAction)
@@ -103,9 +77,8 @@ class TestConfirmation:
 
     async def test_right_id_acts_once_and_notifies(self) -> None:
         observer = FakeObserver()
-        app, control = drill_app(observer=observer)
-        async with app.run_test(size=SIZE) as pilot:
-            feed(app, B.healthy())
+        app, control = controlled_app(observer=observer)
+        async with driving(app, B.healthy(), size=SIZE) as pilot:
             await select_broker(pilot, 2)
             await pilot.press("s", "3", "enter", "2", "enter")
             await wait_for_actions(pilot)
@@ -121,9 +94,8 @@ class TestConfirmation:
             assert observer.refreshes == 1
 
     async def test_escape_cancels(self) -> None:
-        app, control = drill_app()
-        async with app.run_test(size=SIZE) as pilot:
-            feed(app, B.healthy())
+        app, control = controlled_app()
+        async with driving(app, B.healthy(), size=SIZE) as pilot:
             await select_broker(pilot, 3)
             await pilot.press("k", "3", "escape")
             assert isinstance(app.screen, MainScreen)
@@ -132,14 +104,12 @@ class TestConfirmation:
             assert action_events(app) == [] and app.actions == []
 
     async def test_kill_and_pause_are_confirmed(self) -> None:
-        app, control = drill_app()
-        async with app.run_test(size=SIZE) as pilot:
-            feed(app, B.healthy())
+        app, control = controlled_app()
+        async with driving(app, B.healthy(), size=SIZE) as pilot:
             await select_broker(pilot, 3)
             for key, action in (("k", BrokerAction.KILL), ("p", BrokerAction.PAUSE)):
-                await pilot.press(key)
-                assert isinstance(app.screen, ConfirmBrokerAction)
-                assert app.screen.action is action
+                dialog = await screen_after(pilot, ConfirmBrokerAction, key)
+                assert dialog.action is action
                 await pilot.press("3", "enter")
                 await wait_for_actions(pilot)
             assert control.calls == [(BrokerAction.KILL, 3), (BrokerAction.PAUSE, 3)]
@@ -149,9 +119,8 @@ class TestNoConfirmationNeeded:
     """start and resume take nothing away: they run at once."""
 
     async def test_start(self) -> None:
-        app, control = drill_app()
-        async with app.run_test(size=SIZE) as pilot:
-            feed(app, B.broker_down())
+        app, control = controlled_app()
+        async with driving(app, B.broker_down(), size=SIZE) as pilot:
             await select_broker(pilot, 1)
             await pilot.press("t")
             assert isinstance(app.screen, MainScreen)
@@ -160,9 +129,8 @@ class TestNoConfirmationNeeded:
 
     async def test_p_resumes_a_paused_broker(self) -> None:
         paused = dataclasses.replace(B.healthy(), brokers=B.brokers(b3=BrokerState.PAUSED))
-        app, control = drill_app()
-        async with app.run_test(size=SIZE) as pilot:
-            feed(app, paused)
+        app, control = controlled_app()
+        async with driving(app, paused, size=SIZE) as pilot:
             await select_broker(pilot, 3)
             await pilot.press("p")
             assert isinstance(app.screen, MainScreen)
@@ -174,9 +142,8 @@ class TestUnavailable:
     """Read-only, no backend, no command layer: no modal, no call, and a reason."""
 
     async def test_read_only_disables_the_keys(self) -> None:
-        app, control = drill_app(read_only=True)
-        async with app.run_test(size=SIZE) as pilot:
-            feed(app, B.healthy())
+        app, control = controlled_app(read_only=True)
+        async with driving(app, B.healthy(), size=SIZE) as pilot:
             await select_broker(pilot, 2)
             for key in ("s", "k", "p", "t"):
                 assert app.screen.active_bindings[key].enabled is False
@@ -189,8 +156,7 @@ class TestUnavailable:
     async def test_no_backend_says_why(self) -> None:
         commands = Commands(None, control_reason="kconsole did not start this cluster")
         app = new_app(commands=commands)
-        async with app.run_test(size=SIZE) as pilot:
-            feed(app, B.healthy())
+        async with driving(app, B.healthy(), size=SIZE) as pilot:
             await select_broker(pilot, 2)
             await pilot.press("s")
             assert isinstance(app.screen, MainScreen)
@@ -201,8 +167,7 @@ class TestUnavailable:
 
     async def test_without_commands_the_keys_are_hidden(self) -> None:
         app = new_app()
-        async with app.run_test(size=SIZE) as pilot:
-            feed(app, B.healthy())
+        async with driving(app, B.healthy(), size=SIZE) as pilot:
             await select_broker(pilot, 2)
             assert not {"s", "k", "p", "t", "C"} & set(app.screen.active_bindings)
             await pilot.press("s", "C")
@@ -214,42 +179,36 @@ class TestTargets:
     """C acts on the controller, L on the selected partition's leader."""
 
     async def test_controller(self) -> None:
-        app, control = drill_app()
-        async with app.run_test(size=SIZE) as pilot:
-            feed(app, B.broker_down())  # the controller moved to broker 2
-            await pilot.press("C")
-            assert isinstance(app.screen, BrokerChooser)
-            assert (app.screen.broker_id, app.screen.role) == (2, "controller")
-            await pilot.press("s")
-            assert isinstance(app.screen, ConfirmBrokerAction)
-            assert app.screen.broker_id == 2
+        app, control = controlled_app()
+        # The controller moved to broker 2.
+        async with driving(app, B.broker_down(), size=SIZE) as pilot:
+            chooser = await screen_after(pilot, BrokerChooser, "C")
+            assert (chooser.broker_id, chooser.role) == (2, "controller")
+            dialog = await screen_after(pilot, ConfirmBrokerAction, "s")
+            assert dialog.broker_id == 2
             await pilot.press("2", "enter")
             await wait_for_actions(pilot)
             assert control.calls == [(BrokerAction.STOP, 2)]
 
     async def test_chooser_escape_does_nothing(self) -> None:
-        app, control = drill_app()
-        async with app.run_test(size=SIZE) as pilot:
-            feed(app, B.healthy())
+        app, control = controlled_app()
+        async with driving(app, B.healthy(), size=SIZE) as pilot:
             await pilot.press("C", "escape")
             assert isinstance(app.screen, MainScreen)
             assert control.calls == []
 
     async def test_partition_leader(self) -> None:
-        app, control = drill_app()
-        async with app.run_test(size=SIZE) as pilot:
-            feed(app, B.healthy())
+        app, control = controlled_app()
+        async with driving(app, B.healthy(), size=SIZE) as pilot:
             await pilot.pause()
             partitions = app.screen.query_one("#partitions", PartitionsTable)
             partitions.focus()
             partitions.move_cursor(row=partitions.get_row_index("test-topic/1"))
             leader = B.replicas(1)[0]
-            await pilot.press("L")
-            assert isinstance(app.screen, BrokerChooser)
-            assert app.screen.broker_id == leader
-            assert app.screen.role == "leader of test-topic/1"
-            await pilot.press("k")
-            assert isinstance(app.screen, ConfirmBrokerAction)
+            chooser = await screen_after(pilot, BrokerChooser, "L")
+            assert chooser.broker_id == leader
+            assert chooser.role == "leader of test-topic/1"
+            await screen_after(pilot, ConfirmBrokerAction, "k")
             await pilot.press(*str(leader), "enter")
             await wait_for_actions(pilot)
             assert control.calls == [(BrokerAction.KILL, leader)]
@@ -260,9 +219,8 @@ class TestOutcome:
 
     async def test_recorded_through_the_observer(self) -> None:
         observer = RecordingObserver(B.healthy())
-        app, _ = drill_app(observer=observer)
-        async with app.run_test(size=SIZE) as pilot:
-            feed(app, B.healthy())
+        app, _ = controlled_app(observer=observer)
+        async with driving(app, B.healthy(), size=SIZE) as pilot:
             await select_broker(pilot, 1)
             await pilot.press("t")
             await wait_for_actions(pilot)
@@ -270,9 +228,8 @@ class TestOutcome:
             assert action_events(app) == ["start broker 1"]
 
     async def test_failure_is_notified_and_logged(self) -> None:
-        app, _ = drill_app(FakeControl(error="broker 2 is already stopped"))
-        async with app.run_test(size=SIZE) as pilot:
-            feed(app, B.healthy())
+        app, _ = controlled_app(FakeControl(error="broker 2 is already stopped"))
+        async with driving(app, B.healthy(), size=SIZE) as pilot:
             await select_broker(pilot, 2)
             await pilot.press("s", "2", "enter")
             await wait_for_actions(pilot)
@@ -292,7 +249,7 @@ class TestTimeline:
     """T: the events with the action highlighted, the chart, the measurements; e exports."""
 
     async def test_lists_the_action_and_measurements(self) -> None:
-        app, _ = drill_app()
+        app, _ = controlled_app()
         async with app.run_test(size=SIZE) as pilot:
             await run_fixture_drill(pilot)
             await pilot.press("T")
@@ -318,9 +275,8 @@ class TestTimeline:
             assert isinstance(app.screen, MainScreen)
 
     async def test_without_a_drill(self) -> None:
-        app, _ = drill_app()
-        async with app.run_test(size=SIZE) as pilot:
-            feed(app, B.healthy(), B.broker_down())
+        app, _ = controlled_app()
+        async with driving(app, B.healthy(), B.broker_down(), size=SIZE) as pilot:
             await pilot.press("T")
             assert isinstance(app.screen, TimelineScreen)
             assert "No drill yet" in str(app.screen.query_one("#timeline-chart").render())
@@ -329,7 +285,7 @@ class TestTimeline:
             assert table.row_count == len(app.timeline) > 0
 
     async def test_export(self, tmp_path: Path) -> None:
-        app, _ = drill_app(export_dir=tmp_path / "timelines")
+        app, _ = controlled_app(export_dir=tmp_path / "timelines")
         async with app.run_test(size=SIZE) as pilot:
             await run_fixture_drill(pilot)
             await pilot.press("T", "e")

@@ -7,8 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
-from textual.pilot import Pilot
-
 from kconsole.cluster.reassign import ElectResult
 from kconsole.commands import AuditLog, Commands
 from kconsole.commands.reassign import ClientFactory
@@ -16,8 +14,9 @@ from kconsole.ui.app import KConsoleApp
 from kconsole.ui.election_actions import ELECTIONS_GROUP
 from kconsole.ui.screens.ask import AskText
 from kconsole.ui.screens.elect import ElectScope
-from tests.ui.conftest import feed, load, new_app
-from tests.ui.test_reassign_screen import FakeReassign, answer, wait_group
+from tests.ui.conftest import load, new_app
+from tests.ui.pilots import answer, notices, on_partition, press, wait_group
+from tests.ui.test_reassign_screen import FakeReassign
 
 SIZE = (140, 40)
 
@@ -28,38 +27,23 @@ class Electing(FakeReassign):
         return [ElectResult(t, p, "elected", "") for t, p in partitions]
 
 
-def election_app(fake: FakeReassign, tmp_path: Path, read_only: bool = False) -> KConsoleApp:
+def election_app(tmp_path: Path, read_only: bool = False) -> tuple[KConsoleApp, Electing]:
+    """The console electing through a recording client (also returned), auditing to
+    tmp_path/audit.jsonl."""
+    fake = Electing()
     door = Commands(None, read_only=read_only, read_only_reason="--read-only",
                     audit=AuditLog(tmp_path / "audit.jsonl"),
                     reassigner=cast(ClientFactory, fake))  # fmt: skip
-    return new_app(commands=door)
-
-
-async def on_partition(pilot: Pilot[Any], snapshot: str, key: str) -> None:
-    app = pilot.app
-    assert isinstance(app, KConsoleApp)
-    feed(app, load(snapshot))
-    await pilot.pause()
-    await pilot.press("2")
-    table = app.screen.query_one("#partitions")
-    table.move_cursor(row=table.get_row_index(key))  # type: ignore[attr-defined]
-    await pilot.pause()
-
-
-def said(app: KConsoleApp) -> list[str]:
-    return [f"{n.title}: {n.message}" for n in app._notifications]
+    return new_app(commands=door), fake
 
 
 async def test_preferred_election_of_one_partition(tmp_path: Path) -> None:
-    fake = Electing()
-    app = election_app(fake, tmp_path)
+    app, fake = election_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        await on_partition(pilot, "healthy", "test-topic/2")
-        await pilot.press("E")
-        await pilot.pause()
+        await on_partition(pilot, "healthy", "test-topic/2", focus=True)
+        await press(pilot, "E")
         assert isinstance(app.screen, ElectScope)
-        await pilot.press("p")
-        await pilot.pause()
+        await press(pilot, "p")
         assert isinstance(app.screen, AskText)
         await answer(pilot, "wrong")
         assert isinstance(app.screen, AskText)  # refused by the dialog: nothing sent
@@ -67,20 +51,18 @@ async def test_preferred_election_of_one_partition(tmp_path: Path) -> None:
         await answer(pilot, "test-topic")
         await wait_group(pilot, ELECTIONS_GROUP)
         assert fake.called("elect") == [("preferred", [("test-topic", 2)])]
-        assert any("1 elected, 0 not needed, 0 not possible" in s for s in said(app))
+        assert any("1 elected, 0 not needed, 0 not possible" in s for s in notices(app))
 
 
 async def test_every_partition_off_its_preferred_leader(tmp_path: Path) -> None:
-    fake = Electing()
-    app = election_app(fake, tmp_path)
+    app, fake = election_app(tmp_path)
     snap = load("broker_down")
     off = sorted((p.topic, p.partition) for p in snap.partitions
                  if not p.on_preferred_leader and p.leader >= 0)  # fmt: skip
     assert off  # the recorded outage left leaders off their preferred replica
     async with app.run_test(size=SIZE) as pilot:
-        await on_partition(pilot, "broker_down", "test-topic/0")
-        await pilot.press("E", "a")
-        await pilot.pause()
+        await on_partition(pilot, "broker_down", "test-topic/0", focus=True)
+        await press(pilot, "E", "a")
         await answer(pilot, "elect" if len({t for t, _ in off}) > 1 else off[0][0])
         await wait_group(pilot, ELECTIONS_GROUP)
         ((kind, parts),) = fake.called("elect")
@@ -88,17 +70,14 @@ async def test_every_partition_off_its_preferred_leader(tmp_path: Path) -> None:
 
 
 async def test_unclean_only_for_an_offline_partition(tmp_path: Path) -> None:
-    fake = Electing()
-    app = election_app(fake, tmp_path)
+    app, fake = election_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        await on_partition(pilot, "offline_partition", "test-topic/0")
-        await pilot.press("U")
-        await pilot.pause()
+        await on_partition(pilot, "offline_partition", "test-topic/0", focus=True)
+        await press(pilot, "U")
         assert not isinstance(app.screen, AskText)
-        assert any("only for an offline partition" in s for s in said(app))
-        await on_partition(pilot, "offline_partition", "audit-log/1")
-        await pilot.press("U")
-        await pilot.pause()
+        assert any("only for an offline partition" in s for s in notices(app))
+        await on_partition(pilot, "offline_partition", "audit-log/1", focus=True)
+        await press(pilot, "U")
         assert isinstance(app.screen, AskText) and app.screen.danger
         await answer(pilot, "audit-log")
         assert fake.called("elect") == []
@@ -108,14 +87,12 @@ async def test_unclean_only_for_an_offline_partition(tmp_path: Path) -> None:
 
 
 async def test_read_only_refuses_before_asking(tmp_path: Path) -> None:
-    fake = Electing()
-    app = election_app(fake, tmp_path, read_only=True)
+    app, fake = election_app(tmp_path, read_only=True)
     async with app.run_test(size=SIZE) as pilot:
-        await on_partition(pilot, "healthy", "test-topic/2")
-        await pilot.press("E", "t")
-        await pilot.pause()
+        await on_partition(pilot, "healthy", "test-topic/2", focus=True)
+        await press(pilot, "E", "t")
         assert not isinstance(app.screen, AskText)
         assert fake.calls == []
-        assert any("read-only mode (--read-only): refusing to elect" in s for s in said(app))
+        assert any("read-only mode (--read-only): refusing to elect" in s for s in notices(app))
         (entry,) = AuditLog(tmp_path / "audit.jsonl").entries()
         assert (entry["command"], entry["outcome"]) == ("elect.preferred", "refused")

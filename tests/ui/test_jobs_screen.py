@@ -7,12 +7,13 @@ import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Sparkline, Static
 
-from kconsole.commands import Commands
 from kconsole.config import Settings
 from kconsole.jobs import JobState
 from kconsole.jobs.manager import JobManager
@@ -23,7 +24,6 @@ from kconsole.ui.screens.jobs import (
     RUN_LAYOUTS,
     JobsScreen,
     RunLag,
-    StartJobDialog,
     fit_runs,
     layout_width,
     rate_scale,
@@ -32,9 +32,9 @@ from kconsole.ui.screens.jobs import (
     run_summary,
     short_run_id,
 )
-from tests.ui.conftest import feed, load, new_app
+from tests.ui.conftest import feed, load
 from tests.ui.jobs_fakes import T0, RecordedJobs, plant_run, recorded_jobs
-from tests.ui.produce_fakes import text_of, wait_for
+from tests.ui.pilots import border_title, jobs_app, open_start_dialog, text_of, wait_for
 from tests.unit.test_jobs import write_fake
 from tests.waiting import wait_until
 
@@ -55,16 +55,21 @@ def manager(tmp_path: Path) -> Iterator[JobManager]:
         assert not [r.run_id for r in m.runs() if r.active]
 
 
-def jobs_app(manager: JobManager, read_only: bool = False) -> KConsoleApp:
-    return new_app(commands=Commands(None, read_only=read_only), settings=Settings(), jobs=manager)
-
-
 async def open_jobs(app: KConsoleApp, pilot: object) -> JobsScreen:
     feed(app, load("healthy"))
     await app.push_screen(JobsScreen())
     screen = app.screen
     assert isinstance(screen, JobsScreen)
     return screen
+
+
+async def runs_listed(
+    pilot: Pilot[Any], screen: JobsScreen, count: int, timeout: float = 10.0
+) -> DataTable[Any]:
+    """The runs table, once it lists `count` runs."""
+    runs = screen.query_one("#job-runs", DataTable)
+    await wait_for(pilot, lambda: runs.row_count == count, timeout=timeout)
+    return runs
 
 
 def alive(pid: int | None) -> bool:
@@ -80,11 +85,7 @@ async def test_start_and_stop_a_job_from_the_screen(manager: JobManager) -> None
         screen = await open_jobs(app, pilot)
         specs = screen.query_one("#job-specs", DataTable)
         assert [str(k.value) for k in specs.rows] == ["fake"]
-        specs.focus()
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, StartJobDialog))
-        dialog = app.screen
-        assert isinstance(dialog, StartJobDialog)
+        dialog = await open_start_dialog(pilot)
         dialog.query_one("#opt-topic", Input).value = "orders"
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen))
@@ -93,8 +94,7 @@ async def test_start_and_stop_a_job_from_the_screen(manager: JobManager) -> None
         run = app.job_runs[-1]
         assert run.options == {"topic": "orders"} and run.topic == "orders"  # only what changed
         assert not run.detached and alive(run.pid)
-        runs = screen.query_one("#job-runs", DataTable)
-        await wait_for(pilot, lambda: runs.row_count == 1)
+        runs = await runs_listed(pilot, screen, 1)
         row = [str(c) for c in runs.get_row(run.run_id)]
         assert row[1] == "running" and row[2] != "-"  # state, batch
         assert "commits to group" not in text_of(app, "#job-summary") or run.group_id
@@ -209,11 +209,10 @@ def test_a_failed_run_that_never_committed_has_no_lag_of_the_shared_group(
 
 
 async def test_recorded_runs_are_listed_newest_first(tmp_path: Path) -> None:
-    app = new_app(commands=Commands(None), settings=Settings(), jobs=recorded_jobs(tmp_path))
+    app = jobs_app(recorded_jobs(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_jobs(app, pilot)
-        runs = screen.query_one("#job-runs", DataTable)
-        await wait_for(pilot, lambda: runs.row_count == 3)
+        runs = await runs_listed(pilot, screen, 3)
         states = [str(runs.get_row_at(i)[1]) for i in range(3)]
         assert states == ["running", "failed", "stopped"]
         runs.focus()
@@ -234,10 +233,6 @@ async def test_quit_stops_attached_runs_first(manager: JobManager) -> None:
     assert manager.runs()[-1].state is JobState.STOPPED
 
 
-def border_title(app: KConsoleApp, selector: str) -> str:
-    return str(app.screen.query_one(selector).border_title or "")
-
-
 async def test_a_run_the_user_starts_is_selected_and_shown(manager: JobManager) -> None:
     """Issue 26 #16: the runs table kept its cursor on the run it was on (now one row down), so
     the detail pane went on showing an old run after a start."""
@@ -246,13 +241,10 @@ async def test_a_run_the_user_starts_is_selected_and_shown(manager: JobManager) 
     app = jobs_app(manager)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_jobs(app, pilot)
-        runs = screen.query_one("#job-runs", DataTable)
-        await wait_for(pilot, lambda: runs.row_count == 1)
+        runs = await runs_listed(pilot, screen, 1)
         runs.focus()
         await wait_for(pilot, lambda: old.run_id in border_title(app, "#job-detail"))
-        screen.query_one("#job-specs", DataTable).focus()
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, StartJobDialog))
+        await open_start_dialog(pilot)
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: runs.row_count == 2, timeout=20)
         new = app.job_runs[-1]
@@ -286,8 +278,7 @@ async def test_an_ended_runs_log_is_read_from_its_file(manager: JobManager, tmp_
         assert "some log line" in log and log.index("some log line") < log.index("the last words")
         # Another run; the finished one, selected again, still shows its log.
         app.request_job_start("fake", {"batches": "2"}, False)
-        runs = screen.query_one("#job-runs", DataTable)
-        await wait_for(pilot, lambda: runs.row_count == 2, timeout=20)
+        runs = await runs_listed(pilot, screen, 2, timeout=20)
         await wait_for(pilot, lambda: not app.job_runs[-1].active, timeout=20)
         runs.move_cursor(row=runs.get_row_index(run_id))
         await wait_for(pilot, lambda: run_id in border_title(app, "#job-detail"))
@@ -307,12 +298,8 @@ async def test_a_bad_option_is_shown_beside_its_field_and_the_dialog_stays(
     again, it shows what was asked for last."""
     app = jobs_app(manager)
     async with app.run_test(size=SIZE) as pilot:
-        screen = await open_jobs(app, pilot)
-        screen.query_one("#job-specs", DataTable).focus()
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, StartJobDialog))
-        dialog = app.screen
-        assert isinstance(dialog, StartJobDialog)
+        await open_jobs(app, pilot)
+        dialog = await open_start_dialog(pilot)
         dialog.query_one("#opt-topic", Input).value = "orders"
         dialog.query_one("#opt-batches", Input).value = ""
         await pilot.press("ctrl+s")
@@ -332,11 +319,8 @@ async def test_a_bad_option_is_shown_beside_its_field_and_the_dialog_stays(
         await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen))
         await wait_for(pilot, lambda: bool(app.job_runs), timeout=20)
         assert app.job_runs[-1].options == {"topic": "orders", "batches": "3"}
-        screen.query_one("#job-specs", DataTable).focus()
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, StartJobDialog))
-        again = app.screen
-        assert again is not dialog and isinstance(again, StartJobDialog)
+        again = await open_start_dialog(pilot)
+        assert again is not dialog
         assert again.query_one("#opt-topic", Input).value == "orders"
         assert again.query_one("#opt-batches", Input).value == "3"
         assert not again.query_one("#err-batches", Static).display
@@ -367,7 +351,7 @@ async def test_the_rate_chart_names_what_it_clipped(tmp_path: Path) -> None:
                                         '"processedRowsPerSecond": 32313.0')  # fmt: skip
     assert "32313.0" in lines[first]
     progress.write_text("".join(f"{ln}\n" for ln in lines))
-    app = new_app(commands=Commands(None), settings=Settings(), jobs=RecordedJobs(state_dir, set()))
+    app = jobs_app(RecordedJobs(state_dir, set()))
     async with app.run_test(size=SIZE) as pilot:
         await open_jobs(app, pilot)
         await wait_for(pilot, lambda: "now" in text_of(app, "#job-rate-range"))
@@ -383,7 +367,7 @@ async def test_what_a_job_does_fits_the_pane_at_any_width(tmp_path: Path) -> Non
     detail pane shows the whole description while the jobs table has the focus."""
     for width, column in ((200, True), (80, False)):
         jobs = recorded_jobs(tmp_path / str(width))
-        app = new_app(commands=Commands(None), settings=Settings(), jobs=jobs)
+        app = jobs_app(jobs)
         async with app.run_test(size=(width, 40)) as pilot:
             screen = await open_jobs(app, pilot)
             specs = screen.query_one("#job-specs", DataTable)
@@ -435,7 +419,7 @@ async def test_an_unknown_behind_is_shown_unknown_not_zero(tmp_path: Path) -> No
     run = jobs.runs()[-1]
     assert run.latest is not None and run.latest.offsets_behind is None
     assert str(run_cells(run, None)[6]) == "?"
-    app = new_app(commands=Commands(None), settings=Settings(), jobs=jobs)
+    app = jobs_app(jobs)
     async with app.run_test(size=SIZE) as pilot:
         await open_jobs(app, pilot)
         await wait_for(pilot, lambda: "now" in text_of(app, "#job-behind-range"))
@@ -453,11 +437,10 @@ async def test_a_run_started_elsewhere_is_selected_when_it_appears(tmp_path: Pat
     run started from the screen is."""
     state_dir = tmp_path / "state"
     jobs = recorded_jobs(state_dir)
-    app = new_app(commands=Commands(None), settings=Settings(), jobs=jobs)
+    app = jobs_app(jobs)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_jobs(app, pilot)
-        runs = screen.query_one("#job-runs", DataTable)
-        await wait_for(pilot, lambda: runs.row_count == 3)
+        runs = await runs_listed(pilot, screen, 3)
         runs.focus()
         runs.move_cursor(row=2)  # an older run
         await pilot.pause()
@@ -475,14 +458,10 @@ async def test_a_run_started_elsewhere_is_selected_when_it_appears(tmp_path: Pat
 async def test_an_option_error_goes_once_the_value_is_right(tmp_path: Path) -> None:
     """Issue 35 #19: the trigger's error stayed under it after the value was corrected, until
     the next ctrl+s. An option said to be wrong is checked again as it changes."""
-    app = new_app(commands=Commands(None), settings=Settings(), jobs=recorded_jobs(tmp_path))
+    app = jobs_app(recorded_jobs(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
-        screen = await open_jobs(app, pilot)
-        screen.query_one("#job-specs", DataTable).focus()
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, StartJobDialog))
-        dialog = app.screen
-        assert isinstance(dialog, StartJobDialog)
+        await open_jobs(app, pilot)
+        dialog = await open_start_dialog(pilot)
         trigger = dialog.query_one("#opt-trigger", Input)
         trigger.value = ""
         await pilot.press("ctrl+s")
@@ -520,7 +499,7 @@ def test_run_ids_are_shortened_only_as_far_as_the_room_needs(tmp_path: Path) -> 
 async def test_at_80x24_the_runs_table_shows_what_a_run_is_doing(tmp_path: Path) -> None:
     """Issue 35 #19: at 80x24 the runs table showed only run and state, and the jobs pane's
     border read `enter or n st…`."""
-    app = new_app(commands=Commands(None), settings=Settings(), jobs=recorded_jobs(tmp_path))
+    app = jobs_app(recorded_jobs(tmp_path))
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_jobs(app, pilot)
         runs = screen.query_one("#job-runs", DataTable)

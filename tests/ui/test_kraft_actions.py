@@ -12,8 +12,8 @@ from kconsole.ui.app import KConsoleApp
 from kconsole.ui.screens.actions import BrokerChooser, ConfirmBrokerAction
 from kconsole.ui.screens.main import MainScreen
 from tests.ui import kraft_fakes as K
-from tests.ui.conftest import FakeControl, feed, new_app, select_broker, wait_for_actions
-from tests.ui.test_drills import notices, rendered
+from tests.ui.conftest import FakeControl, new_app, select_broker, wait_for_actions
+from tests.ui.pilots import confirm_dialog, driving, impact, notices, rendered, screen_after
 
 SIZE = (120, 40)
 
@@ -41,16 +41,13 @@ class TestControllerRows:
     async def test_stop_a_voter_row_acts_on_that_controller(self) -> None:
         """s on controller 1001's row: its name and the quorum's prediction, then 1001 only."""
         app, control = kraft_app()
-        async with app.run_test(size=SIZE) as pilot:
-            feed(app, K.healthy())
-            await select_broker(pilot, 1001)
-            await pilot.press("s")
-            assert isinstance(app.screen, ConfirmBrokerAction)
-            what = rendered(app.screen.query_one("#confirm-what"))
+        async with driving(app, K.healthy(), size=SIZE) as pilot:
+            dialog = await confirm_dialog(pilot, 1001, "s")
+            what = rendered(dialog.query_one("#confirm-what"))
             assert "controller 1001" in what and "broker" not in what
-            typed = app.screen.query_one("#confirm-input", Input)
+            typed = dialog.query_one("#confirm-input", Input)
             assert typed.placeholder == "controller id"
-            shown = rendered(app.screen.query_one("#confirm-impact"), width=400)
+            shown = impact(dialog)
             assert "not the quorum leader (controller 1003): no election" in shown
             assert "ZooKeeper" not in shown
             await pilot.press(*"1001", "enter")
@@ -61,8 +58,7 @@ class TestControllerRows:
     async def test_p_resumes_a_paused_controller(self) -> None:
         """A paused controller is known by its process: p resumes it, no confirmation."""
         app, control = kraft_app(FakeNodeControl({1001: ProcState.PAUSED}))
-        async with app.run_test(size=SIZE) as pilot:
-            feed(app, K.lagging_voter())
+        async with driving(app, K.lagging_voter(), size=SIZE) as pilot:
             await select_broker(pilot, 1001)
             await pilot.press("p")
             await wait_for_actions(pilot)
@@ -71,14 +67,11 @@ class TestControllerRows:
 
     async def test_a_broker_on_kraft_is_fenced_not_expired(self) -> None:
         app, control = kraft_app()
-        async with app.run_test(size=SIZE) as pilot:
-            feed(app, K.healthy())
-            await select_broker(pilot, 2)
-            await pilot.press("k")
-            assert isinstance(app.screen, ConfirmBrokerAction)
-            shown = rendered(app.screen.query_one("#confirm-impact"), width=400)
+        async with driving(app, K.healthy(), size=SIZE) as pilot:
+            dialog = await confirm_dialog(pilot, 2, "k")
+            shown = impact(dialog)
             assert "fences broker 2 after broker.session.timeout.ms" in shown
-            typed = app.screen.query_one("#confirm-input", Input)
+            typed = dialog.query_one("#confirm-input", Input)
             assert typed.placeholder == "broker id"
             assert "ZooKeeper" not in shown
             await pilot.press("escape")
@@ -89,15 +82,11 @@ class TestControllerRows:
 class TestControllerKey:
     async def test_c_is_the_quorum_leader(self) -> None:
         app, control = kraft_app()
-        async with app.run_test(size=SIZE) as pilot:
-            feed(app, K.healthy())
-            await pilot.press("C")
-            assert isinstance(app.screen, BrokerChooser)
-            assert (app.screen.broker_id, app.screen.role) == (1003, "quorum leader")
-            await pilot.press("k")
-            assert isinstance(app.screen, ConfirmBrokerAction)
-            shown = rendered(app.screen.query_one("#confirm-impact"), width=400)
-            assert "controller 1003 is the QUORUM LEADER" in shown
+        async with driving(app, K.healthy(), size=SIZE) as pilot:
+            chooser = await screen_after(pilot, BrokerChooser, "C")
+            assert (chooser.broker_id, chooser.role) == (1003, "quorum leader")
+            dialog = await screen_after(pilot, ConfirmBrokerAction, "k")
+            assert "controller 1003 is the QUORUM LEADER" in impact(dialog)
             await pilot.press(*"1003", "enter")
             await wait_for_actions(pilot)
             assert control.calls == [(BrokerAction.KILL, 1003)]
@@ -105,8 +94,7 @@ class TestControllerKey:
     async def test_c_refuses_while_no_leader_is_known(self) -> None:
         """The majority lost (recorded): no action on the last leader read, and why."""
         app, control = kraft_app()
-        async with app.run_test(size=SIZE) as pilot:
-            feed(app, K.stale_quorum())
+        async with driving(app, K.stale_quorum(), size=SIZE) as pilot:
             await pilot.press("C")
             assert isinstance(app.screen, MainScreen)
             await wait_for_actions(pilot)

@@ -27,6 +27,7 @@ from kconsole.ui.widgets.tables import BrokersTable, GroupsTable, PartitionsTabl
 from tests import tables
 from tests.ui import builders as B
 from tests.ui.conftest import Clock, FakeControl, FakeObserver, feed, new_app
+from tests.ui.pilots import wait_for_screen
 
 SIZE = (120, 40)
 
@@ -50,14 +51,6 @@ async def palette_titles(pilot: Pilot[None], query: str, timeout: float = 10.0) 
         if options or time.monotonic() > deadline:
             break
     return [str(o.prompt).split("\n")[0] for o in options]
-
-
-async def wait_for_screen(pilot: Pilot[None], kind: type, timeout: float = 10.0) -> None:
-    """Wait until the app's screen is a `kind`."""
-    deadline = time.monotonic() + timeout
-    while not isinstance(pilot.app.screen, kind):
-        assert time.monotonic() < deadline, f"no {kind.__name__} within {timeout}s"
-        await pilot.pause(0.05)
 
 
 def table(app: KConsoleApp, table_id: str) -> tables.Table:

@@ -16,29 +16,28 @@ from kconsole.cluster.tail import StartAt, TailRecord
 from kconsole.ui.screens.produce import ProduceScreen
 from kconsole.ui.screens.tail import record_cells
 from tests.ui.conftest import feed, load, new_app, table_settled
-from tests.ui.produce_fakes import (
-    RECORDED_LIMITS,
-    ReplayCommands,
-    deliveries,
+from tests.ui.pilots import (
+    enter_in,
     fill,
     open_produce,
     open_tail,
     prepared,
     produce_app,
+    send,
     send_and_wait,
     tail_app,
-    tail_records,
     text_of,
+    trace_after,
     wait_for,
 )
+from tests.ui.produce_fakes import RECORDED_LIMITS, ReplayCommands, deliveries, tail_records
 from tests.ui.warm_fakes import FakeWarm
 
 SIZE = (120, 36)
 
 
-@pytest.fixture(autouse=True)
-def _limits(recorded_limits: None) -> None:
-    """read_topic_limits answers what the real cluster answered for test-topic."""
+# read_topic_limits answers what the real cluster answered for test-topic.
+pytestmark = pytest.mark.usefixtures("recorded_limits")
 
 
 # -- the trace ------------------------------------------------------------------------------
@@ -60,45 +59,34 @@ async def test_trace_follows_the_key_as_typed() -> None:
             assert "ISR " + ",".join(map(str, p.isr)) in shown
             assert "a send would be accepted now" in shown
         # An explicit partition overrides the key; a null key spreads.
-        fill(screen, partition="3")
-        await pilot.pause()
-        assert "partition 3 → leader" in text_of(app, "#trace")
-        fill(screen, partition="", key="")
-        await pilot.pause()
-        assert "any of 4 partitions" in text_of(app, "#trace")
-        fill(screen, topic="no such topic")
-        await pilot.pause()
-        assert "invalid topic name 'no such topic'" in text_of(app, "#trace")
-        fill(screen, topic="missing-topic")
-        await pilot.pause()
-        assert "topic 'missing-topic' does not exist" in text_of(app, "#trace")
+        assert "partition 3 → leader" in await trace_after(pilot, screen, partition="3")
+        assert "any of 4 partitions" in await trace_after(pilot, screen, partition="", key="")
+        trace = await trace_after(pilot, screen, topic="no such topic")
+        assert "invalid topic name 'no such topic'" in trace
+        trace = await trace_after(pilot, screen, topic="missing-topic")
+        assert "topic 'missing-topic' does not exist" in trace
 
 
 async def test_trace_warns_under_min_isr_and_follows_snapshots() -> None:
     app = produce_app()
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_produce(pilot, "healthy")
-        fill(screen, key="order-42")
-        await pilot.pause()
-        assert "a send would be accepted now" in text_of(app, "#trace")
+        assert "a send would be accepted now" in await trace_after(pilot, screen, key="order-42")
         # Two brokers go down while the dialog is open: the trace warns before any send.
         feed(app, load("two_down"))
         await pilot.pause()
         shown = text_of(app, "#trace")
         assert "under min ISR: ISR 1 < min.insync.replicas 2" in shown
         assert "acks=all would fail now with NOT_ENOUGH_REPLICAS" in shown
-        fill(screen, acks="1")
-        await pilot.pause()
-        assert "acks=1 does not wait for the ISR" in text_of(app, "#trace")
+        assert "acks=1 does not wait for the ISR" in await trace_after(pilot, screen, acks="1")
 
 
 async def test_trace_offline_partition() -> None:
     app = produce_app()
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_produce(pilot, "no_controller")
-        fill(screen, key="order-42")
-        await pilot.pause()
-        assert "is offline (no live leader): sends will fail" in text_of(app, "#trace")
+        trace = await trace_after(pilot, screen, key="order-42")
+        assert "is offline (no live leader): sends will fail" in trace
 
 
 async def test_trace_checks_the_record_size() -> None:
@@ -108,29 +96,23 @@ async def test_trace_checks_the_record_size() -> None:
     app = produce_app()
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_produce(pilot)
-        fill(screen, key="order-42", value="x" * 1_500_000)
-        await pilot.pause()
-        trace = text_of(app, "#trace")
+        trace = await trace_after(pilot, screen, key="order-42", value="x" * 1_500_000)
         assert "record too large: about 1,500,090 bytes with overhead, but test-topic accepts" in (
             trace
         ), trace
         assert "at most 1,048,588 (max.message.bytes, topic): a send would be refused" in trace
         assert "would be accepted" not in trace
-        await send_and_wait(pilot, screen)
         # the refusal writes the figures as the trace does (issue 35 #19: 1500087 beside 1,500,087)
-        refused = text_of(app, "#produce-status")
+        refused = await send(pilot, screen)
         assert "the record is too large: about 1,500,090 bytes with overhead" in refused, refused
         assert "test-topic accepts at most 1,048,588 (max.message.bytes" in refused, refused
         # Key, headers and value all count, as in the send's check: one byte under the limit
         # is accepted, one over is not.
         limit = RECORDED_LIMITS.max_message_bytes
         under = limit - pr.record_size(b"order-42", b"", [("src", b"ui")])
-        fill(screen, headers="src=ui", value="y" * under)
-        await pilot.pause()
-        assert "a send would be accepted now" in text_of(app, "#trace")
-        fill(screen, value="y" * (under + 1))
-        await pilot.pause()
-        assert "record too large" in text_of(app, "#trace")
+        trace = await trace_after(pilot, screen, headers="src=ui", value="y" * under)
+        assert "a send would be accepted now" in trace
+        assert "record too large" in await trace_after(pilot, screen, value="y" * (under + 1))
         # A topic whose limit is not read yet: no promise either way.
         assert screen.session is not None
         screen.session._limits.clear()
@@ -190,14 +172,12 @@ async def test_acks_0_says_sent_not_acked() -> None:
     app = produce_app(commands)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_produce(pilot)
-        fill(screen, key="order-7", value="v", count="3", acks="0")
-        await send_and_wait(pilot, screen)
+        status = await send(pilot, screen, key="order-7", value="v", count="3", acks="0")
         assert commands.calls[0][1]["acks"] == "0"
         table = screen.query_one("#deliveries", DataTable)
         assert [str(table.get_row(str(i))[5]) for i in range(3)] == [
             "sent (acks=0: not confirmed)"
         ] * 3
-        status = text_of(app, "#produce-status")
         assert "3/3 sent, not confirmed (acks=0)" in status and " acked" not in status, status
 
 
@@ -207,8 +187,9 @@ async def test_small_send_shows_every_delivery() -> None:
     app = produce_app(commands)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_produce(pilot)
-        fill(screen, key="order-7", value="order order-7 placed", count="3", headers="src=ui")
-        await send_and_wait(pilot, screen)
+        status = await send(
+            pilot, screen, key="order-7", value="order order-7 placed", count="3", headers="src=ui"
+        )
         assert len(commands.calls) == 1
         topic, options = commands.calls[0]
         assert topic == "test-topic" and options["acks"] == "all"
@@ -219,7 +200,7 @@ async def test_small_send_shows_every_delivery() -> None:
             row = [str(c) for c in table.get_row(str(i))]
             assert row[2] == str(sent[i].partition) and row[3] == str(sent[i].offset)
             assert row[5] == "acked"
-        assert text_of(app, "#produce-status").startswith("3/3 acked, 0 failed, 0 unknown")
+        assert status.startswith("3/3 acked, 0 failed, 0 unknown")
         assert screen.last_result is not None and screen.last_result.ok
 
 
@@ -229,11 +210,9 @@ async def test_not_enough_replicas_is_shown() -> None:
     app = produce_app(commands)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_produce(pilot, "two_down")
-        fill(screen, key="order-42", value="order order-42 paid")
-        await pilot.pause()
-        assert "NOT_ENOUGH_REPLICAS" in text_of(app, "#trace")  # warned before sending
-        await send_and_wait(pilot, screen)
-        status = text_of(app, "#produce-status")
+        trace = await trace_after(pilot, screen, key="order-42", value="order order-42 paid")
+        assert "NOT_ENOUGH_REPLICAS" in trace  # warned before sending
+        status = await send(pilot, screen)
         assert "0/1 acked, 1 failed (NOT_ENOUGH_REPLICAS: 1)" in status
         row = [str(c) for c in screen.query_one("#deliveries", DataTable).get_row("0")]
         assert row[5] == "NOT_ENOUGH_REPLICAS: Broker: Not enough in-sync replicas"
@@ -274,9 +253,7 @@ async def test_a_refused_send_clears_the_rows_of_the_one_before() -> None:
         await send_and_wait(pilot, screen)
         table = screen.query_one("#deliveries", DataTable)
         assert table.row_count == 2
-        fill(screen, count="0")
-        await send_and_wait(pilot, screen)
-        assert text_of(app, "#produce-status").startswith("not sent: ")
+        assert (await send(pilot, screen, count="0")).startswith("not sent: ")
         assert table.row_count == 0
 
 
@@ -301,9 +278,7 @@ async def test_bad_input_is_refused_and_nothing_sent(fields: dict[str, str], mes
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_produce(pilot)
         fill(screen, key="k", value="v")
-        fill(screen, **fields)
-        await send_and_wait(pilot, screen)
-        status = text_of(app, "#produce-status")
+        status = await send(pilot, screen, **fields)
         assert status.startswith("not sent: ")
         assert message in status
         assert "--" not in status  # the dialog's fields, not the command line's flags
@@ -318,14 +293,11 @@ async def test_read_only_refuses_to_produce(no_real_producers: list[FakeWarm]) -
         screen = await open_produce(pilot)
         assert screen.prepared is not None and screen.prepared.refused.startswith("read-only")
         assert no_real_producers == []  # read-only: no producer is even made
-        fill(screen, key="k", value="v")
-        await pilot.pause()
         # The trace promises nothing the door will refuse.
-        trace = text_of(app, "#trace")
+        trace = await trace_after(pilot, screen, key="k", value="v")
         assert "kconsole refuses to send: read-only mode" in trace, trace
         assert "would be accepted" not in trace
-        await send_and_wait(pilot, screen)
-        status = text_of(app, "#produce-status")
+        status = await send(pilot, screen)
         assert "not sent: read-only mode: refusing to produce to test-topic" in status
         assert commands.calls == [] and no_real_producers == []
 
@@ -383,11 +355,8 @@ async def test_tail_of_one_partition_from_an_offset() -> None:
     app, made = tail_app()
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_tail(pilot)
-        screen.query_one("#tail-partition", Input).value = "1"
-        screen.query_one("#tail-from", Input).value = "@1"
-        screen.query_one("#tail-group", Input).value = ""
-        screen.query_one("#tail-from", Input).focus()
-        await pilot.press("enter")
+        typed = {"#tail-partition": "1", "#tail-from": "@1", "#tail-group": ""}
+        await enter_in(pilot, screen, typed, at="#tail-from")
         table = screen.query_one("#tail-records", DataTable)
         ones = [r for r in tail_records() if r.partition == 1 and r.offset >= 1]
         assert len(ones) >= 2
@@ -465,9 +434,7 @@ async def test_tail_bad_input(field: str, value: str, message: str) -> None:
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_tail(pilot)
         n = len(made)
-        screen.query_one(field, Input).value = value
-        screen.query_one(field, Input).focus()
-        await pilot.press("enter")
+        await enter_in(pilot, screen, {field: value})
         await pilot.pause()
         assert message in text_of(app, "#tail-status")
         assert len(made) == n  # no new tail was opened

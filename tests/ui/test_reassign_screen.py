@@ -31,7 +31,7 @@ from kconsole.ui.app import KConsoleApp
 from kconsole.ui.screens import reassign_rows as rr
 from kconsole.ui.screens.reassign import AskText, ReassignScreen
 from tests.ui.conftest import feed, load, new_app
-from tests.ui.produce_fakes import steady_cursors, text_of, wait_for
+from tests.ui.pilots import answer, steady_cursors, text_of, wait_for, wait_group
 
 WIDE = (140, 40)
 MIB = 1024 * 1024
@@ -140,15 +140,6 @@ def reassign_app(fake: FakeReassign, *, read_only: bool = False) -> KConsoleApp:
                                      audit=None, reassigner=cast(ClientFactory, fake)))  # fmt: skip
 
 
-async def wait_group(pilot: Pilot[Any], group: str) -> None:
-    """Wait for the screen's workers of `group` (only those), then for what they posted."""
-    for worker in list(pilot.app.workers):
-        if worker.group == group:
-            await worker.wait()
-    await pilot.pause()
-    await pilot.pause()
-
-
 async def open_screen(pilot: Pilot[Any], snapshot: str = "healthy", **kw: Any) -> ReassignScreen:
     """Feed `snapshot`, open the screen (kw: its arguments) and wait for the log sizes."""
     app = pilot.app
@@ -175,14 +166,6 @@ async def propose(pilot: Pilot[Any], topics: list[str], **fields: str) -> Reassi
     await pilot.press("g")
     await pilot.pause()
     return screen
-
-
-async def answer(pilot: Pilot[Any], text: str) -> None:
-    """Type `text` into the open dialog and press Enter."""
-    assert isinstance(pilot.app.screen, AskText)
-    pilot.app.screen.query_one(Input).value = ""
-    await pilot.press(*text, "enter")
-    await pilot.pause()
 
 
 def bad_plan(path: Path) -> Path:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from textual.pilot import Pilot
@@ -11,7 +10,6 @@ from textual.widgets import Input
 from kconsole.commands import Commands
 from kconsole.models import ClusterSnapshot
 from kconsole.ui.app import KConsoleApp
-from kconsole.ui.screens.actions import ConfirmBrokerAction
 from kconsole.ui.screens.main import FilterInput
 from kconsole.ui.widgets.table import KeyedTable
 from tests.ui import builders as B
@@ -26,26 +24,22 @@ from tests.ui.conftest import (
     load,
     new_app,
     run_fixture_drill,
-    select_broker,
     without_topic,
 )
+from tests.ui.pilots import SMALL, RunBefore, SnapCompare, confirm_dialog, console, controlled_app
 
 WIDE = (160, 48)
-SMALL = (80, 24)
-SnapCompare = Callable[..., bool]
-RunBefore = Callable[[Pilot[Any]], Awaitable[None]]
 
 
 def most_lagging(snap: ClusterSnapshot) -> str:
     return max(snap.groups, key=lambda g: g.lag or 0).group_id
 
 
-def open_group(*snapshots: ClusterSnapshot) -> Callable[[Pilot[None]], Awaitable[None]]:
+def open_group(*snapshots: ClusterSnapshot) -> RunBefore:
     """Feed `snapshots`, then open the group lagging most in the last one."""
 
     async def run_before(pilot: Pilot[Any]) -> None:
-        app = pilot.app
-        assert isinstance(app, KConsoleApp)
+        app = console(pilot)
         feed(app, *snapshots)
         await pilot.pause()
         groups = app.screen.query_one("#groups", KeyedTable)
@@ -177,21 +171,18 @@ class TestHelp:
 
 def drill_app() -> KConsoleApp:
     """The console with a (fake) broker control behind its command layer."""
-    return new_app(commands=Commands(FakeControl()))
+    app, _ = controlled_app()
+    return app
 
 
-def confirm_stop(*typed: str) -> Callable[[Pilot[Any]], Awaitable[None]]:
+def confirm_stop(*typed: str) -> RunBefore:
     """Healthy cluster; s on broker 2 (the controller); then type `typed`."""
 
     async def run_before(pilot: Pilot[Any]) -> None:
-        app = pilot.app
-        assert isinstance(app, KConsoleApp)
-        feed(app, load("healthy"))
+        feed(console(pilot), load("healthy"))
         await pilot.pause()
-        await select_broker(pilot, 2)
-        await pilot.press("s")
-        assert isinstance(app.screen, ConfirmBrokerAction)
-        app.screen.query_one(Input).cursor_blink = False
+        dialog = await confirm_dialog(pilot, 2, "s")
+        dialog.query_one(Input).cursor_blink = False
         await pilot.press(*typed)
         await pilot.pause()
 
@@ -200,11 +191,9 @@ def confirm_stop(*typed: str) -> Callable[[Pilot[Any]], Awaitable[None]]:
 
 async def open_timeline(pilot: Pilot[Any]) -> None:
     """Run the recorded stop-and-start drill, then open the timeline."""
-    app = pilot.app
-    assert isinstance(app, KConsoleApp)
     await run_fixture_drill(pilot)
     await pilot.press("T")
-    app.clear_notifications()
+    console(pilot).clear_notifications()
     await pilot.pause()
 
 

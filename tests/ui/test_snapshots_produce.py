@@ -4,7 +4,6 @@ runs (tests/fixtures/record_jobs.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,30 +12,29 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Input
 
 from kconsole.cluster import produce as pr
-from kconsole.commands import Commands
 from kconsole.config import Settings
-from kconsole.ui.app import KConsoleApp
 from kconsole.ui.screens.produce import ProduceScreen
-from tests.ui.conftest import feed, load, new_app
+from tests.ui.conftest import feed, load
 from tests.ui.jobs_fakes import recorded_jobs
-from tests.ui.produce_fakes import (
-    ReplayCommands,
-    deliveries,
+from tests.ui.pilots import (
+    SMALL,
+    RunBefore,
+    SnapCompare,
+    console,
     fill,
+    jobs_app,
     open_produce,
+    open_start_dialog,
     open_tail,
     produce_app,
     send_and_wait,
     steady_cursors,
     tail_app,
-    tail_records,
     wait_for,
 )
+from tests.ui.produce_fakes import ReplayCommands, deliveries, tail_records
 
 WIDE = (140, 40)
-SMALL = (80, 24)
-SnapCompare = Callable[..., bool]
-RunBefore = Callable[[Pilot[Any]], Awaitable[None]]
 
 pytestmark = pytest.mark.usefixtures("recorded_limits")
 
@@ -134,13 +132,10 @@ class TestTail:
         app, _ = tail_app(error="topic 'orders' does not exist")
 
         async def run_before(pilot: Pilot[Any]) -> None:
-            assert isinstance(pilot.app, KConsoleApp)
             await open_tail(pilot)
             await wait_for(
                 pilot,
-                lambda: (
-                    "does not exist" in str(pilot.app.screen.query_one("#tail-status").render())
-                ),
+                lambda: "does not exist" in str(app.screen.query_one("#tail-status").render()),
             )
 
         assert snap_compare(app, terminal_size=WIDE, run_before=run_before)
@@ -151,51 +146,37 @@ class TestJobs:
 
     def test_jobs_screen(self, snap_compare: SnapCompare, tmp_path: Path) -> None:
         """keyed-counts catching up on a backlog: rate and offsets-behind charts, log."""
-        app = new_app(commands=Commands(None), settings=Settings(), jobs=recorded_jobs(tmp_path))
+        app = jobs_app(recorded_jobs(tmp_path))
         assert snap_compare(app, terminal_size=WIDE, run_before=jobs_screen())
 
     def test_jobs_screen_small(self, snap_compare: SnapCompare, tmp_path: Path) -> None:
         """The same on 80x24."""
-        app = new_app(commands=Commands(None), settings=Settings(), jobs=recorded_jobs(tmp_path))
+        app = jobs_app(recorded_jobs(tmp_path))
         assert snap_compare(app, terminal_size=SMALL, run_before=jobs_screen())
 
     def test_failed_run(self, snap_compare: SnapCompare, tmp_path: Path) -> None:
         """A run that failed on a missing topic: its reason, from its own output."""
-        app = new_app(commands=Commands(None), settings=Settings(), jobs=recorded_jobs(tmp_path))
+        app = jobs_app(recorded_jobs(tmp_path))
         assert snap_compare(app, terminal_size=WIDE, run_before=jobs_screen("down"))
 
     def test_start_dialog(self, snap_compare: SnapCompare, tmp_path: Path) -> None:
         """keyed-counts' options, prefilled with this console's cluster."""
-        app = new_app(
-            commands=Commands(None),
-            settings=Settings(bootstrap="127.0.0.1:19092"),
-            jobs=recorded_jobs(tmp_path),
-        )
+        app = jobs_app(recorded_jobs(tmp_path), settings=Settings(bootstrap="127.0.0.1:19092"))
 
         async def run_before(pilot: Pilot[Any]) -> None:
             await jobs_screen()(pilot)
-            pilot.app.screen.query_one("#job-specs").focus()
-            await pilot.press("enter")
-            await wait_for(pilot, lambda: type(pilot.app.screen).__name__ == "StartJobDialog")
-            steady_cursors(pilot.app.screen)
+            steady_cursors(await open_start_dialog(pilot))
             await pilot.pause()
 
         assert snap_compare(app, terminal_size=WIDE, run_before=run_before)
 
     def test_start_dialog_bad_option(self, snap_compare: SnapCompare, tmp_path: Path) -> None:
         """An empty trigger: the dialog stays open, the field named with its form beside it."""
-        app = new_app(
-            commands=Commands(None),
-            settings=Settings(bootstrap="127.0.0.1:19092"),
-            jobs=recorded_jobs(tmp_path),
-        )
+        app = jobs_app(recorded_jobs(tmp_path), settings=Settings(bootstrap="127.0.0.1:19092"))
 
         async def run_before(pilot: Pilot[Any]) -> None:
             await jobs_screen()(pilot)
-            pilot.app.screen.query_one("#job-specs").focus()
-            await pilot.press("enter")
-            await wait_for(pilot, lambda: type(pilot.app.screen).__name__ == "StartJobDialog")
-            steady_cursors(pilot.app.screen)
+            steady_cursors(await open_start_dialog(pilot))
             pilot.app.screen.query_one("#opt-trigger", Input).value = ""
             await pilot.press("ctrl+s")
             await pilot.pause()
@@ -204,13 +185,13 @@ class TestJobs:
 
     def test_stopped_run_log(self, snap_compare: SnapCompare, tmp_path: Path) -> None:
         """A stopped run: its log, read from its file once it ended."""
-        app = new_app(commands=Commands(None), settings=Settings(), jobs=recorded_jobs(tmp_path))
+        app = jobs_app(recorded_jobs(tmp_path))
         assert snap_compare(app, terminal_size=WIDE, run_before=jobs_screen("down", "down"))
 
     def test_job_description_small(self, snap_compare: SnapCompare, tmp_path: Path) -> None:
         """On 80x24 the jobs table has no room for what a job does: the detail pane says it
         whole while the jobs table has the focus."""
-        app = new_app(commands=Commands(None), settings=Settings(), jobs=recorded_jobs(tmp_path))
+        app = jobs_app(recorded_jobs(tmp_path))
 
         async def run_before(pilot: Pilot[Any]) -> None:
             await jobs_screen()(pilot)
@@ -222,8 +203,7 @@ class TestJobs:
 
 def jobs_screen(*keys: str) -> RunBefore:
     async def run_before(pilot: Pilot[Any]) -> None:
-        app = pilot.app
-        assert isinstance(app, KConsoleApp)
+        app = console(pilot)
         feed(app, load("healthy"))
         await pilot.pause()
         await pilot.press("J")

@@ -21,7 +21,8 @@ from kconsole.ui.app import KConsoleApp
 from kconsole.ui.screens import tail as tail_screen
 from kconsole.ui.screens.tail import TailScreen, TailTable, record_cells
 from tests.ui.conftest import new_app
-from tests.ui.produce_fakes import open_tail, tail_app, tail_records, text_of, wait_for
+from tests.ui.pilots import enter_in, open_tail, tail_app, text_of, wait_for
+from tests.ui.produce_fakes import tail_records
 
 SIZE = (120, 36)
 PARTITIONS = 4
@@ -110,9 +111,8 @@ def backlog_app(n: int) -> tuple[KConsoleApp, list[Backlog]]:
 
 
 async def start_from(pilot: Pilot[None], screen: TailScreen, start: str) -> None:
-    screen.query_one("#tail-from", Input).value = start
-    screen.query_one("#tail-from", Input).focus()
-    await pilot.press("enter")
+    """Tail again from `start` (what the from field takes)."""
+    await enter_in(pilot, screen, {"#tail-from": start})
 
 
 def shown_count(app: KConsoleApp) -> int | None:
