@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kconsole.cluster.errors import PortInUse
-from kconsole.cluster.local import (
+from kconsole.cluster.local.cluster import (
     LocalCluster,
     LocalClusterSpec,
     check_port_free,

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from kconsole.cluster.errors import PortInUse
-from kconsole.cluster.local import check_port_free, ephemeral_port_range
-from kconsole.cluster.local_probes import partitions_fully_in_sync, read_registrations, zk_client
+from kconsole.cluster.local.cluster import check_port_free, ephemeral_port_range
+from kconsole.cluster.local.probes import partitions_fully_in_sync, read_registrations, zk_client
 from kconsole.cluster.reaper import wait_for_exit
 from kconsole.cluster.settings import HOST, TEST_TOPIC
 

@@ -65,10 +65,10 @@ from confluent_kafka import TopicPartition
 from kazoo.client import KazooClient
 
 from kconsole.cluster.backends import zk_registrations
-from kconsole.cluster.docker import DockerBrokerControl
-from kconsole.cluster.local import LocalCluster
-from kconsole.cluster.local_control import LocalBrokerControl
-from kconsole.cluster.local_probes import partitions_fully_in_sync, zk_client
+from kconsole.cluster.docker.control import DockerBrokerControl
+from kconsole.cluster.local.cluster import LocalCluster
+from kconsole.cluster.local.control import LocalBrokerControl
+from kconsole.cluster.local.probes import partitions_fully_in_sync, zk_client
 from kconsole.cluster.settings import TEST_TOPIC
 from kconsole.cluster.values import BrokerAction, ProcState
 from kconsole.commands.local_security import with_local_security

@@ -49,12 +49,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import code_revision, elect_preferred, load
 from confluent_kafka import TopicPartition
 
-from kconsole.cluster import kraft_probes
 from kconsole.cluster.errors import PortInUse
-from kconsole.cluster.kraft import KRaftCluster
-from kconsole.cluster.kraft_control import KRaftNodeControl
-from kconsole.cluster.kraft_spec import KRaftSpec
-from kconsole.cluster.local import check_port_free, ephemeral_port_range
+from kconsole.cluster.kraft import probes as kraft_probes
+from kconsole.cluster.kraft.cluster import KRaftCluster
+from kconsole.cluster.kraft.control import KRaftNodeControl
+from kconsole.cluster.kraft.spec import KRaftSpec
+from kconsole.cluster.local.cluster import check_port_free, ephemeral_port_range
 from kconsole.cluster.reaper import start_reaper
 from kconsole.cluster.settings import HOST, TEST_TOPIC
 from kconsole.config import Settings

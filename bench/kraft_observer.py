@@ -26,7 +26,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kconsole.cluster import jars
-from kconsole.cluster.kraft import KRaftCluster
+from kconsole.cluster.kraft.cluster import KRaftCluster
 from kconsole.config import Settings
 from kconsole.models import ClusterMode, ClusterSnapshot
 from kconsole.observer import ClusterObserver
@@ -85,7 +85,7 @@ def main() -> None:
 
             def direct(old: int | None = old, seen_direct: list[float] = seen_direct) -> None:
                 ports = list(spec.controller_ports().values())
-                from kconsole.cluster import kraft_probes
+                from kconsole.cluster.kraft import probes as kraft_probes
 
                 end = time.monotonic() + 60
                 while time.monotonic() < end:

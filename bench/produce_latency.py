@@ -8,7 +8,7 @@ producer per send (what every send paid before the dialog kept its producer open
 Starts its own throw-away 3-broker cluster on free ports (bench/_cluster.py) and takes it down
 after. Every side sends one record of 100 bytes with the key bench-key to test-topic (4
 partitions, RF 3, min.insync.replicas 2), acks=all, with the product's producer settings
-(kconsole.cluster.produce_send.producer_config: idempotent, linger.ms 5, murmur2_random). Each
+(kconsole.cluster.produce.send.producer_config: idempotent, linger.ms 5, murmur2_random). Each
 round runs every side, the order reversed on every other round:
 
   - plain warm: one Producer made before the round and used for one untimed record first (its
@@ -50,8 +50,8 @@ from _cluster import describe_ports, temporary_cluster, to_stderr
 from _common import code_revision, load
 from confluent_kafka import Producer
 
-from kconsole.cluster.produce import DEFAULT_MAX_MESSAGE_BYTES
-from kconsole.cluster.produce_send import producer_config
+from kconsole.cluster.produce.api import DEFAULT_MAX_MESSAGE_BYTES
+from kconsole.cluster.produce.send import producer_config
 from kconsole.cluster.settings import TEST_TOPIC
 from kconsole.commands import Commands
 from kconsole.config import Settings

@@ -16,7 +16,7 @@ reversed on every other round:
 
   - plain: Producer.produce() in a loop (poll(0) each, BufferError -> poll and retry), a
     delivery callback that only counts, then flush(); the producer configuration is the
-    product's own (kconsole.cluster.produce_send.producer_config with the topic's max.message.bytes,
+    product's own (kconsole.cluster.produce.send.producer_config with the topic's max.message.bytes,
     as the dialog and the CLI build it). Timed from the first produce() to the end of flush().
   - console: the real app headless (Textual run_test), the produce dialog filled in (topic, key,
     value, count, and the Acks select set as a user sets it) and sent (ctrl+s's action); the
@@ -73,9 +73,9 @@ from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from kconsole.cluster import jars
-from kconsole.cluster.local import LocalCluster, LocalClusterSpec
-from kconsole.cluster.produce import read_topic_limits
-from kconsole.cluster.produce_send import producer_config
+from kconsole.cluster.local.cluster import LocalCluster, LocalClusterSpec
+from kconsole.cluster.produce.api import read_topic_limits
+from kconsole.cluster.produce.send import producer_config
 from kconsole.commands import Commands
 from kconsole.config import Settings
 from kconsole.observer import ClusterObserver

@@ -54,8 +54,8 @@ from confluent_kafka import KafkaException
 from kazoo.client import KazooClient
 
 from kconsole.cluster.admin import AdminReader, AdminState
-from kconsole.cluster.local import LocalCluster
-from kconsole.cluster.local_control import LocalBrokerControl
+from kconsole.cluster.local.cluster import LocalCluster
+from kconsole.cluster.local.control import LocalBrokerControl
 from kconsole.cluster.zk import ZkReader, ZkState
 from kconsole.config import Settings
 from kconsole.models import BrokerState, ClusterSnapshot, SourceName

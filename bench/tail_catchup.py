@@ -40,7 +40,7 @@ from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from textual.widgets import DataTable  # noqa: E402
 
-from kconsole.cluster.local import LocalCluster  # noqa: E402
+from kconsole.cluster.local.cluster import LocalCluster  # noqa: E402
 from kconsole.commands import Commands  # noqa: E402
 from kconsole.config import Settings  # noqa: E402
 from kconsole.observer import ClusterObserver  # noqa: E402

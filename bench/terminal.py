@@ -81,7 +81,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import ZnodeStat
 
-from kconsole.cluster.local import LocalCluster
+from kconsole.cluster.local.cluster import LocalCluster
 
 SOCKET = "kc-bench-terminal"  # a tmux server of our own (tmux -L)
 SESSION = "kc-bench-terminal"

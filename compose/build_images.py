@@ -15,9 +15,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kconsole.cluster.docker import connect
+from kconsole.cluster.docker.control import connect
+from kconsole.cluster.docker.images import build_images
 from kconsole.cluster.errors import ClusterError
-from kconsole.cluster.images import build_images
 from kconsole.cluster.settings import KAFKA_VERSION, KRAFT_KAFKA_VERSION
 
 

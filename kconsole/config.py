@@ -58,7 +58,8 @@ from kconsole.defaults import HOST, ZK_PORT, default_bootstrap
 from kconsole.errors import ConfigError, config_error
 
 BACKENDS = ("auto", "local", "docker", "none")
-DEFAULT_COMPOSE_PROJECT = "kconsole"  # kconsole.cluster.docker.DEFAULT_PROJECT, as Compose -p
+# kconsole.cluster.docker.control.DEFAULT_PROJECT, as Compose -p
+DEFAULT_COMPOSE_PROJECT = "kconsole"
 # A Compose project name, as Compose checks one given with -p or COMPOSE_PROJECT_NAME.
 _COMPOSE_PROJECT = re.compile(r"[a-z0-9][a-z0-9_-]*")
 _PORT = re.compile(r"[0-9]{1,5}")  # ASCII digits only: int() also reads "٣" (and "²" breaks it)
@@ -141,7 +142,7 @@ class Settings:
 
     def kafka_config(self, **extra: Any) -> dict[str, Any]:
         """The cluster's client properties as the user gave them (bootstrap.servers and the
-        client table and -X), secrets not resolved: kconsole.cluster.security resolves and
+        client table and -X), secrets not resolved: kconsole.cluster.security.translate resolves and
         translates them for each client."""
         conf: dict[str, Any] = {"bootstrap.servers": self.bootstrap}
         conf.update(self.client)
@@ -448,7 +449,7 @@ def load_settings(
     of them, or by a [clusters.*] entry marked read_only whose servers the bootstrap names.
 
     Every value is checked where it comes from; ConfigError says every problem at once, each
-    with the value's name and origin. `check_client` (kconsole.cluster.clients'
+    with the value's name and origin. `check_client` (kconsole.cluster.security.clients'
     check_client_properties) checks the client properties too, and its problems join the rest.
     """
     env = dict(os.environ) if env is None else env

@@ -24,7 +24,7 @@ os.environ["KCONSOLE_STATE_DIR"] = os.environ["KCONSOLE_TEST_STATE_DIR"]
 
 # The test clusters' JVMs compile with C1 only: the suite starts Kafka and ZooKeeper JVMs some
 # 70 times, and each start costs about a third less CPU (a ZooKeeper-mode broker: 2.9 -> 2.0 s),
-# on a 2-core machine. They serve the tests' small loads as well (kconsole.cluster.local_dir).
+# on a 2-core machine. They serve the tests' small loads as well (kconsole.cluster.local.state_dir).
 os.environ.setdefault("KCONSOLE_LOCAL_JVM_OPTS", "-XX:TieredStopAtLevel=1")
 
 

@@ -23,11 +23,11 @@ from typing import Any
 # (module, class or None for a function, method names): what changes a cluster, a process or
 # a container. tests/unit/test_door_guard.py checks every one still exists.
 GUARDED: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
-    ("kconsole.cluster.local_control", "LocalBrokerControl", ("act",)),
-    ("kconsole.cluster.docker", "DockerBrokerControl", ("act",)),
-    ("kconsole.cluster.kraft_control", "KRaftNodeControl", ("act",)),
+    ("kconsole.cluster.local.control", "LocalBrokerControl", ("act",)),
+    ("kconsole.cluster.docker.control", "DockerBrokerControl", ("act",)),
+    ("kconsole.cluster.kraft.control", "KRaftNodeControl", ("act",)),
     (
-        "kconsole.cluster.kraft",
+        "kconsole.cluster.kraft.cluster",
         "KRaftCluster",
         (
             "up",
@@ -41,7 +41,7 @@ GUARDED: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
         ),
     ),
     (
-        "kconsole.cluster.local",
+        "kconsole.cluster.local.cluster",
         "LocalCluster",
         (
             "up",
@@ -58,13 +58,13 @@ GUARDED: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
     ),
     ("kconsole.jobs.manager", "JobManager", ("start", "stop", "stop_attached")),
     (
-        "kconsole.cluster.reassign",
+        "kconsole.cluster.reassign.client",
         "ReassignClient",
         ("execute", "cancel", "remove_throttles", "elect"),
     ),
-    ("kconsole.cluster.produce_send", None, ("produce_records",)),
+    ("kconsole.cluster.produce.send", None, ("produce_records",)),
     # a producer kept open: made (it asks a broker for a producer id) and closed
-    ("kconsole.cluster.produce_send", "WarmProducer", ("start", "close")),
+    ("kconsole.cluster.produce.send", "WarmProducer", ("start", "close")),
     ("kconsole.cluster.tail", "Tailer", ("join",)),
     ("kconsole.drills.runner", "DrillRunner", ("run",)),
 )

@@ -16,15 +16,15 @@ from kconsole.cli.common import follow as follow_file
 from kconsole.cli.main import main
 from kconsole.cluster import jars
 from kconsole.cluster.jars import kafka_major
-from kconsole.cluster.kraft_spec import CONTROLLER_BASE_PORT, KRaftSpec
-from kconsole.cluster.local_security import SECURITY_MODES, SecurityFiles, security_summary
-from kconsole.cluster.local_spec import (
+from kconsole.cluster.kraft.spec import CONTROLLER_BASE_PORT, KRaftSpec
+from kconsole.cluster.local.security import SECURITY_MODES, SecurityFiles, security_summary
+from kconsole.cluster.local.spec import (
     LocalClusterSpec,
     ephemeral_port_range,
     parse_set_options,
     usable_ports,
 )
-from kconsole.cluster.local_status import ClusterStatus
+from kconsole.cluster.local.status import ClusterStatus
 from kconsole.cluster.procs import tail_lines
 from kconsole.cluster.settings import (
     KAFKA_VERSION,
@@ -40,8 +40,8 @@ from kconsole.faults import PRIMITIVES, primitive
 from kconsole.paths import bundled
 
 if TYPE_CHECKING:
-    from kconsole.cluster.kraft import KRaftStatus, KRaftUpTimes
-    from kconsole.cluster.local import UpResult
+    from kconsole.cluster.kraft.cluster import KRaftStatus, KRaftUpTimes
+    from kconsole.cluster.local.cluster import UpResult
 
 MODES = ("zookeeper", "kraft")
 

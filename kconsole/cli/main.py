@@ -142,7 +142,7 @@ def main(
     """
     _quiet_libraries()
     ctx.ensure_object(dict)
-    from kconsole.cluster.clients import check_client_properties
+    from kconsole.cluster.security.clients import check_client_properties
 
     try:  # every problem at once, each with where it came from; before anything starts
         settings = load_settings(

@@ -15,7 +15,7 @@ from kconsole.config import Settings
 from kconsole.errors import ClusterError
 
 if TYPE_CHECKING:
-    from kconsole.cluster.produce_outcome import ProduceResult
+    from kconsole.cluster.produce.outcome import ProduceResult
     from kconsole.commands import Commands
     from kconsole.commands.produce import ProduceSession
 
@@ -94,7 +94,7 @@ def _produce(
     acks: str, key_separator: str | None, partition: int | None, compression: str,
     headers: tuple[str, ...],
 ) -> None:  # fmt: skip
-    from kconsole.cluster import produce as pr
+    from kconsole.cluster.produce import api as pr
     from kconsole.observer import ClusterObserver
 
     codec = None if compression == "none" else compression

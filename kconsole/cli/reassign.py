@@ -13,14 +13,14 @@ import click
 
 from kconsole.cli.common import commands, confirmation, fail
 from kconsole.cli.main import main
-from kconsole.cluster.throttles import throttles_of
+from kconsole.cluster.reassign.throttles import throttles_of
 from kconsole.config import Settings
 from kconsole.errors import ClusterError
 from kconsole.models import ClusterSnapshot
 from kconsole.reassign.progress import human_bytes
 
 if TYPE_CHECKING:
-    from kconsole.cluster.reassign_outcome import CancelOutcome
+    from kconsole.cluster.reassign.outcome import CancelOutcome
     from kconsole.commands.views import ReassignReader
     from kconsole.reassign.plan import Plan, PlanDiff
 

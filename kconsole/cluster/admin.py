@@ -18,15 +18,15 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
-from kconsole.cluster import denied, kafka_python
-from kconsole.cluster.clients import (
+from kconsole.cluster.groups.reader import GroupReader
+from kconsole.cluster.security import denied, kafka_python
+from kconsole.cluster.security.clients import (
     RDKAFKA_LOG,
     admin_config,
     client_config,
     kafka_python_config,
     raise_if_auth_failed,
 )
-from kconsole.cluster.groups import GroupReader
 from kconsole.errors import ClusterError
 from kconsole.models import BrokerConfig
 

@@ -27,20 +27,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kconsole.cluster.control import BrokerControl
-from kconsole.cluster.docker import (
+from kconsole.cluster.docker.control import (
     CONNECT_TIMEOUT_S,
     DockerBrokerControl,
     KRaftReads,
     Registrations,
 )
 from kconsole.cluster.errors import ClusterError
-from kconsole.cluster.kraft import KRaftCluster
-from kconsole.cluster.kraft_control import KRaftNodeControl
-from kconsole.cluster.kraft_spec import KRaftSpec
-from kconsole.cluster.local import LocalCluster
-from kconsole.cluster.local_control import LocalBrokerControl
-from kconsole.cluster.local_probes import read_registrations, zk_client
-from kconsole.cluster.local_spec import LocalClusterSpec
+from kconsole.cluster.kraft.cluster import KRaftCluster
+from kconsole.cluster.kraft.control import KRaftNodeControl
+from kconsole.cluster.kraft.spec import KRaftSpec
+from kconsole.cluster.local.cluster import LocalCluster
+from kconsole.cluster.local.control import LocalBrokerControl
+from kconsole.cluster.local.probes import read_registrations, zk_client
+from kconsole.cluster.local.spec import LocalClusterSpec
 from kconsole.cluster.values import ProcState
 
 if TYPE_CHECKING:  # the cluster layer does not depend on the settings module at run time

@@ -1,7 +1,7 @@
 """BrokerControl: stop / kill / pause / resume / start a broker, one interface for every backend.
 
-The backends: kconsole.cluster.local_control (the embedded local cluster) and
-kconsole.cluster.docker (docker compose containers); kconsole.cluster.backends picks one.
+The backends: kconsole.cluster.local.control (the embedded local cluster) and
+kconsole.cluster.docker.control (docker compose containers); kconsole.cluster.backends picks one.
 """
 
 from __future__ import annotations

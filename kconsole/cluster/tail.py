@@ -3,8 +3,8 @@ last N records of each partition.
 
 By default no consumer group is used: partitions are assigned explicitly and nothing is ever
 committed, so tailing never joins, rebalances or moves the offsets of anyone's group (see
-kconsole.cluster.clients.groupless_consumer_config). With `group_id`, the tail joins that group
-as a normal member (it subscribes, so it takes partitions away from the group's other members)
+kconsole.cluster.security.clients.groupless_consumer_config). With `group_id`, the tail joins that
+group as a normal member (it subscribes, so it takes partitions away from the group's other members)
 and commits, which is only for when the user asks for it.
 """
 
@@ -28,10 +28,10 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from kconsole.cluster import clients, denied
-from kconsole.cluster.clients import RDKAFKA_LOG, client_config, groupless_consumer_config
 from kconsole.cluster.errors import ClusterError
-from kconsole.cluster.produce_request import check_topic_name
+from kconsole.cluster.produce.request import check_topic_name
+from kconsole.cluster.security import clients, denied
+from kconsole.cluster.security.clients import RDKAFKA_LOG, client_config, groupless_consumer_config
 from kconsole.config import Settings
 from kconsole.errors import AuthenticationFailed
 

@@ -28,7 +28,7 @@ from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError, SequentialThreadingHandler
 from kazoo.retry import KazooRetry
 
-from kconsole.cluster import security
+from kconsole.cluster.security import translate as security
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,8 @@ def zk_client(
     hosts: str, client_props: Mapping[str, Any] | None = None, **kwargs: Any
 ) -> KazooClient:
     """A kazoo client with the cheaper select above, authenticated and over TLS as the
-    `zookeeper.*` properties among `client_props` say (kconsole.cluster.security.kazoo_args)."""
+    `zookeeper.*` properties among `client_props` say
+    (kconsole.cluster.security.translate.kazoo_args)."""
     auth = security.kazoo_args(client_props) if client_props else {}
     return KazooClient(hosts=hosts, handler=_SelectHandler(), **auth, **kwargs)
 

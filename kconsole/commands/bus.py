@@ -29,12 +29,12 @@ from kconsole.config import Settings
 from kconsole.errors import ClusterError
 
 if TYPE_CHECKING:
-    from kconsole.cluster.kraft import KRaftCluster, KRaftUpTimes
-    from kconsole.cluster.kraft_spec import KRaftSpec
-    from kconsole.cluster.local import LocalCluster, UpResult
-    from kconsole.cluster.local_spec import LocalClusterSpec
-    from kconsole.cluster.produce_request import ProduceRequest, Record
-    from kconsole.cluster.produce_send import ProduceResult
+    from kconsole.cluster.kraft.cluster import KRaftCluster, KRaftUpTimes
+    from kconsole.cluster.kraft.spec import KRaftSpec
+    from kconsole.cluster.local.cluster import LocalCluster, UpResult
+    from kconsole.cluster.local.spec import LocalClusterSpec
+    from kconsole.cluster.produce.request import ProduceRequest, Record
+    from kconsole.cluster.produce.send import ProduceResult
     from kconsole.cluster.tail import StartAt, TailFactory, TailSource
     from kconsole.commands.produce import ProduceSession, WarmFactory
     from kconsole.drills.spec import DrillReport, DrillSpec
@@ -93,7 +93,7 @@ class Commands(ReassignCommands):
             from kconsole.cluster.admin import probe_cluster_id
 
             cluster_id = _cached(lambda: probe_cluster_id(settings.kafka_config()))
-        from kconsole.cluster.security import principal
+        from kconsole.cluster.security.translate import principal
 
         who = _cached(lambda: principal(settings.kafka_config(), settings.client_origin))
         cdir = cluster_dir or settings.cluster_dir
@@ -197,7 +197,7 @@ class Commands(ReassignCommands):
     def local_view(self) -> LocalView | KRaftView:
         """The local cluster's status and logs, in the mode it was created in (ClusterError:
         its state dir is unusable)."""
-        from kconsole.cluster.kraft import KRaftCluster
+        from kconsole.cluster.kraft.cluster import KRaftCluster
 
         local = self._local()
         return KRaftView(local) if isinstance(local, KRaftCluster) else LocalView(local)
@@ -304,7 +304,7 @@ class Commands(ReassignCommands):
 
     def produce(self, topic: str, records: Iterable[Record], **options: Any) -> ProduceResult:
         """Send `records` to `topic` (see produce_records for `options`)."""
-        from kconsole.cluster.produce_send import produce_records
+        from kconsole.cluster.produce.send import produce_records
 
         args = {
             k: options[k]
@@ -340,7 +340,7 @@ class Commands(ReassignCommands):
         """A form's send: refused read-only first, then the topic's limits are read and the
         request checked against them (ProduceError, nothing sent), then `produce`. With a
         `session`, its limits (read a while ago at most) and its producer kept open."""
-        from kconsole.cluster.produce_request import FORM_NAMES, read_topic_limits, validate
+        from kconsole.cluster.produce.request import FORM_NAMES, read_topic_limits, validate
 
         self.refuse("produce", request.topic)
         assert self.settings is not None  # refuse() said so before
@@ -505,7 +505,7 @@ def reassign_factory(settings: Settings) -> ClientFactory:
     """ReassignClient(settings) each call (kafka-python is imported on first use)."""
 
     def factory() -> Any:
-        from kconsole.cluster.reassign import ReassignClient
+        from kconsole.cluster.reassign.client import ReassignClient
 
         return ReassignClient(settings)
 

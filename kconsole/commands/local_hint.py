@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from kconsole import paths
 from kconsole.cluster.backends import open_local, serves
-from kconsole.cluster.kraft import KRaftCluster
+from kconsole.cluster.kraft.cluster import KRaftCluster
 from kconsole.cluster.values import ProcState
 from kconsole.errors import ClusterError
 

@@ -1,7 +1,7 @@
 """A secured local cluster is reached with no flags: its client settings join the settings'.
 
 `kconsole cluster up --security sasl-scram|ssl` (ZooKeeper or KRaft mode) keeps what a client
-needs in the state dir (kconsole.cluster.local_security). When the settings' bootstrap servers
+needs in the state dir (kconsole.cluster.local.security). When the settings' bootstrap servers
 are that cluster's, the console, the CLI and the jobs use its settings: the SCRAM user with its
 password *file* (read when a client is made, never copied into the settings), or the CA and
 client certificate. A client property the user gives (-X, a [client] table) adds to them and
@@ -17,9 +17,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from kconsole.cluster.backends import serves
-from kconsole.cluster.kraft_spec import KRaftSpec
-from kconsole.cluster.local_security import PLAINTEXT, SecurityFiles, client_properties
-from kconsole.cluster.local_spec import LocalClusterSpec
+from kconsole.cluster.kraft.spec import KRaftSpec
+from kconsole.cluster.local.security import PLAINTEXT, SecurityFiles, client_properties
+from kconsole.cluster.local.spec import LocalClusterSpec
 from kconsole.secrets import FILE_SUFFIX  # `KEY_file`: KEY's value, read from a file
 
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 CLI's started while it reads the cluster).
 
 A new idempotent producer waits 0.5-1 s for its producer id before its first record (see
-kconsole.cluster.produce_send.WarmProducer): made per send, every send paid it. A session makes
+kconsole.cluster.produce.send.WarmProducer): made per send, every send paid it. A session makes
 one when asked to `prepare` (the dialog: when it opens and when topic, acks or compression
 change), so the id is acquired while the user types, and hands it to each send. Each send is
 still the `produce` command: refused read-only, checked against the topic's limits, audited with
@@ -19,14 +19,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kconsole.cluster import produce_request
-from kconsole.cluster.clients import message_max_bytes
-from kconsole.cluster.produce_outcome import ProducerClosed, ProduceResult
-from kconsole.cluster.produce_request import ProduceError, ProduceRequest, Record, TopicLimits
+from kconsole.cluster.produce import request as produce_request
+from kconsole.cluster.produce.outcome import ProducerClosed, ProduceResult
+from kconsole.cluster.produce.request import ProduceError, ProduceRequest, Record, TopicLimits
+from kconsole.cluster.security.clients import message_max_bytes
 from kconsole.errors import ClusterError
 
 if TYPE_CHECKING:
-    from kconsole.cluster.produce_send import WarmProducer
+    from kconsole.cluster.produce.send import WarmProducer
     from kconsole.commands.bus import Commands
 
 # The topic's max.message.bytes as read is used this long (the trace and each send check the
@@ -96,7 +96,7 @@ class ProduceSession:
     def producer(self, acks: str, compression: str | None, max_message_bytes: int) -> WarmProducer:
         """The producer for a send with these settings: the one kept, or a new one when they
         differ or it is spent (a fatal error, a send that lost records)."""
-        from kconsole.cluster.produce_send import WarmProducer
+        from kconsole.cluster.produce.send import WarmProducer
 
         factory = self.factory or WarmProducer
         settings = self.commands.settings

@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kconsole import paths
-from kconsole.cluster.reassign_outcome import Ongoing
-from kconsole.cluster.reassign_record import MoveBook, MoveRecord
+from kconsole.cluster.reassign.outcome import Ongoing
+from kconsole.cluster.reassign.record import MoveBook, MoveRecord
 from kconsole.commands.door import Confirm, Door
 from kconsole.errors import ClusterError, Refused
 from kconsole.models import ClusterSnapshot
 
 if TYPE_CHECKING:
-    from kconsole.cluster.reassign import CancelOutcome, ElectResult, ReassignClient
+    from kconsole.cluster.reassign.client import CancelOutcome, ElectResult, ReassignClient
     from kconsole.reassign.plan import Plan
 
 ClientFactory = Callable[[], "ReassignClient"]
@@ -82,7 +82,7 @@ class ReassignCommands(Door):
     """Where the moves kconsole started are written down (None: <state dir>/reassignments)."""
 
     def move_book(self) -> MoveBook:
-        """The moves kconsole started on this cluster (kconsole.cluster.reassign_record)."""
+        """The moves kconsole started on this cluster (kconsole.cluster.reassign.record)."""
         cid = None
         if self.cluster_id is not None:
             with contextlib.suppress(Exception):
@@ -114,7 +114,7 @@ class ReassignCommands(Door):
         replicas it changes (the others are left alone: nothing is sent, no throttle set).
         Per partition started: None when Kafka accepted it, else the error. What was started
         is written down (MoveBook) for cancel and for the screen."""
-        from kconsole.cluster.reassign_record import records_for
+        from kconsole.cluster.reassign.record import records_for
         from kconsole.reassign.plan import validate
 
         problems = [p.message for p in validate(plan, snapshot, allow_rf_change=allow_rf_change)]
@@ -219,7 +219,7 @@ class ReassignCommands(Door):
         """Remove the replication throttles from `topics` and `brokers` (as --verify does), then
         read them back: the throttles that were set and are now gone (ClusterError naming the
         ones that remain; the audit line has both counts)."""
-        from kconsole.cluster.throttles import throttles_of
+        from kconsole.cluster.reassign.throttles import throttles_of
 
         ts, bs = sorted(set(topics)), sorted(set(brokers))
 

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 from kconsole.cluster.values import ProcState
 
 if TYPE_CHECKING:
-    from kconsole.cluster.kraft import KRaftCluster, KRaftStatus
-    from kconsole.cluster.kraft_spec import KRaftNode, KRaftSpec
-    from kconsole.cluster.local import ClusterStatus, LocalCluster
-    from kconsole.cluster.local_spec import LocalClusterSpec
-    from kconsole.cluster.reassign import Ongoing, ReassignClient
+    from kconsole.cluster.kraft.cluster import KRaftCluster, KRaftStatus
+    from kconsole.cluster.kraft.spec import KRaftNode, KRaftSpec
+    from kconsole.cluster.local.cluster import ClusterStatus, LocalCluster
+    from kconsole.cluster.local.spec import LocalClusterSpec
+    from kconsole.cluster.reassign.client import Ongoing, ReassignClient
     from kconsole.jobs.manager import JobManager
     from kconsole.jobs.runs import JobRun
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from kconsole import __version__
 from kconsole.cluster.errors import ClusterError
-from kconsole.cluster.produce_request import check_topic_name
+from kconsole.cluster.produce.request import check_topic_name
 from kconsole.cluster.values import BrokerAction
 from kconsole.drills.audit import Acks, AuditResult
 from kconsole.drills.export import ClusterIdentity, iso, timeline_document, timeline_markdown

@@ -15,7 +15,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
-from kconsole.cluster.clients import groupless_consumer_config
+from kconsole.cluster.security.clients import groupless_consumer_config
 from kconsole.config import Settings
 from kconsole.drills.audit import Consumed
 

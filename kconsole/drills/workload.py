@@ -20,7 +20,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from kconsole.cluster.clients import PURGED, producer_config
+from kconsole.cluster.security.clients import PURGED, producer_config
 from kconsole.config import Settings
 from kconsole.drills.audit import ACKS0_NOTE, ACKS_VALUES, Acked, Acks, Failed, Pending
 

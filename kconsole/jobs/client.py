@@ -1,6 +1,6 @@
 """Kafka client properties for a job: kconsole's (librdkafka's, -X) translated for Spark's Java
-client and the driver's librdkafka clients (kconsole.cluster.security), handed to the job in a
-file only the user can read (never on its command line, in its environment, job.json or log),
+client and the driver's librdkafka clients (kconsole.cluster.security.translate), handed to the job
+in a file only the user can read (never on its command line, in its environment, job.json or log),
 and secrets redacted from whatever is written down (job.json, argv)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kconsole.cluster import security
+from kconsole.cluster.security import translate as security
 
 # The run's secret file (in its run directory, mode 0600): the job reads and removes it at
 # start, and the manager removes it when the run has ended, whatever happened.
@@ -23,7 +23,7 @@ CLIENT_FILE_ENV = "KCONSOLE_JOB_CLIENT_FILE"
 def job_client(
     client: Mapping[str, str], origin: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
-    """What a job gets of kconsole's client properties (kconsole.cluster.security): the
+    """What a job gets of kconsole's client properties (kconsole.cluster.security.translate): the
     librdkafka properties for the driver's checks and group commit ("admin"), the Java client
     properties for Spark's Kafka source and sink without their `kafka.` prefix ("kafka"), the
     JVM system properties they need ("jvm") and the properties with no Java translation

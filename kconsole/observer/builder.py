@@ -15,8 +15,8 @@ from dataclasses import replace
 from typing import Any
 
 from kconsole.cluster.admin import AdminState
-from kconsole.cluster.kafka_python import Reassignments
-from kconsole.cluster.quorum import BrokerRegistration
+from kconsole.cluster.kraft.quorum import BrokerRegistration
+from kconsole.cluster.security.kafka_python import Reassignments
 from kconsole.cluster.values import ProcState
 from kconsole.cluster.zk import ZkState
 from kconsole.models import SOURCE_WAITING as _WAITING  # _has_metadata: "not yet" or "failed"

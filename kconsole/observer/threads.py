@@ -6,9 +6,9 @@ Sources, each on its own thread, never overlapping themselves:
     reachability — and the partition table when there is no ZooKeeper (on KRaft with the
     running reassignments: one ListPartitionReassignments a poll, as kafka-topics reads them);
   - consumer groups poll every `group_refresh_s`: groups, members, committed and end offsets
-    (kconsole.cluster.groups; what one poll could not read is carried with its age);
+    (kconsole.cluster.groups.reader; what one poll could not read is carried with its age);
   - the control backend (if any): which broker processes are paused;
-  - KRaft (kconsole.cluster.quorum): DescribeQuorum every QUORUM_POLL_S (through the brokers,
+  - KRaft (kconsole.cluster.kraft.quorum): DescribeQuorum every QUORUM_POLL_S (through the brokers,
     or the controllers given with --bootstrap-controller) and DescribeCluster with fenced
     brokers; features every FEATURES_REFRESH_S. It also tells the mode: a quorum that answers
     is KRaft (ZooKeeper is then dropped, even the default one); brokers without the KRaft APIs,
@@ -34,9 +34,9 @@ from collections import deque
 from collections.abc import Callable
 
 from kconsole.cluster.admin import AdminReader, AdminState, reachable
-from kconsole.cluster.clients import auth_failure, diagnose_auth, nothing_listens
-from kconsole.cluster.groups import carry_forward
-from kconsole.cluster.quorum import NoQuorumLeader, NotKRaft, QuorumReader, QuorumUnanswered
+from kconsole.cluster.groups.reader import carry_forward
+from kconsole.cluster.kraft.quorum import NoQuorumLeader, NotKRaft, QuorumReader, QuorumUnanswered
+from kconsole.cluster.security.clients import auth_failure, diagnose_auth, nothing_listens
 from kconsole.cluster.values import ProcState
 from kconsole.cluster.zk import ZkState, ZkWatcher, read_once
 from kconsole.config import Settings

@@ -17,7 +17,7 @@ from kconsole.ui.screens.ask import AskText, typed_word
 from kconsole.ui.screens.elect import ElectScope
 
 if TYPE_CHECKING:
-    from kconsole.cluster.reassign import ElectResult
+    from kconsole.cluster.reassign.client import ElectResult
 
 ELECTIONS_GROUP = "elections"
 

@@ -18,10 +18,10 @@ import pytest
 from kazoo.client import KazooClient
 
 from kconsole.cluster import reaper
-from kconsole.cluster.docker import CALL_TIMEOUT_S
-from kconsole.cluster.images import build_images, kafka_image
-from kconsole.cluster.kraft import KRaftCluster, KRaftUpTimes
-from kconsole.cluster.local import LocalCluster, LocalClusterSpec, partitions_fully_in_sync
+from kconsole.cluster.docker.control import CALL_TIMEOUT_S
+from kconsole.cluster.docker.images import build_images, kafka_image
+from kconsole.cluster.kraft.cluster import KRaftCluster, KRaftUpTimes
+from kconsole.cluster.local.cluster import LocalCluster, LocalClusterSpec, partitions_fully_in_sync
 from kconsole.cluster.settings import KAFKA_VERSION, KRAFT_KAFKA_VERSION, TEST_TOPIC
 from kconsole.cluster.values import ProcState
 from tests.integration.docker_support import (
@@ -157,7 +157,7 @@ def on_preferred_leaders(cluster: LocalCluster, timeout: float = 60.0) -> None:
     rebalancing (every 30 s here) cannot move a leader in the middle of the next test."""
     from confluent_kafka.admin import AdminClient
 
-    from kconsole.cluster.reassign import ReassignClient
+    from kconsole.cluster.reassign.client import ReassignClient
     from kconsole.config import Settings
 
     admin = AdminClient({"bootstrap.servers": cluster.spec.bootstrap})

@@ -8,7 +8,7 @@ the tests skip, saying why. A watchdog process (`python -m tests.integration.doc
 takes the compose projects down and stops the dockerd this run started if pytest dies without
 its teardown.
 
-The images are built once per run by kconsole's own builder (kconsole.cluster.images, what
+The images are built once per run by kconsole's own builder (kconsole.cluster.docker.images, what
 `make compose-images` runs); an image that exists is kept.
 
 Each compose project gets its own name and free host ports below the ephemeral range, through
@@ -36,7 +36,7 @@ import psutil
 import pytest
 
 from kconsole.cluster import reaper
-from kconsole.cluster.kraft import LAST_CONTROLLERS_GRACE_S, LAST_NODES_GRACE_S
+from kconsole.cluster.kraft.cluster import LAST_CONTROLLERS_GRACE_S, LAST_NODES_GRACE_S
 
 COMPOSE_DIR = Path(__file__).resolve().parents[2] / "compose"
 # The compose files' knobs for the tests: the containers' JVMs compile with C1 only, as the
@@ -53,7 +53,8 @@ WARM_UP_NICE = 19
 PACKAGES = ("docker.io", "docker-compose", "debootstrap", "iptables")
 ENGINE_START_TIMEOUT_S = 60.0
 # Tearing a project down: a broker's controlled shutdown (seconds; `docker stop` returns as soon
-# as it has exited), then the others, as kconsole.cluster.kraft's `down` gives its controllers.
+# as it has exited), then the others, as kconsole.cluster.kraft.cluster's `down` gives its
+# controllers.
 BROKER_STOP_S = 20
 
 

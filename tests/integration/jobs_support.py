@@ -15,7 +15,7 @@ import psutil
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kconsole.cluster.local import LocalCluster
+from kconsole.cluster.local.cluster import LocalCluster
 from kconsole.config import Settings
 from kconsole.jobs import JobRun
 from kconsole.jobs.manager import JobManager

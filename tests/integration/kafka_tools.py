@@ -7,8 +7,8 @@ import re
 import subprocess
 
 from kconsole.cluster import jars
-from kconsole.cluster.kraft import KRaftCluster
-from kconsole.cluster.local import LocalCluster
+from kconsole.cluster.kraft.cluster import KRaftCluster
+from kconsole.cluster.local.cluster import LocalCluster
 
 # A tool's JVM lives a second or two: C1 only, the serial collector and no perf-data file
 # cut its CPU by a quarter to a third (measured on ConfigCommand and TopicCommand against the

@@ -14,8 +14,8 @@ import psutil
 import pytest
 
 from kconsole.cluster import reaper
-from kconsole.cluster.kraft import KRaftCluster, KRaftUpTimes
-from kconsole.cluster.kraft_spec import KRaftSpec
+from kconsole.cluster.kraft.cluster import KRaftCluster, KRaftUpTimes
+from kconsole.cluster.kraft.spec import KRaftSpec
 from kconsole.cluster.values import ProcState
 from tests.integration.conftest import _free, port_offsets
 from tests.waiting import wait_until

@@ -48,8 +48,8 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widget import Widget
 
-from kconsole.cluster.local import LocalCluster
-from kconsole.cluster.reassign import ReassignClient
+from kconsole.cluster.local.cluster import LocalCluster
+from kconsole.cluster.reassign.client import ReassignClient
 from kconsole.cluster.settings import TEST_TOPIC, TEST_TOPIC_PARTITIONS
 from kconsole.cluster.values import ProcState
 from kconsole.ui.app import KConsoleApp

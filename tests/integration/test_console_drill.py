@@ -12,8 +12,8 @@ import pytest
 from kazoo.client import KazooClient
 from textual.pilot import Pilot
 
-from kconsole.cluster.local import LocalCluster
-from kconsole.cluster.local_control import LocalBrokerControl
+from kconsole.cluster.local.cluster import LocalCluster
+from kconsole.cluster.local.control import LocalBrokerControl
 from kconsole.commands import Commands
 from kconsole.observer import ClusterObserver
 from kconsole.ui.app import KConsoleApp, make_app

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 from kazoo.client import KazooClient
 
-from kconsole.cluster.local import LocalCluster
+from kconsole.cluster.local.cluster import LocalCluster
 from kconsole.observer import ClusterObserver
 from kconsole.ui.app import KConsoleApp, make_app
 from kconsole.ui.widgets.panes import controller_text

@@ -24,9 +24,10 @@ import pytest
 from click.testing import CliRunner, Result
 
 from kconsole.cli.main import main as cli
-from kconsole.cluster import kafka_python, kraft_probes
-from kconsole.cluster.docker import DockerBrokerControl, KRaftReads
-from kconsole.cluster.kraft_probes import QuorumState
+from kconsole.cluster.docker.control import DockerBrokerControl, KRaftReads
+from kconsole.cluster.kraft import probes as kraft_probes
+from kconsole.cluster.kraft.probes import QuorumState
+from kconsole.cluster.security import kafka_python
 from kconsole.cluster.settings import KRAFT_KAFKA_VERSION, TEST_TOPIC
 from kconsole.cluster.values import BrokerAction, ProcState
 from tests.integration.conftest import _free, port_offsets

@@ -20,7 +20,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 
 from kconsole.cli import main
 from kconsole.cluster.backends import LocalBrokerControl
-from kconsole.cluster.local import LocalCluster
+from kconsole.cluster.local.cluster import LocalCluster
 from kconsole.cluster.settings import TEST_TOPIC
 from kconsole.cluster.tail import StartAt
 from kconsole.cluster.values import BrokerAction

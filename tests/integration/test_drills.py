@@ -13,8 +13,8 @@ from click.testing import CliRunner, Result
 from kazoo.client import KazooClient
 
 from kconsole.cli import main as cli
-from kconsole.cluster.local import LocalCluster
-from kconsole.cluster.local_control import LocalBrokerControl
+from kconsole.cluster.local.cluster import LocalCluster
+from kconsole.cluster.local.control import LocalBrokerControl
 from kconsole.commands import Commands, yes
 from kconsole.drills.spec import DrillReport, DrillSpec
 from kconsole.faults.process import PAGE_CACHE_NOTE, PAUSE_NOTE

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from kconsole.cluster.local import LocalCluster
+from kconsole.cluster.local.cluster import LocalCluster
 from tests.integration.jobs_support import QUICK_JVM, new_topic, produce
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,7 @@ import pytest
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
-from kconsole.cluster.local import LocalCluster
+from kconsole.cluster.local.cluster import LocalCluster
 from kconsole.jobs import JobProgress, JobState, latest_counts, parse_progress_line
 from kconsole.jobs.manager import JobManager
 from kconsole.observer import ClusterObserver

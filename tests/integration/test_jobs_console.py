@@ -11,7 +11,7 @@ import psutil
 import pytest
 from textual.widgets import DataTable, Input
 
-from kconsole.cluster.local import LocalCluster
+from kconsole.cluster.local.cluster import LocalCluster
 from kconsole.commands import Commands
 from kconsole.jobs import JobState
 from kconsole.observer import ClusterObserver

@@ -1,6 +1,6 @@
-"""Every function of kconsole.cluster.kafka_python (kafka-python's private APIs) against the real
-cluster, with answers checked against what Kafka itself says: an upgrade of kafka-python that
-changes one of them fails here, not on a user's screen."""
+"""Every function of kconsole.cluster.security.kafka_python (kafka-python's private APIs) against
+the real cluster, with answers checked against what Kafka itself says: an upgrade of kafka-python
+that changes one of them fails here, not on a user's screen."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.errors import KafkaError
 
-from kconsole.cluster import kafka_python
-from kconsole.cluster.clients import kafka_python_config
-from kconsole.cluster.local import LocalCluster
+from kconsole.cluster.local.cluster import LocalCluster
+from kconsole.cluster.security import kafka_python
+from kconsole.cluster.security.clients import kafka_python_config
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
@@ -145,8 +145,8 @@ class TestDescribeAt:
         offer ConsumerGroupDescribe: describe_at gets each group answered UNSUPPORTED_VERSION
         (35). The groups reader, asking a group of unknown type as Kafka's Admin does, then
         falls back to DescribeGroups and describes the classic group with no note."""
-        from kconsole.cluster.group_messages import ConsumerGroupDescribeRequest
-        from kconsole.cluster.groups import GroupReader
+        from kconsole.cluster.groups.messages import ConsumerGroupDescribeRequest
+        from kconsole.cluster.groups.reader import GroupReader
 
         group = f"adapter-group-{secrets.token_hex(3)}"
         with topic(healthy) as name:
@@ -176,7 +176,7 @@ class TestDescribeAt:
         """Two requests in flight at once, one to the group's coordinator and one to a broker
         id the cluster does not have: each slot holds its own answer (the coordinator's, as
         describe_at gets it) or its own failure, in the order asked."""
-        from kconsole.cluster.group_messages import ConsumerGroupDescribeRequest
+        from kconsole.cluster.groups.messages import ConsumerGroupDescribeRequest
 
         group = f"adapter-group-{secrets.token_hex(3)}"
         with topic(healthy) as name:

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from kconsole.cli import main as cli
-from kconsole.cluster.kraft import KRaftCluster
+from kconsole.cluster.kraft.cluster import KRaftCluster
 from kconsole.cluster.values import BrokerAction, ProcState
 from kconsole.commands import Commands, yes
 from kconsole.commands.auditlog import default_path

@@ -7,8 +7,8 @@ from __future__ import annotations
 import time
 import uuid
 
-from kconsole.cluster import kraft_probes
-from kconsole.cluster.kraft import KRaftCluster, KRaftUpTimes
+from kconsole.cluster.kraft import probes as kraft_probes
+from kconsole.cluster.kraft.cluster import KRaftCluster, KRaftUpTimes
 from kconsole.cluster.settings import TEST_TOPIC
 from kconsole.cluster.values import ProcState
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kconsole.cluster import kraft_probes
-from kconsole.cluster.kraft import KRaftCluster
+from kconsole.cluster.kraft import probes as kraft_probes
+from kconsole.cluster.kraft.cluster import KRaftCluster
 from kconsole.cluster.settings import TEST_TOPIC
 from kconsole.cluster.values import ProcState
 from tests.integration.kraft_support import pick_kraft_ports, start_kraft_reaper

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from kconsole.cluster.kraft import KRaftCluster
+from kconsole.cluster.kraft.cluster import KRaftCluster
 from kconsole.commands import Commands
 from kconsole.config import Settings
 from kconsole.describe import render_text

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from kconsole.cluster.kraft import KRaftCluster
-from kconsole.cluster.kraft_control import KRaftNodeControl
+from kconsole.cluster.kraft.cluster import KRaftCluster
+from kconsole.cluster.kraft.control import KRaftNodeControl
 from kconsole.commands import Commands, yes
 from kconsole.config import Settings
 from kconsole.drills.spec import DrillReport, DrillSpec

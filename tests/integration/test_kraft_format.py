@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from kconsole.cluster import jars, kraft
-from kconsole.cluster.kraft import KRaftCluster
-from kconsole.cluster.kraft_spec import KRaftSpec
+from kconsole.cluster import jars
+from kconsole.cluster.kraft import cluster as kraft
+from kconsole.cluster.kraft.cluster import KRaftCluster
+from kconsole.cluster.kraft.spec import KRaftSpec
 from kconsole.cluster.settings import KAFKA_VERSION, KRAFT_KAFKA_VERSION
 
 pytestmark = pytest.mark.integration

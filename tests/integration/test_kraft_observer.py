@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from kconsole.cluster.kraft import KRaftCluster, KRaftUpTimes
+from kconsole.cluster.kraft.cluster import KRaftCluster, KRaftUpTimes
 from kconsole.config import Settings
 from kconsole.models import ClusterMode, ClusterSnapshot, SourceName
 from kconsole.observer import ClusterObserver

@@ -18,7 +18,7 @@ from confluent_kafka import Consumer, Producer, ShareConsumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconsole.cli import main
-from kconsole.cluster.kraft import KRaftCluster
+from kconsole.cluster.kraft.cluster import KRaftCluster
 from kconsole.config import Settings
 from kconsole.models import Group
 from kconsole.observer import ClusterObserver
@@ -316,8 +316,8 @@ def test_streams_group_in_the_snapshot(kraft_healthy: KRaftCluster) -> None:
     The snapshot says type streams, its state, member, assignor and coordinator as
     kafka-streams-groups --describe --state does, and each partition's committed offset, log
     end and lag as its --offsets does: lag 7 and 0."""
-    from kconsole.cluster import kafka_python
-    from kconsole.cluster.clients import kafka_python_config
+    from kconsole.cluster.security import kafka_python
+    from kconsole.cluster.security.clients import kafka_python_config
     from tests.fixtures.streams_messages import StreamsMember
 
     cluster = kraft_healthy

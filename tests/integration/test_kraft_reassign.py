@@ -21,9 +21,9 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kconsole.cli import main
-from kconsole.cluster.kraft import KRaftCluster
-from kconsole.cluster.reassign import ReassignClient
-from kconsole.cluster.throttles import throttles_of
+from kconsole.cluster.kraft.cluster import KRaftCluster
+from kconsole.cluster.reassign.client import ReassignClient
+from kconsole.cluster.reassign.throttles import throttles_of
 from kconsole.config import Settings
 from kconsole.observer import ClusterObserver
 from tests.integration.kafka_tools import run_tool

@@ -17,7 +17,7 @@ from kazoo.client import KazooClient
 
 from kconsole.cli import main as cli
 from kconsole.cluster.errors import PortInUse
-from kconsole.cluster.local import LocalCluster, LocalClusterSpec
+from kconsole.cluster.local.cluster import LocalCluster, LocalClusterSpec
 from kconsole.cluster.settings import TEST_TOPIC, TEST_TOPIC_PARTITIONS
 from kconsole.cluster.values import ProcState
 from tests.integration.conftest import controller, partition_state, registered, squat_low_port

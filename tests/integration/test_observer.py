@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from kazoo.client import KazooClient
 
-from kconsole.cluster.local import LocalCluster
+from kconsole.cluster.local.cluster import LocalCluster
 from kconsole.config import Settings
 from kconsole.models import BrokerState, ClusterSnapshot
 from kconsole.observer import ClusterObserver

@@ -22,8 +22,8 @@ from kazoo.client import KazooClient
 
 from kconsole.cli import main
 from kconsole.cluster import jars
-from kconsole.cluster.local import LocalCluster
-from kconsole.cluster.produce import partition_for
+from kconsole.cluster.local.cluster import LocalCluster
+from kconsole.cluster.produce.api import partition_for
 from kconsole.cluster.settings import TEST_TOPIC, TEST_TOPIC_PARTITIONS
 from kconsole.config import Settings
 from kconsole.drills.verify import end_offsets, verifier_config
@@ -244,8 +244,8 @@ def test_bulk_path_accounts_for_every_record(healthy: LocalCluster) -> None:
     ticks, reports served once per 64 sends) accounts for every record, and every one is in
     the log exactly once; the detailed path (each outcome handed on) gives each record its own
     report, in send order, at the offset where it is in the log."""
-    from kconsole.cluster import produce as pr
-    from kconsole.cluster.produce_send import produce_records
+    from kconsole.cluster.produce import api as pr
+    from kconsole.cluster.produce.send import produce_records
 
     n, run = 20_000, uuid.uuid4().hex[:8]
     settings = Settings(bootstrap=healthy.spec.bootstrap, zookeeper="", backend="none")

@@ -15,8 +15,8 @@ import pytest
 from kazoo.client import KazooClient
 from textual.widgets import DataTable
 
-from kconsole.cluster.local import LocalCluster
-from kconsole.cluster.produce import partition_for
+from kconsole.cluster.local.cluster import LocalCluster
+from kconsole.cluster.produce.api import partition_for
 from kconsole.cluster.settings import TEST_TOPIC, TEST_TOPIC_PARTITIONS
 from kconsole.commands import Commands
 from kconsole.observer import ClusterObserver

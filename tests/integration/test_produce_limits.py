@@ -11,9 +11,9 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kconsole.cluster import kafka_python
-from kconsole.cluster import produce as pr
-from kconsole.cluster.local import LocalCluster
+from kconsole.cluster.local.cluster import LocalCluster
+from kconsole.cluster.produce import api as pr
+from kconsole.cluster.security import kafka_python
 from kconsole.cluster.settings import TEST_TOPIC
 from kconsole.config import Settings
 

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from kazoo.client import KazooClient
 
 from kconsole.cli.main import main
-from kconsole.cluster.local import LocalCluster
+from kconsole.cluster.local.cluster import LocalCluster
 from kconsole.cluster.settings import TEST_TOPIC
 from kconsole.cluster.values import ProcState
 from kconsole.ui.app import KConsoleApp

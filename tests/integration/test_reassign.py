@@ -24,9 +24,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
 from kconsole.cli import main
-from kconsole.cluster.local import LocalCluster
-from kconsole.cluster.local_probes import partitions_fully_in_sync
-from kconsole.cluster.reassign import ReassignClient
+from kconsole.cluster.local.cluster import LocalCluster
+from kconsole.cluster.local.probes import partitions_fully_in_sync
+from kconsole.cluster.reassign.client import ReassignClient
 from kconsole.config import Settings
 from kconsole.drills.audit import check
 from kconsole.drills.verify import end_offsets, read_back

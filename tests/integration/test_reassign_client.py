@@ -16,8 +16,8 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kconsole.cluster.local import LocalCluster
-from kconsole.cluster.reassign import (
+from kconsole.cluster.local.cluster import LocalCluster
+from kconsole.cluster.reassign.client import (
     THROTTLE_RATE_KEYS,
     THROTTLE_REPLICA_KEYS,
     Ongoing,

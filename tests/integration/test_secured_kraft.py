@@ -29,8 +29,8 @@ from confluent_kafka.admin import (
 )
 
 from kconsole.cli.main import main as cli
-from kconsole.cluster.kraft import KRaftCluster
-from kconsole.cluster.local_security import read_secret
+from kconsole.cluster.kraft.cluster import KRaftCluster
+from kconsole.cluster.local.security import read_secret
 from kconsole.cluster.settings import TEST_TOPIC
 from tests.integration.kraft_support import running_kraft
 from tests.integration.secured_support import files_holding, produce_and_read_back

@@ -26,7 +26,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kconsole.cli.main import log_to_file
 from kconsole.cli.main import main as cli
 from kconsole.cluster import reaper
-from kconsole.cluster.local import LocalCluster, LocalClusterSpec
+from kconsole.cluster.local.cluster import LocalCluster, LocalClusterSpec
 from kconsole.cluster.settings import TEST_TOPIC
 from kconsole.cluster.values import ProcState
 from tests.integration.conftest import pick_ports
@@ -382,7 +382,7 @@ def test_a_refusal_says_what_was_refused(secured: LocalCluster, tmp_path: Path) 
 
 
 # -- a refused login, said as one (after every test that logs in: a refusal is remembered for a
-# -- few seconds by the servers it came from, kconsole.cluster.kafka_python.AUTH_HOLD_S) -------
+# -- few seconds by the servers it came from, kconsole.cluster.security.kafka_python.AUTH_HOLD_S)
 NOT_ASKED_S = 6.0  # the longest `describe` may take to say the cluster refused it
 
 

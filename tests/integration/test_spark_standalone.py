@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from kconsole.cluster import jars
-from kconsole.cluster.local import LocalCluster
+from kconsole.cluster.local.cluster import LocalCluster
 from kconsole.jobs import JobState, latest_counts
 from tests.integration.jobs_support import (
     QUICK_JVM,

@@ -14,7 +14,7 @@ from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from textual.widgets import DataTable, Input
 
-from kconsole.cluster.local import LocalCluster
+from kconsole.cluster.local.cluster import LocalCluster
 from kconsole.ui.screens import tail as tail_screen
 from kconsole.ui.screens.tail import TailScreen
 from tests.integration.test_console_live import until

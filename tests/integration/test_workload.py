@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 from kafka.partitioner.default import murmur2
 
-from kconsole.cluster.local import LocalCluster
+from kconsole.cluster.local.cluster import LocalCluster
 from kconsole.cluster.settings import TEST_TOPIC, TEST_TOPIC_PARTITIONS
 from kconsole.config import Settings
 from kconsole.drills.audit import Acks, check

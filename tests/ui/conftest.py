@@ -15,9 +15,9 @@ from textual.geometry import Size
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 
-from kconsole.cluster import produce as pr
 from kconsole.cluster.errors import ClusterError
-from kconsole.cluster.groups import carry_forward
+from kconsole.cluster.groups.reader import carry_forward
+from kconsole.cluster.produce import api as pr
 from kconsole.cluster.tail import TailFactory
 from kconsole.cluster.values import BrokerAction, ProcState
 from kconsole.commands import Commands
@@ -331,7 +331,7 @@ def lag_series(snap: ClusterSnapshot, count: int = 40) -> list[ClusterSnapshot]:
 def no_real_producers(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
     """The produce dialog's session makes FakeWarm producers (tests/ui/warm_fakes.py), never a
     real one: a screen test connects to no cluster. Yields the list of those made."""
-    from kconsole.cluster import produce_send
+    from kconsole.cluster.produce import send as produce_send
     from tests.ui.warm_fakes import FakeWarm
 
     monkeypatch.setattr(produce_send, "WarmProducer", FakeWarm)
@@ -349,7 +349,7 @@ def recorded_limits(monkeypatch: pytest.MonkeyPatch) -> None:
         return recorded_topic_limits()
 
     # The command layer reads them from produce_request (the screen no longer reads anything).
-    from kconsole.cluster import produce_request
+    from kconsole.cluster.produce import request as produce_request
 
     monkeypatch.setattr(produce_request, "read_topic_limits", limits)
 

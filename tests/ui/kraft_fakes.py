@@ -147,7 +147,7 @@ def partitions_from(answer: dict[str, Any]) -> tuple[Partition, ...]:
 
 def features_from(answer: dict[str, Any], read_at: float) -> Features:
     """DescribeFeatures' finalized levels, read by the quorum reader's own mapping."""
-    from kconsole.cluster.quorum import features_of
+    from kconsole.cluster.kraft.quorum import features_of
 
     return features_of(answer, read_at)
 
@@ -334,8 +334,8 @@ def new_groups() -> ClusterSnapshot:
     offsets and log ends as kafka-streams-groups --describe --offsets printed them; nothing was
     produced after, so they are the share group's log ends too). Each answer goes through the
     groups reader's own mapping."""
-    from kconsole.cluster import group_messages as gm
-    from kconsole.cluster.groups import (
+    from kconsole.cluster.groups import messages as gm
+    from kconsole.cluster.groups.reader import (
         CONSUMER_API,
         SHARE_API,
         STREAMS_API,

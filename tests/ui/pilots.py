@@ -22,7 +22,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import DataTable, Input, Select, Static, TextArea
 
-from kconsole.cluster import produce as pr
+from kconsole.cluster.produce import api as pr
 from kconsole.cluster.tail import StartAt, TailRecord
 from kconsole.commands import Commands
 from kconsole.config import Settings

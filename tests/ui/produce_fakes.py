@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from kconsole.cluster import produce as pr
+from kconsole.cluster.produce import api as pr
 from kconsole.cluster.tail import StartAt, TailError, TailPosition, TailRecord, start_positions
 from kconsole.commands import Commands
 from kconsole.config import Settings

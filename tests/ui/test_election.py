@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
-from kconsole.cluster.reassign import ElectResult
+from kconsole.cluster.reassign.client import ElectResult
 from kconsole.commands import AuditLog, Commands
 from kconsole.commands.reassign import ClientFactory
 from kconsole.ui.app import KConsoleApp

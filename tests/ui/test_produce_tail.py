@@ -11,7 +11,7 @@ from rich.cells import cell_len
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Input, ProgressBar
 
-from kconsole.cluster import produce as pr
+from kconsole.cluster.produce import api as pr
 from kconsole.cluster.tail import StartAt, TailRecord
 from kconsole.ui.screens.produce import ProduceScreen
 from kconsole.ui.screens.tail import record_cells

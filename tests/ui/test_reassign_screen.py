@@ -18,9 +18,9 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from kconsole.cluster.reassign import ElectResult, Ongoing
-from kconsole.cluster.reassign_outcome import CancelOutcome
-from kconsole.cluster.throttles import throttles_of
+from kconsole.cluster.reassign.client import ElectResult, Ongoing
+from kconsole.cluster.reassign.outcome import CancelOutcome
+from kconsole.cluster.reassign.throttles import throttles_of
 from kconsole.commands import Commands
 from kconsole.commands.reassign import ClientFactory
 from kconsole.models import ClusterSnapshot

@@ -11,7 +11,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input
 
-from kconsole.cluster import produce as pr
+from kconsole.cluster.produce import api as pr
 from kconsole.config import Settings
 from kconsole.ui.screens.produce import ProduceScreen
 from tests.ui.conftest import feed, load

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import threading
 
-from kconsole.cluster.produce_outcome import ProducerClosed
-from kconsole.cluster.produce_send import WarmProducer
+from kconsole.cluster.produce.outcome import ProducerClosed
+from kconsole.cluster.produce.send import WarmProducer
 
 PRODUCER_ID = 4242  # the id the fake's broker hands out
 

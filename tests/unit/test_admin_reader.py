@@ -122,7 +122,7 @@ def test_a_new_client_bootstraps_from_every_broker_the_metadata_named(
     reader: AdminReader, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     made: list[dict[str, Any]] = []
-    from kconsole.cluster import kafka_python
+    from kconsole.cluster.security import kafka_python
 
     monkeypatch.setattr(kafka_python, "admin_client", lambda kw: made.append(kw) or KafkaPython())
     reader.read_cluster()

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from kconsole.cli import main
-from kconsole.cluster.clients import check_client_properties
+from kconsole.cluster.security.clients import check_client_properties
 from kconsole.config import ConfigError, load_settings
 
 

@@ -20,8 +20,8 @@ import pytest
 import yaml
 
 from kconsole.cluster import settings
-from kconsole.cluster.images import kafka_image
-from kconsole.cluster.local import LocalClusterSpec, broker_properties, zookeeper_properties
+from kconsole.cluster.docker.images import kafka_image
+from kconsole.cluster.local.cluster import LocalClusterSpec, broker_properties, zookeeper_properties
 
 COMPOSE_FILE = Path(__file__).resolve().parents[2] / "compose" / "docker-compose.yml"
 

@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from kconsole.cluster import settings
-from kconsole.cluster.kraft import CONTROLLER_HEAP
-from kconsole.cluster.kraft_spec import KRaftNode, KRaftSpec, node_properties
+from kconsole.cluster.kraft.cluster import CONTROLLER_HEAP
+from kconsole.cluster.kraft.spec import KRaftNode, KRaftSpec, node_properties
 
 COMPOSE_FILE = Path(__file__).resolve().parents[2] / "compose" / "docker-compose.kraft.yml"
 SPEC = KRaftSpec()

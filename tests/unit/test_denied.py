@@ -12,9 +12,9 @@ import kafka.errors as kerrors
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from kconsole.cluster import denied
-from kconsole.cluster.produce_send import WarmProducer
-from kconsole.cluster.reassign import ReassignClient
+from kconsole.cluster.produce.send import WarmProducer
+from kconsole.cluster.reassign.client import ReassignClient
+from kconsole.cluster.security import denied
 from kconsole.cluster.tail import Tailer, TailError
 from kconsole.config import Settings
 from kconsole.errors import AuthorizationDenied

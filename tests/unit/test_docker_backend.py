@@ -36,15 +36,15 @@ from docker.models.containers import Container, ContainerCollection
 
 from kconsole.cluster.backends import choose_backend, open_local, serves
 from kconsole.cluster.control import BrokerControl
-from kconsole.cluster.docker import (
+from kconsole.cluster.docker.control import (
     STOP_TIMEOUT_S,
     DockerBrokerControl,
     broker_id_of,
     proc_state,
 )
 from kconsole.cluster.errors import ClusterError
-from kconsole.cluster.local import LocalCluster, LocalClusterSpec
-from kconsole.cluster.local_control import LocalBrokerControl
+from kconsole.cluster.local.cluster import LocalCluster, LocalClusterSpec
+from kconsole.cluster.local.control import LocalBrokerControl
 from kconsole.cluster.procs import PidRecord
 from kconsole.cluster.values import BrokerAction, ProcState
 from kconsole.config import Settings
@@ -991,7 +991,7 @@ def test_backend_docker_acts_on_the_configured_compose_project(
 
 
 def test_the_default_compose_project_is_the_backends() -> None:
-    from kconsole.cluster.docker import DEFAULT_PROJECT
+    from kconsole.cluster.docker.control import DEFAULT_PROJECT
     from kconsole.config import DEFAULT_COMPOSE_PROJECT
 
     assert DEFAULT_COMPOSE_PROJECT == DEFAULT_PROJECT == Settings().compose_project

@@ -21,15 +21,15 @@ import yaml
 from docker.models.containers import Container
 
 from kconsole.cluster.backends import kraft_reads
-from kconsole.cluster.docker import (
+from kconsole.cluster.docker.control import (
     DockerBrokerControl,
     KRaftReads,
     node_id_of,
     stale_session_left_s,
 )
 from kconsole.cluster.errors import ClusterError
-from kconsole.cluster.kraft import UNFENCED_LINE
-from kconsole.cluster.kraft_probes import QuorumReplica, QuorumState
+from kconsole.cluster.kraft.cluster import UNFENCED_LINE
+from kconsole.cluster.kraft.probes import QuorumReplica, QuorumState
 from kconsole.cluster.values import BrokerAction, ProcState
 from kconsole.commands import Commands
 from kconsole.config import Settings
@@ -488,7 +488,7 @@ def test_a_killed_kraft_broker_starts_without_a_zookeeper_wait(
     assert stale_session_left_s(attrs, T0) == 0.0
     zk_like = copy.deepcopy(attrs)
     zk_like["Config"]["Env"] = ["KAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS=6000"]
-    from kconsole.cluster.docker import _finished_at
+    from kconsole.cluster.docker.control import _finished_at
 
     assert stale_session_left_s(zk_like, (_finished_at(attrs) or 0) + 1) > 0
     said: list[str] = []
@@ -506,7 +506,7 @@ def test_kraft_reads_ask_the_configured_controllers_first(monkeypatch: pytest.Mo
         asked.append((host, ports))
         return leader if ports == [19193] else None
 
-    monkeypatch.setattr("kconsole.cluster.kraft_probes.quorum_from_controllers", fake)
+    monkeypatch.setattr("kconsole.cluster.kraft.probes.quorum_from_controllers", fake)
     reads = KRaftReads("127.0.0.1:19092", "localhost:19194,127.0.0.1:19193")
     found = reads.quorum([("127.0.0.1", 19192), ("127.0.0.1", 19193)])
     assert found is leader
@@ -534,7 +534,9 @@ def test_cli_acts_on_a_controller_by_name(
     from kconsole.cli import main
     from kconsole.commands.auditlog import AuditLog
 
-    monkeypatch.setattr("kconsole.cluster.docker.connect", lambda timeout=0: FakeClient(engine))
+    monkeypatch.setattr(
+        "kconsole.cluster.docker.control.connect", lambda timeout=0: FakeClient(engine)
+    )
 
     def cli(*args: str) -> tuple[int, str]:
         res = CliRunner().invoke(

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from kconsole.cluster.elect import ElectResult
-from kconsole.cluster.reassign_outcome import CancelOutcome, Ongoing
-from kconsole.cluster.reassign_record import MoveBook, MoveRecord
+from kconsole.cluster.reassign.elect import ElectResult
+from kconsole.cluster.reassign.outcome import CancelOutcome, Ongoing
+from kconsole.cluster.reassign.record import MoveBook, MoveRecord
 from kconsole.cluster.tail import StartAt, TailError
 from kconsole.commands import AuditLog, Commands
 from kconsole.config import Settings

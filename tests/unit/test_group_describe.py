@@ -15,9 +15,9 @@ import kafka.errors
 import pytest
 from kafka import TopicPartition as KafkaTP
 
-from kconsole.cluster import groups as groups_mod
-from kconsole.cluster import kafka_python
-from kconsole.cluster.groups import CONSUMER_API, SHARE_API, GroupReader, _parse_answers
+from kconsole.cluster.groups import reader as groups_mod
+from kconsole.cluster.groups.reader import CONSUMER_API, SHARE_API, GroupReader, _parse_answers
+from kconsole.cluster.security import kafka_python
 from kconsole.models import Group
 from kconsole.ui.format import count as fmt_count
 from kconsole.ui.rows import group_lag, group_row
@@ -34,7 +34,7 @@ SHARE_REC = json.loads(
 
 def share_offsets_answer() -> list[dict[str, Any]]:
     """The recorded DescribeShareGroupOffsets v1 answer's groups, decoded from its bytes."""
-    from kconsole.cluster.group_messages import DescribeShareGroupOffsetsResponse
+    from kconsole.cluster.groups.messages import DescribeShareGroupOffsetsResponse
 
     raw = bytes.fromhex(SHARE_REC["offsets"]["v1"][1])[4:]
     decoded = DescribeShareGroupOffsetsResponse.decode(raw, version=1, header=True)
@@ -291,7 +291,7 @@ def test_a_dead_coordinator_fails_only_its_groups(
 
 
 def test_module_constants_match_the_shipped_schemas() -> None:
-    from kconsole.cluster import group_messages as gm
+    from kconsole.cluster.groups import messages as gm
 
     assert gm.ConsumerGroupDescribeRequest.API_KEY == 69
     assert gm.ShareGroupDescribeRequest.API_KEY == 77
@@ -304,7 +304,7 @@ def test_a_partition_shared_by_share_group_members_names_each_owner() -> None:
     """The recorded share group with its second member on another host and also given one of
     the first member's partitions (the simple assignor shares partitions once members
     outnumber them)."""
-    from kconsole.cluster.groups import _owners
+    from kconsole.cluster.groups.reader import _owners
 
     answer = json.loads(json.dumps(REC["share_group_describe"]))
     first, second = answer[0]["members"]

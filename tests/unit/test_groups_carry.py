@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kconsole.cluster.groups import carry_forward
+from kconsole.cluster.groups.reader import carry_forward
 from kconsole.models import Group, GroupPartition
 from kconsole.ui.rows import group_lag, group_partition_rows
 

@@ -1,4 +1,5 @@
-"""kconsole.cluster.images: which base the Kafka image goes on, what is kept, what a failure says.
+"""kconsole.cluster.docker.images: which base the Kafka image goes on, what is kept, what a failure
+says.
 
 The engine is a fake with the SDK's surface that the builder uses (images.get / pull,
 api.build / import_image_from_file); the real build runs in tests/integration/test_docker_engine.py
@@ -14,7 +15,7 @@ from typing import Any
 import docker
 import pytest
 
-from kconsole.cluster import images
+from kconsole.cluster.docker import images
 from kconsole.cluster.errors import ClusterError
 
 

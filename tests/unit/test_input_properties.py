@@ -45,8 +45,8 @@ from hypothesis import strategies as st
 from kconsole import secrets
 from kconsole.cli import main
 from kconsole.cluster.errors import ClusterError
-from kconsole.cluster.local_spec import LocalClusterSpec, parse_set_options
-from kconsole.cluster.produce import (
+from kconsole.cluster.local.spec import LocalClusterSpec, parse_set_options
+from kconsole.cluster.produce.api import (
     ACKS_CHOICES,
     COMPRESSIONS,
     MAX_COUNT,

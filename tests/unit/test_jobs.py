@@ -356,8 +356,9 @@ def test_a_stop_while_spark_starts_ends_the_job_at_once(tmp_path: Path) -> None:
 
 def test_a_job_gets_the_translated_client_properties() -> None:
     """librdkafka SASL/SSL properties become Spark's Java client properties (without their
-    kafka. prefix: the job adds it) and the driver's librdkafka ones (kconsole.cluster.security
-    translates; tests/unit/test_security.py checks each translation)."""
+    kafka. prefix: the job adds it) and the driver's librdkafka ones
+    (kconsole.cluster.security.translate translates; tests/unit/test_security.py checks each
+    translation)."""
     client = job_client(
         {
             "security.protocol": "SASL_SSL",

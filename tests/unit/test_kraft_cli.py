@@ -13,13 +13,13 @@ from click.testing import CliRunner
 
 from kconsole.cli import main as cli
 from kconsole.cluster.backends import choose_backend, cluster_mode, open_local
-from kconsole.cluster.docker import DockerBrokerControl
+from kconsole.cluster.docker.control import DockerBrokerControl
 from kconsole.cluster.errors import ClusterError
-from kconsole.cluster.kraft import KRaftCluster
-from kconsole.cluster.kraft_control import KRaftNodeControl
-from kconsole.cluster.kraft_spec import KRaftSpec
-from kconsole.cluster.local import LocalCluster
-from kconsole.cluster.local_spec import LocalClusterSpec
+from kconsole.cluster.kraft.cluster import KRaftCluster
+from kconsole.cluster.kraft.control import KRaftNodeControl
+from kconsole.cluster.kraft.spec import KRaftSpec
+from kconsole.cluster.local.cluster import LocalCluster
+from kconsole.cluster.local.spec import LocalClusterSpec
 from kconsole.cluster.procs import PidRecord
 from kconsole.cluster.values import ProcState
 from kconsole.config import Settings
@@ -390,7 +390,7 @@ class TestQuorumReading:
     }  # fmt: skip
 
     def test_lag_and_timestamps(self) -> None:
-        from kconsole.cluster.kraft_probes import quorum_from_response
+        from kconsole.cluster.kraft.probes import quorum_from_response
 
         q = quorum_from_response(self.RESPONSE)
         assert q is not None
@@ -406,7 +406,7 @@ class TestQuorumReading:
     def test_back_in_quorum_only_after_the_start(self, tmp_path: Path) -> None:
         """A controller counts as back only when the leader saw it fetch and catch up after
         the start: an earlier fetch (the previous process's) does not count."""
-        from kconsole.cluster.kraft_probes import quorum_from_response
+        from kconsole.cluster.kraft.probes import quorum_from_response
 
         cluster = KRaftCluster(kraft_dir(tmp_path / "k"))
         q = quorum_from_response(self.RESPONSE)
@@ -417,7 +417,7 @@ class TestQuorumReading:
         assert cluster._back_in_quorum(1002, since_ms=10**13) == (1002, 0)  # it leads
 
     def test_start_messages(self) -> None:
-        from kconsole.cluster.kraft import NodeStart
+        from kconsole.cluster.kraft.cluster import NodeStart
 
         broker = NodeStart("broker-2", ("broker",), 42, unfenced_s=2.5)
         assert broker.message == "broker 2 started (pid 42), registered and unfenced after 2.5 s"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import socket
 
-from kconsole.cluster.quorum import quorum_of
+from kconsole.cluster.kraft.quorum import quorum_of
 from kconsole.cluster.values import ProcState
 from kconsole.config import Settings
 from kconsole.describe import render_text

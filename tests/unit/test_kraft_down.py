@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from kconsole.cluster import kraft
+from kconsole.cluster.kraft import cluster as kraft
 from kconsole.cluster.values import ProcState
 
 

@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 from kconsole.cluster.errors import ClusterError
-from kconsole.cluster.quorum import quorum_of
+from kconsole.cluster.kraft.quorum import quorum_of
 from kconsole.drills import kraft
 from kconsole.drills.spec import DrillError, resolve_targets
 from kconsole.models import BrokerConfig

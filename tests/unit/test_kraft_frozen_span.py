@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from kconsole.cluster.quorum import quorum_of
+from kconsole.cluster.kraft.quorum import quorum_of
 from kconsole.drills import kraft
 from kconsole.models import BrokerConfig, ClusterSnapshot
 from kconsole.observer.builder import SnapshotBuilder

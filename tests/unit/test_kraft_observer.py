@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kconsole.cluster.admin import AdminPartition, AdminState
-from kconsole.cluster.quorum import (
+from kconsole.cluster.kraft.quorum import (
     NotKRaft,
     QuorumReader,
     features_of,
@@ -432,7 +432,7 @@ class TestBootstrapController:
     ) -> None:
         """A follower controller answers NOT_LEADER (recorded): the next one is asked; the
         leader found is asked first on the next poll."""
-        from kconsole.cluster import kafka_python
+        from kconsole.cluster.security import kafka_python
 
         asked: list[int] = []
 
@@ -457,7 +457,7 @@ class TestBootstrapController:
         """As with Kafka's own --bootstrap-controller: the follower given answers NOT_LEADER,
         then names every controller and the active one (DescribeCluster, endpoint type
         controllers; recorded), which is asked -- and asked first from then on."""
-        from kconsole.cluster import kafka_python
+        from kconsole.cluster.security import kafka_python
 
         named = HEALTHY["describe_controllers_at"]
         ports = {b["broker_id"]: b["port"] for b in named["brokers"]}
@@ -492,7 +492,7 @@ class TestBootstrapController:
     def test_a_controller_that_cannot_name_the_others_says_so(
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        from kconsole.cluster import kafka_python
+        from kconsole.cluster.security import kafka_python
 
         follower = HEALTHY["describe_quorum_at_follower"]
         monkeypatch.setattr(kafka_python, "describe_quorum_at", lambda h, p, t: follower)
@@ -503,7 +503,7 @@ class TestBootstrapController:
             QuorumReader({}, "127.0.0.1:1").read_quorum(1.0)
 
     def test_no_controller_answering_says_each(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        from kconsole.cluster import kafka_python
+        from kconsole.cluster.security import kafka_python
 
         def at(host: str, port: int, timeout_s: float) -> dict[str, Any]:
             raise ConnectionRefusedError(111, "Connection refused")
@@ -531,7 +531,7 @@ class TestNoLeader:
     LEADER = _part(HEALTHY["describe_quorum_at_controller"])["leader_id"]
 
     def answers(self, monkeypatch: pytest.MonkeyPatch, by_port: dict[int, Any]) -> list[int]:
-        from kconsole.cluster import kafka_python
+        from kconsole.cluster.security import kafka_python
 
         asked: list[int] = []
 
@@ -622,7 +622,7 @@ class TestNoLeader:
         barrier, which a one-by-one ask would never pass), then time out."""
         import threading
 
-        from kconsole.cluster import kafka_python
+        from kconsole.cluster.security import kafka_python
 
         barrier = threading.Barrier(2)
 

@@ -13,17 +13,18 @@ from typing import Any
 
 import pytest
 
-from kconsole.cluster import jars, kraft
+from kconsole.cluster import jars
 from kconsole.cluster.errors import ClusterError
-from kconsole.cluster.kraft import KRaftCluster
-from kconsole.cluster.kraft_spec import (
+from kconsole.cluster.kraft import cluster as kraft
+from kconsole.cluster.kraft.cluster import KRaftCluster
+from kconsole.cluster.kraft.spec import (
     KRaftSpec,
     format_args,
     java_argfile,
     node_properties,
     scram_arguments,
 )
-from kconsole.cluster.local_security import SecurityFiles, ensure_passwords, read_secret
+from kconsole.cluster.local.security import SecurityFiles, ensure_passwords, read_secret
 from kconsole.commands.local_security import with_local_security
 from kconsole.config import Settings
 
@@ -142,8 +143,8 @@ def test_java_argfile_quotes_every_argument() -> None:
 
 
 class FakeJava:
-    """Stands in for subprocess.Popen in kconsole.cluster.kraft: records each command line and
-    the argument file it names (its mode and content, read while the 'JVM' runs), and answers
+    """Stands in for subprocess.Popen in kconsole.cluster.kraft.cluster: records each command line
+    and the argument file it names (its mode and content, read while the 'JVM' runs), and answers
     as the format launcher does."""
 
     def __init__(self) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kconsole.cluster.errors import ClusterError
-from kconsole.cluster.kraft_spec import (
+from kconsole.cluster.kraft.spec import (
     KRaftSpec,
     format_args,
     kafka_uuid,
@@ -134,8 +134,8 @@ def test_log_config_by_version(tmp_path: Path) -> None:
 
 
 def test_each_mode_refuses_the_other_modes_state_dir(tmp_path: Path) -> None:
-    from kconsole.cluster.kraft import KRaftCluster
-    from kconsole.cluster.local import LocalCluster, LocalClusterSpec
+    from kconsole.cluster.kraft.cluster import KRaftCluster
+    from kconsole.cluster.local.cluster import LocalCluster, LocalClusterSpec
 
     kraft_dir, zk_dir = tmp_path / "kraft", tmp_path / "zk"
     kraft_dir.mkdir()

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kconsole.cluster.errors import ClusterError
-from kconsole.cluster.local import (
+from kconsole.cluster.local.cluster import (
     LocalCluster,
     LocalClusterSpec,
     broker_properties,
@@ -157,7 +157,7 @@ class TestFiles:
 
 
 def test_extra_jvm_flags_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kconsole.cluster.local_dir import JVM_OPTS_ENV, jvm_flags
+    from kconsole.cluster.local.state_dir import JVM_OPTS_ENV, jvm_flags
 
     monkeypatch.setenv(JVM_OPTS_ENV, "-XX:TieredStopAtLevel=1 -Dx='a b'")
     flags = jvm_flags()

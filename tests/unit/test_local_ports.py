@@ -7,10 +7,10 @@ import pytest
 from click.testing import CliRunner
 
 from kconsole.cli import main as cli
-from kconsole.cluster import local_spec
 from kconsole.cluster.errors import ClusterError
-from kconsole.cluster.kraft_spec import KRaftSpec
-from kconsole.cluster.local_spec import LocalClusterSpec, check_port, usable_ports
+from kconsole.cluster.kraft.spec import KRaftSpec
+from kconsole.cluster.local import spec as local_spec
+from kconsole.cluster.local.spec import LocalClusterSpec, check_port, usable_ports
 
 
 @pytest.fixture

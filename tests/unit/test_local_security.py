@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from kconsole.cluster.errors import ClusterError
-from kconsole.cluster.local_security import (
+from kconsole.cluster.local.security import (
     BROKER_USER,
     CLIENT_USER,
     SecurityFiles,
@@ -28,8 +28,8 @@ from kconsole.cluster.local_security import (
     security_summary,
     zk_credential_text,
 )
-from kconsole.cluster.local_spec import LocalClusterSpec, broker_properties
-from kconsole.cluster.security import librdkafka_config
+from kconsole.cluster.local.spec import LocalClusterSpec, broker_properties
+from kconsole.cluster.security.translate import librdkafka_config
 
 
 def mode(path: Path) -> int:

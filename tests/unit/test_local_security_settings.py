@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kconsole.cluster.local_spec import LocalClusterSpec
+from kconsole.cluster.local.spec import LocalClusterSpec
 from kconsole.commands.local_security import with_local_security
 from kconsole.config import Settings
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from confluent_kafka import KafkaError
 
-from kconsole.cluster import clients
+from kconsole.cluster.security import clients
 from kconsole.cluster.values import ProcState
 from kconsole.describe import not_asked, render_text
 from kconsole.models import BrokerState, SourceHealth, SourceName

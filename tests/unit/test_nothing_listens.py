@@ -17,10 +17,10 @@ import pytest
 from click.testing import CliRunner
 
 from kconsole.cli import main
-from kconsole.cluster.clients import nothing_listens
-from kconsole.cluster.kraft_spec import KRaftSpec
-from kconsole.cluster.local_spec import LocalClusterSpec
-from kconsole.cluster.quorum import QuorumReader
+from kconsole.cluster.kraft.quorum import QuorumReader
+from kconsole.cluster.kraft.spec import KRaftSpec
+from kconsole.cluster.local.spec import LocalClusterSpec
+from kconsole.cluster.security.clients import nothing_listens
 from kconsole.commands.local_hint import start_hint
 from kconsole.config import Settings
 from kconsole.errors import ClusterError

@@ -181,8 +181,8 @@ def test_a_kafka_python_client_with_nothing_answering_fails_in_its_own_time() ->
     import socket
     import time
 
-    from kconsole.cluster import kafka_python
-    from kconsole.cluster.clients import kafka_python_config
+    from kconsole.cluster.security import kafka_python
+    from kconsole.cluster.security.clients import kafka_python_config
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

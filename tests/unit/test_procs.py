@@ -16,7 +16,12 @@ import pytest
 
 from kconsole.cluster import jars
 from kconsole.cluster.errors import PortInUse, ToolMissing
-from kconsole.cluster.local import REAP_WAIT_S, LocalCluster, LocalClusterSpec, check_port_free
+from kconsole.cluster.local.cluster import (
+    REAP_WAIT_S,
+    LocalCluster,
+    LocalClusterSpec,
+    check_port_free,
+)
 from kconsole.cluster.procs import ManagedProcess, tail_lines, wait_reaped
 from kconsole.cluster.values import ProcState
 from tests.processes import zombie_children

@@ -1,4 +1,4 @@
-"""kconsole.cluster.produce without a cluster: partitioner, validation, input parsing, trace."""
+"""kconsole.cluster.produce.api without a cluster: partitioner, validation, input parsing, trace."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kconsole.cluster.produce import (
+from kconsole.cluster.produce.api import (
     DEFAULT_MAX_MESSAGE_BYTES,
     Delivery,
     ProduceError,
@@ -401,7 +401,7 @@ class Clock:
 
 
 def test_session_keeps_one_producer(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kconsole.cluster import produce_request
+    from kconsole.cluster.produce import request as produce_request
     from tests.ui.warm_fakes import FakeWarm
 
     session, reads = _session()
@@ -442,7 +442,7 @@ def test_session_keeps_one_producer(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_session_read_only_makes_no_producer(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kconsole.cluster import produce_request
+    from kconsole.cluster.produce import request as produce_request
     from tests.ui.warm_fakes import FakeWarm
 
     session, reads = _session(read_only=True)
@@ -454,7 +454,7 @@ def test_session_read_only_makes_no_producer(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_where_the_time_went() -> None:
     from kconsole.cli.produce import where_the_time_went
-    from kconsole.cluster.produce_outcome import ProducerTiming
+    from kconsole.cluster.produce.outcome import ProducerTiming
 
     def one(latency_s: float, timing: ProducerTiming | None) -> ProduceResult:
         d = Delivery(0, b"k", 2, 7, latency_s)
@@ -477,7 +477,7 @@ def test_a_producer_in_use_is_not_closed_under_its_send() -> None:
     """Acks changed while a send still goes through the kept producer: the session makes a new
     one for the next send and closes the old one only once that send is over (a close would
     purge the send's records in flight)."""
-    from kconsole.cluster.produce_send import WarmProducer
+    from kconsole.cluster.produce.send import WarmProducer
     from kconsole.commands import Commands
     from kconsole.commands.produce import ProduceSession
     from kconsole.config import Settings
@@ -504,7 +504,7 @@ def test_a_timed_out_record_is_unknown_not_failed() -> None:
     be in the log. So _MSG_TIMED_OUT is an unknown outcome; a broker's refusal stays failed."""
     from confluent_kafka import KafkaError
 
-    from kconsole.cluster.produce_send import _failure
+    from kconsole.cluster.produce.send import _failure
 
     timed_out = _failure(3, b"k", 1, 30.0, KafkaError(KafkaError._MSG_TIMED_OUT, "timed out"))
     assert timed_out.error == "UNKNOWN" and not timed_out.acked

@@ -1,4 +1,4 @@
-"""The send loop and its accounting (kconsole.cluster.produce_send), over a fake producer that
+"""The send loop and its accounting (kconsole.cluster.produce.send), over a fake producer that
 serves delivery reports the way librdkafka does: only inside poll() and flush(), on the calling
 thread, with BufferError when its local queue is full and a report for every purged record."""
 
@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from kconsole.cluster.produce_outcome import Delivery, ProduceResult, ProducerTiming, Tally
-from kconsole.cluster.produce_request import Record
-from kconsole.cluster.produce_send import WarmProducer, _send, produce_records
+from kconsole.cluster.produce.outcome import Delivery, ProduceResult, ProducerTiming, Tally
+from kconsole.cluster.produce.request import Record
+from kconsole.cluster.produce.send import WarmProducer, _send, produce_records
 from kconsole.config import Settings
 
 UNKNOWN_NOTE = (

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kconsole.cluster import kafka_python
+from kconsole.cluster.security import kafka_python
 
 
 class FakeSocket:

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kconsole.cluster.throttles import throttles_of
+from kconsole.cluster.reassign.throttles import throttles_of
 from kconsole.models import Broker, BrokerState, ClusterSnapshot, Partition, Topic
 from kconsole.reassign import (
     Move,
@@ -607,7 +607,7 @@ def test_the_throttles_of_a_reassignment_are_every_brokers_and_its_topics_only()
 def _client_whose_brokers_apply_late(applied_after: int, rate: int) -> tuple[Any, list[str]]:
     """A ReassignClient whose broker 3 shows the throttle only from the `applied_after`-th
     read on (as a broker does when ZooKeeper notifies it late); records what was sent."""
-    from kconsole.cluster.reassign import THROTTLE_RATE_KEYS, ReassignClient
+    from kconsole.cluster.reassign.client import THROTTLE_RATE_KEYS, ReassignClient
     from kconsole.config import Settings
 
     client = ReassignClient(Settings(bootstrap="127.0.0.1:1", zookeeper=""), timeout_s=0.5)
@@ -642,7 +642,7 @@ def test_execute_starts_the_move_only_once_every_broker_shows_the_throttle() -> 
 
 
 def test_execute_starts_nothing_when_a_broker_never_applies_the_throttle() -> None:
-    from kconsole.cluster.reassign import ReassignError
+    from kconsole.cluster.reassign.client import ReassignError
 
     client, calls = _client_whose_brokers_apply_late(applied_after=10**9, rate=1000)
     with pytest.raises(ReassignError, match=r"broker\(s\) 3 had not applied it"):

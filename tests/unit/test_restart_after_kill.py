@@ -7,10 +7,10 @@ import copy
 
 import pytest
 
-from kconsole.cluster.docker import DockerBrokerControl, stale_session_left_s
-from kconsole.cluster.local import BrokerStart, LocalClusterSpec
-from kconsole.cluster.local_probes import Registration, fresh_registrations
-from kconsole.cluster.local_spec import broker_session_timeout_ms, session_expiry_bound_s
+from kconsole.cluster.docker.control import DockerBrokerControl, stale_session_left_s
+from kconsole.cluster.local.cluster import BrokerStart, LocalClusterSpec
+from kconsole.cluster.local.probes import Registration, fresh_registrations
+from kconsole.cluster.local.spec import broker_session_timeout_ms, session_expiry_bound_s
 from kconsole.cluster.values import BrokerAction
 from tests.unit.test_docker_backend import (
     Engine,

@@ -24,8 +24,8 @@ from click.testing import CliRunner
 
 from kconsole import secrets
 from kconsole.cli import main
-from kconsole.cluster import security
-from kconsole.cluster.clients import (
+from kconsole.cluster.security import translate as security
+from kconsole.cluster.security.clients import (
     check_client_properties,
     groupless_consumer_config,
     kafka_python_config,

@@ -1,5 +1,5 @@
-"""The one translation of the security settings (kconsole.cluster.security) into each client's
-own, as exact dicts written against the libraries' own names: librdkafka's CONFIGURATION.md
+"""The one translation of the security settings (kconsole.cluster.security.translate) into each
+client's own, as exact dicts written against the libraries' own names: librdkafka's CONFIGURATION.md
 properties (checked by creating a librdkafka client with them), kafka-python's KafkaAdminClient
 and KafkaConsumer arguments, Spark's `kafka.`-prefixed Java client properties, and kazoo's
 KazooClient arguments. And the secrets they carry: from the environment or a file."""
@@ -25,8 +25,8 @@ from kafka.admin import KafkaAdminClient
 from kazoo.client import KazooClient
 
 from kconsole import secrets
-from kconsole.cluster import security
-from kconsole.cluster.security import (
+from kconsole.cluster.security import translate as security
+from kconsole.cluster.security.translate import (
     ClientCredentialsTokens,
     OAuthClientCredentials,
     kafka_python_args,

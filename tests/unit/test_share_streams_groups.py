@@ -15,9 +15,8 @@ from typing import Any
 import pytest
 from kafka import TopicPartition as KafkaTP
 
-from kconsole.cluster import group_messages as gm
-from kconsole.cluster import kafka_python
-from kconsole.cluster.groups import (
+from kconsole.cluster.groups import messages as gm
+from kconsole.cluster.groups.reader import (
     SHARE_LAG_UNREPORTED,
     STREAMS_API,
     GroupReader,
@@ -27,7 +26,8 @@ from kconsole.cluster.groups import (
     _parse_share_offsets,
     _share_offsets_request,
 )
-from kconsole.cluster.quorum import features_of
+from kconsole.cluster.kraft.quorum import features_of
+from kconsole.cluster.security import kafka_python
 from kconsole.describe import render_text
 from kconsole.models import Group
 from kconsole.ui import format as fmt

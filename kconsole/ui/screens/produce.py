@@ -32,8 +32,8 @@ from textual.render import measure
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, Label, ProgressBar, Select, Static, TextArea
 
-from kconsole.cluster import produce as pr
 from kconsole.cluster.errors import ClusterError
+from kconsole.cluster.produce import api as pr
 from kconsole.cluster.tail import show_bytes
 from kconsole.ui import format as fmt
 from kconsole.ui.context import actions, state, subscribe

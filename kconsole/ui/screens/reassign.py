@@ -28,7 +28,7 @@ from textual.widgets import Input, Label, Static
 from textual.worker import get_current_worker
 
 from kconsole import paths
-from kconsole.cluster.throttles import throttles_of
+from kconsole.cluster.reassign.throttles import throttles_of
 from kconsole.commands import Commands
 from kconsole.commands.reassign import confirmation_word
 from kconsole.commands.views import ReassignView

@@ -12,7 +12,7 @@ from pathlib import Path
 from rich.console import Group
 from rich.text import Text
 
-from kconsole.cluster.reassign_outcome import CancelOutcome
+from kconsole.cluster.reassign.outcome import CancelOutcome
 from kconsole.models import ClusterSnapshot
 from kconsole.reassign.plan import Move, Plan, PlanDiff, Problem, validate
 from kconsole.reassign.progress import PartitionProgress, Progress, human_bytes

@@ -17,8 +17,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from kconsole.cluster import clients, denied
-from kconsole.cluster.produce_outcome import (
+from kconsole.cluster.produce.outcome import (
     Delivery,
     OnProgress,
     ProducerClosed,
@@ -27,7 +26,8 @@ from kconsole.cluster.produce_outcome import (
     StopSending,
     Tally,
 )
-from kconsole.cluster.produce_request import ProduceError, Record
+from kconsole.cluster.produce.request import ProduceError, Record
+from kconsole.cluster.security import clients, denied
 from kconsole.config import Settings
 from kconsole.errors import AuthorizationDenied, ClusterError
 
@@ -43,8 +43,8 @@ def producer_config(
     retries: int = 5,
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The produce command's producer (kconsole.cluster.clients.producer_config): an explicit
-    codec ("none" by default) and a few retries, so a record that keeps failing reports the
+    """The produce command's producer (kconsole.cluster.security.clients.producer_config): an
+    explicit codec ("none" by default) and a few retries, so a record that keeps failing reports the
     broker's error rather than a generic timeout."""
     return clients.producer_config(
         settings,

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kconsole.cluster.errors import ClusterError
-from kconsole.cluster.local_dir import LocalClusterDir
-from kconsole.cluster.local_spec import LocalClusterSpec
+from kconsole.cluster.local.spec import LocalClusterSpec
+from kconsole.cluster.local.state_dir import LocalClusterDir
 from kconsole.cluster.settings import broker_port
 from kconsole.cluster.values import ProcState
 

@@ -45,7 +45,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kconsole import secrets
-from kconsole.cluster import clients
+from kconsole.cluster.security import clients
 from kconsole.errors import AuthenticationFailed
 
 TP = tuple[str, int]
@@ -55,11 +55,11 @@ LogEnds = dict[int, dict[TP, tuple[int, int]] | BaseException]
 
 def oauth_token_provider(creds: Any) -> Any:
     """A kafka-python OAUTHBEARER token provider getting its tokens with the client-credentials
-    grant (kconsole.cluster.security.ClientCredentialsTokens, standard library only) for
+    grant (kconsole.cluster.security.translate.ClientCredentialsTokens, standard library only) for
     `creds` (an OAuthClientCredentials)."""
     from kafka.net.sasl.oauth import AbstractTokenProvider
 
-    from kconsole.cluster.security import ClientCredentialsTokens
+    from kconsole.cluster.security.translate import ClientCredentialsTokens
 
     class _ClientCredentials(AbstractTokenProvider):
         def __init__(self) -> None:
@@ -214,7 +214,7 @@ async def _ask_log_ends(
 
 def describe_at(admin: Any, request: Any, node_id: int, timeout_ms: int) -> list[dict[str, Any]]:
     """One group-describe request (ConsumerGroupDescribe / ShareGroupDescribe, from
-    kconsole.cluster.group_messages) sent to one broker, its group coordinator: the answer's
+    kconsole.cluster.groups.messages) sent to one broker, its group coordinator: the answer's
     `groups` as dicts (the response's to_dict()). Raises what the request failed with; when the
     broker supports no version of the API, `kafka.errors.IncompatibleBrokerVersion`."""
     response = admin._manager.run(_send, admin, request, node_id, timeout_ms)

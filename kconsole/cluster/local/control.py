@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kconsole.cluster.local import LocalCluster, Progress
+from kconsole.cluster.local.cluster import LocalCluster, Progress
 from kconsole.cluster.values import BrokerAction, ProcState
 
 

@@ -4,7 +4,7 @@
                                   cluster id, the controllers' directory ids)
     log4j2.xml                    shared by every process (log4j.properties on Kafka 3.9)
     security/                     a secured cluster's passwords or certificates (0700; as in
-                                  the ZooKeeper mode, kconsole.cluster.local_security)
+                                  the ZooKeeper mode, kconsole.cluster.local.security)
     controller-N/ broker-N/ (or node-N/ when combined)
         server.properties data/ server.log stdout.log format.log node.pid
 
@@ -27,10 +27,11 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from kconsole.cluster import jars, kraft_probes, security
+from kconsole.cluster import jars
 from kconsole.cluster.errors import ClusterError
-from kconsole.cluster.kraft_probes import QuorumState
-from kconsole.cluster.kraft_spec import (
+from kconsole.cluster.kraft import probes as kraft_probes
+from kconsole.cluster.kraft.probes import QuorumState
+from kconsole.cluster.kraft.spec import (
     KRaftNode,
     KRaftSpec,
     format_args,
@@ -39,15 +40,16 @@ from kconsole.cluster.kraft_spec import (
     node_properties,
     scram_arguments,
 )
-from kconsole.cluster.local_dir import StateDir, jvm_flags, private_file
-from kconsole.cluster.local_probes import check_port_free
-from kconsole.cluster.local_security import (
+from kconsole.cluster.local.probes import check_port_free
+from kconsole.cluster.local.security import (
     SASL_SCRAM,
     SSL,
     ensure_certificates,
     ensure_passwords,
 )
+from kconsole.cluster.local.state_dir import StateDir, jvm_flags, private_file
 from kconsole.cluster.procs import ManagedProcess, PidRecord, tail_lines, wait_reaped
+from kconsole.cluster.security import translate as security
 from kconsole.cluster.settings import (
     BROKER_HEAP,
     TEST_TOPIC,

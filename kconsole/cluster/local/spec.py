@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from kconsole.cluster.errors import ClusterError
-from kconsole.cluster.local_security import (
+from kconsole.cluster.local.security import (
     BROKER_USER,
     CLIENT_USER,
     PLAINTEXT,
@@ -65,7 +65,7 @@ class LocalClusterSpec:
     kafka_version: str = KAFKA_VERSION
     overrides: dict[str, str] = field(default_factory=dict)
     zk_overrides: dict[str, str] = field(default_factory=dict)
-    # plaintext | sasl-scram | ssl (kconsole.cluster.local_security); mTLS with ssl only
+    # plaintext | sasl-scram | ssl (kconsole.cluster.local.security); mTLS with ssl only
     security: str = PLAINTEXT
     mtls: bool = False
     # the user's own file holding the client user's password ("" = one generated in the

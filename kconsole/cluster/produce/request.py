@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from kconsole.cluster import clients, kafka_python
-from kconsole.cluster.clients import admin_config, kafka_python_config
 from kconsole.cluster.errors import ClusterError
+from kconsole.cluster.security import clients, kafka_python
+from kconsole.cluster.security.clients import admin_config, kafka_python_config
 from kconsole.config import Settings
 from kconsole.errors import AuthenticationFailed
 

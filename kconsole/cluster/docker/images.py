@@ -32,7 +32,7 @@ from typing import Any
 import docker
 
 from kconsole.cluster import jars
-from kconsole.cluster.docker import ENGINE_ERRORS, engine_message
+from kconsole.cluster.docker.control import ENGINE_ERRORS, engine_message
 from kconsole.cluster.errors import ClusterError
 from kconsole.paths import bundled
 

@@ -4,8 +4,8 @@ Every producer kconsole creates (the produce command, the drill workload) comes 
 `producer_config`, every consumer that must stay out of consumer groups (the verifier, a
 tail without a group) from `groupless_consumer_config`, every librdkafka admin client from
 `admin_config`, and every kafka-python admin client's arguments from `kafka_python_config`.
-The security settings in them come from one translation, kconsole.cluster.security (which also
-resolves secrets from the environment and from files, each time a client is made).
+The security settings in them come from one translation, kconsole.cluster.security.translate (which
+also resolves secrets from the environment and from files, each time a client is made).
 librdkafka's log lines go to the `kconsole.rdkafka` Python logger, never to the terminal, with
 every known secret scrubbed from them.
 """
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from kconsole import secrets
-from kconsole.cluster import security
+from kconsole.cluster.security import translate as security
 from kconsole.errors import AuthenticationFailed, ConfigError, config_error
 
 if TYPE_CHECKING:  # the cluster layer does not depend on the settings module at run time
@@ -239,7 +239,7 @@ def diagnose_auth(settings_or_config: Settings | Mapping[str, Any], timeout_s: f
 
 def client_config(settings_or_config: Settings | Mapping[str, Any]) -> dict[str, Any]:
     """librdkafka properties from Settings (bootstrap + -X) or a dict of them: secrets resolved,
-    checked and translated (kconsole.cluster.security.librdkafka_config); a new dict."""
+    checked and translated (kconsole.cluster.security.translate.librdkafka_config); a new dict."""
     if isinstance(settings_or_config, Mapping):
         conf = security.librdkafka_config(settings_or_config)
     else:
@@ -265,8 +265,8 @@ def check_client_properties(client: Mapping[str, str], origin: Mapping[str, str]
     one at once and each with where it came from (`origin`: "-X", "[client] in FILE", ...), before
     anything starts: a client made with them later would fail in a thread, far from the cause.
     Secrets are resolved first (a missing variable or file is said, with the property), and
-    the settings must be ones every client of kconsole can use (kconsole.cluster.security).
-    ConfigError says it, never a secret's value."""
+    the settings must be ones every client of kconsole can use
+    (kconsole.cluster.security.translate). ConfigError says it, never a secret's value."""
 
     def refusal(conf: Mapping[str, str]) -> str:
         try:
@@ -324,7 +324,8 @@ def kafka_python_config(
     config: Mapping[str, Any], timeout_s: float, *, client_id: str = "kconsole-groups"
 ) -> dict[str, Any]:
     """kafka-python client arguments for a librdkafka configuration (`client_id` unless the
-    configuration names its own): kconsole.cluster.security.kafka_python_args, with timeouts."""
+    configuration names its own): kconsole.cluster.security.translate.kafka_python_args, with
+    timeouts."""
     out: dict[str, Any] = {"request_timeout_ms": int(timeout_s * 1000)}
     out.update(security.kafka_python_args(config))
     out.setdefault("client_id", client_id)

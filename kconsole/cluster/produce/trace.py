@@ -1,8 +1,8 @@
 """Where a key goes: the Java client's default partitioner, and a key -> partition -> leader trace.
 
 The partition is computed exactly as the Java client's default partitioner does it (murmur2 of
-the key bytes, Java-compatible, from kafka-python); the producer (kconsole.cluster.clients) uses
-librdkafka's `murmur2_random` partitioner, so the records really land there.
+the key bytes, Java-compatible, from kafka-python); the producer (kconsole.cluster.security.clients)
+uses librdkafka's `murmur2_random` partitioner, so the records really land there.
 """
 
 from __future__ import annotations

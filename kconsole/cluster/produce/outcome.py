@@ -1,5 +1,5 @@
 """The outcome of a send, record by record, and its live tally: data only, so screens show
-sends without importing the producer (kconsole.cluster.produce_send, the command layer's)."""
+sends without importing the producer (kconsole.cluster.produce.send, the command layer's)."""
 
 from __future__ import annotations
 

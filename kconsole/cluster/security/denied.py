@@ -10,7 +10,7 @@ leaders)" rather than a bare error code.
 
 from __future__ import annotations
 
-from kconsole.cluster import security
+from kconsole.cluster.security import translate as security
 from kconsole.config import Settings
 from kconsole.errors import AuthorizationDenied
 

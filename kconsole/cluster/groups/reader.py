@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kconsole.cluster import kafka_python
-from kconsole.cluster.clients import kafka_python_config
+from kconsole.cluster.security import kafka_python
+from kconsole.cluster.security.clients import kafka_python_config
 from kconsole.errors import AuthenticationFailed
 from kconsole.models import Group, GroupPartition
 
@@ -660,7 +660,8 @@ class _Api:
     unsupported: str  # why a coordinator without it cannot be asked
 
     def request(self, group_ids: list[str]) -> Any:
-        from kconsole.cluster import group_messages  # kafka-python, loaded when first used
+        # kafka-python, loaded when first used
+        from kconsole.cluster.groups import messages as group_messages
 
         return getattr(group_messages, f"{self.name}Request")(
             group_ids=list(group_ids),
@@ -711,7 +712,7 @@ _READ = _ShareOffset(None, None)  # a partition the answer did not list: nothing
 
 def _share_offsets_request(group_ids: Sequence[str]) -> Any:
     """DescribeShareGroupOffsets of every partition (topics null) of each group."""
-    from kconsole.cluster import group_messages
+    from kconsole.cluster.groups import messages as group_messages
 
     req = group_messages.DescribeShareGroupOffsetsRequest
     return req(

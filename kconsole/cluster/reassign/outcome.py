@@ -1,5 +1,5 @@
 """What a reassignment is and what cancelling one did: data only, so the screen and the CLI
-show them without importing the client that acts (kconsole.cluster.reassign)."""
+show them without importing the client that acts (kconsole.cluster.reassign.client)."""
 
 from __future__ import annotations
 

@@ -309,7 +309,7 @@ def kafka_python_args(
 ) -> dict[str, Any]:
     """kafka-python keyword arguments (KafkaAdminClient, KafkaConsumer) for `config`'s servers,
     client id and security. OAUTHBEARER gets a client-credentials token provider
-    (`token_provider`, by default kconsole.cluster.kafka_python.oauth_token_provider)."""
+    (`token_provider`, by default kconsole.cluster.security.kafka_python.oauth_token_provider)."""
     resolved = secrets.resolve(config, origin)
     sec = _parse(resolved, origin or {})
     out: dict[str, Any] = {}
@@ -322,7 +322,7 @@ def kafka_python_args(
         out["sasl_mechanism"] = sec.mechanism
         if sec.oauth is not None:
             if token_provider is None:
-                from kconsole.cluster.kafka_python import oauth_token_provider
+                from kconsole.cluster.security.kafka_python import oauth_token_provider
 
                 token_provider = oauth_token_provider
             out["sasl_oauth_token_provider"] = token_provider(sec.oauth)

@@ -10,22 +10,21 @@ Outcomes come only from delivery reports, as in the drill workload: acked when l
 reports success, failed with the error's name, and whatever still has no report when the bounded
 flush ends is an unknown outcome, never counted as acked.
 
-The pieces live in their own modules; this one gathers them, so `kconsole.cluster.produce` is
+The pieces live in their own modules; this one gathers them, so `kconsole.cluster.produce.api` is
 the one name callers need:
 
     produce_trace     partition_for, the key -> partition -> leader Trace
     produce_request   parsing user input, ProduceRequest from a form, validation, TopicLimits
     produce_outcome   what a send did (Delivery, ProduceResult) and its live Tally
 
-Sending itself (kconsole.cluster.produce_send: produce_records) is not gathered here: only the
+Sending itself (kconsole.cluster.produce.send: produce_records) is not gathered here: only the
 command layer sends (Commands.produce), so screens and CLI commands that import this module
 cannot reach the producer through it.
 """
 
 from __future__ import annotations
 
-from kconsole.cluster.clients import RDKAFKA_LOG
-from kconsole.cluster.produce_outcome import (
+from kconsole.cluster.produce.outcome import (
     Delivery,
     OnProgress,
     ProduceResult,
@@ -34,7 +33,7 @@ from kconsole.cluster.produce_outcome import (
     TallyView,
     latency_summary,
 )
-from kconsole.cluster.produce_request import (
+from kconsole.cluster.produce.request import (
     ACKS_CHOICES,
     COMPRESSIONS,
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -59,7 +58,8 @@ from kconsole.cluster.produce_request import (
     record_size,
     validate,
 )
-from kconsole.cluster.produce_trace import Trace, partition_for, trace
+from kconsole.cluster.produce.trace import Trace, partition_for, trace
+from kconsole.cluster.security.clients import RDKAFKA_LOG
 
 __all__ = [
     "ACKS_CHOICES",

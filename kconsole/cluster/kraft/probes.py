@@ -9,7 +9,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
-from kconsole.cluster import kafka_python
+from kconsole.cluster.security import kafka_python
 
 NOT_LEADER_OR_FOLLOWER = 6
 
@@ -121,7 +121,7 @@ def broker_admin(
     bootstrap: str, timeout_ms: int = 5000, security: Mapping[str, Any] | None = None
 ) -> Iterator[Any]:
     """A kafka-python KafkaAdminClient on the brokers, closed on exit; `security`: its
-    kafka-python security arguments (kconsole.cluster.security.kafka_python_args)."""
+    kafka-python security arguments (kconsole.cluster.security.translate.kafka_python_args)."""
     admin = kafka_python.admin_client(
         {
             **(security or {}),

@@ -7,7 +7,7 @@ finds the controllers through `controller.quorum.bootstrap.servers`, and the vot
 when the storage is formatted (`--initial-controllers` on controllers,
 `--no-initial-controllers` on brokers), so controllers can be added and removed later.
 
-Secured (`security` sasl-scram or ssl, as in the ZooKeeper mode: kconsole.cluster.local_security)
+Secured (`security` sasl-scram or ssl, as in the ZooKeeper mode: kconsole.cluster.local.security)
 only the brokers' listener changes: clients and brokers between themselves use it. The
 controller listener stays PLAINTEXT on the cluster's host (127.0.0.1): a controller cannot
 check a SCRAM login before it has read the metadata log that holds the credentials, so SCRAM
@@ -18,7 +18,7 @@ sasl-scram the SCRAM users are created when the storage is formatted (`--add-scr
 the controllers, which write them into the metadata log on the first start), and every node
 runs the StandardAuthorizer: super users kconsole-broker and kconsole, no ACL = denied.
 
-Pure functions, unit-tested, like kconsole.cluster.local_spec for the ZooKeeper mode.
+Pure functions, unit-tested, like kconsole.cluster.local.spec for the ZooKeeper mode.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pathlib import Path
 
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.jars import kafka_major
-from kconsole.cluster.local_security import (
+from kconsole.cluster.local.security import (
     BROKER_USER,
     CLIENT_USER,
     PLAINTEXT,
@@ -44,7 +44,7 @@ from kconsole.cluster.local_security import (
     read_secret,
     scram_credential,
 )
-from kconsole.cluster.local_spec import LOG4J_PROPERTIES, check_port
+from kconsole.cluster.local.spec import LOG4J_PROPERTIES, check_port
 from kconsole.cluster.settings import (
     BROKER_BASE_PORT,
     HOST,
@@ -134,7 +134,7 @@ class KRaftSpec:
     cluster_id: str = ""
     directory_ids: dict[str, str] = field(default_factory=dict)  # str(node id) -> dir id
     mode: str = MODE
-    # plaintext | sasl-scram | ssl (kconsole.cluster.local_security); mTLS with ssl only
+    # plaintext | sasl-scram | ssl (kconsole.cluster.local.security); mTLS with ssl only
     security: str = PLAINTEXT
     mtls: bool = False
     # the user's own file holding the client user's password ("" = one generated in the

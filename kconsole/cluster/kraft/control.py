@@ -8,7 +8,7 @@ observer shows them as brokers); `node_states()` has every node, controllers inc
 
 from __future__ import annotations
 
-from kconsole.cluster.kraft import KRaftCluster, Progress, node_label
+from kconsole.cluster.kraft.cluster import KRaftCluster, Progress, node_label
 from kconsole.cluster.values import BrokerAction, ProcState
 
 

@@ -4,7 +4,7 @@ Plain data in and out: a move is (topic, partition, target replicas). Throttles 
 Kafka's own kafka-reassign-partitions tool sets them (ReassignPartitionsCommand:
 calculateProposedMoveMap, calculateLeaderThrottles, calculateFollowerThrottles,
 modifyReassignmentThrottle), and removed the way its --verify does once a reassignment is done.
-Election results are built in kconsole.cluster.elect (ElectResult is re-exported here).
+Election results are built in kconsole.cluster.reassign.elect (ElectResult is re-exported here).
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ import kafka.errors as kerrors
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
 from kafka.structs import TopicPartition
 
-from kconsole.cluster import denied, kafka_python
-from kconsole.cluster.clients import kafka_python_config
-from kconsole.cluster.elect import ELECTION_TYPES, ElectResult, elect_results, error_text
-from kconsole.cluster.reassign_outcome import CancelOutcome, Ongoing
-from kconsole.cluster.throttles import throttles_of
+from kconsole.cluster.reassign.elect import ELECTION_TYPES, ElectResult, elect_results, error_text
+from kconsole.cluster.reassign.outcome import CancelOutcome, Ongoing
+from kconsole.cluster.reassign.throttles import throttles_of
+from kconsole.cluster.security import denied, kafka_python
+from kconsole.cluster.security.clients import kafka_python_config
 from kconsole.config import Settings
 from kconsole.errors import ClusterError
 

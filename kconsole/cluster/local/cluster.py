@@ -8,10 +8,10 @@ starts ZooKeeper alone, and stops, kills, pauses, resumes and starts single brok
     local_probes   readiness probes: ZooKeeper reads, `ruok`, port checks
     local_status   ClusterStatus of every process
 
-kconsole.cluster.local_control builds LocalBrokerControl (the BrokerControl) on LocalCluster.
+kconsole.cluster.local.control builds LocalBrokerControl (the BrokerControl) on LocalCluster.
 
-Every name callers import from here is re-exported, so `kconsole.cluster.local` stays the one
-place to import the local cluster from.
+Every name callers import from here is re-exported, so `kconsole.cluster.local.cluster` stays the
+one place to import the local cluster from.
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ from pathlib import Path
 
 from kconsole.cluster import jars
 from kconsole.cluster.errors import ClusterError
-from kconsole.cluster.local_dir import LocalClusterDir
-from kconsole.cluster.local_probes import (
+from kconsole.cluster.local.probes import (
     Registration,
     check_port_free,
     fresh_registrations,
@@ -37,8 +36,8 @@ from kconsole.cluster.local_probes import (
     wait_for,
     zk_ruok,
 )
-from kconsole.cluster.local_security import SASL_SCRAM, ensure_scram_users
-from kconsole.cluster.local_spec import (
+from kconsole.cluster.local.security import SASL_SCRAM, ensure_scram_users
+from kconsole.cluster.local.spec import (
     LOG4J_PROPERTIES,
     ZK_PREFIX,
     LocalClusterSpec,
@@ -50,7 +49,8 @@ from kconsole.cluster.local_spec import (
     session_expiry_bound_s,
     zookeeper_properties,
 )
-from kconsole.cluster.local_status import ClusterStatus, ProcessStatus, read_status
+from kconsole.cluster.local.state_dir import LocalClusterDir
+from kconsole.cluster.local.status import ClusterStatus, ProcessStatus, read_status
 from kconsole.cluster.procs import ManagedProcess, PidRecord, wait_reaped
 from kconsole.cluster.settings import TEST_TOPIC, TEST_TOPIC_PARTITIONS, TEST_TOPIC_RF
 from kconsole.cluster.values import ProcState

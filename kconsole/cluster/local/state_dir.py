@@ -6,7 +6,7 @@
     broker-N/server.properties data/ server.log stdout.log broker.pid
 
 LocalClusterDir knows where everything is, writes the configuration, spawns a process and
-explains one that died; kconsole.cluster.local.LocalCluster builds the lifecycle on it.
+explains one that died; kconsole.cluster.local.cluster.LocalCluster builds the lifecycle on it.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from contextlib import AbstractContextManager, suppress
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
-from kconsole.cluster import jars, local_probes
+from kconsole.cluster import jars
 from kconsole.cluster.errors import ClusterError
-from kconsole.cluster.local_security import (
+from kconsole.cluster.local import probes as local_probes
+from kconsole.cluster.local.security import (
     SASL_SCRAM,
     SSL,
     SecurityFiles,
@@ -28,7 +29,7 @@ from kconsole.cluster.local_security import (
     ensure_certificates,
     ensure_passwords,
 )
-from kconsole.cluster.local_spec import (
+from kconsole.cluster.local.spec import (
     LOG4J_PROPERTIES,
     LocalClusterSpec,
     broker_properties,
@@ -36,7 +37,7 @@ from kconsole.cluster.local_spec import (
     zookeeper_properties,
 )
 from kconsole.cluster.procs import ManagedProcess, tail_lines
-from kconsole.cluster.security import librdkafka_config
+from kconsole.cluster.security.translate import librdkafka_config
 from kconsole.cluster.settings import BROKER_HEAP, ZOOKEEPER_HEAP, broker_port
 from kconsole.cluster.values import ProcState
 
@@ -110,7 +111,7 @@ class StateDir(Generic[S]):
     def proc_dir(self, name: str) -> Path:
         return self.state_dir / name
 
-    # -- security (kconsole.cluster.local_security) -----------------------------------------
+    # -- security (kconsole.cluster.local.security) -----------------------------------------
     def security_files(self) -> SecurityFiles:
         """Where this cluster's secrets and certificates are."""
         return SecurityFiles(self.state_dir, self.spec.password_file)

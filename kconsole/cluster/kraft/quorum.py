@@ -19,8 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from kconsole.cluster import kafka_python
-from kconsole.cluster.clients import kafka_python_config, nothing_listens
+from kconsole.cluster.security import kafka_python
+from kconsole.cluster.security.clients import kafka_python_config, nothing_listens
 from kconsole.errors import ClusterError
 from kconsole.models import FeatureLevel, Features, Quorum, QuorumReplica
 

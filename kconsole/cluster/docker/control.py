@@ -37,10 +37,10 @@ from typing import Any, Protocol
 import docker
 import requests
 
-from kconsole.cluster import kraft_probes
 from kconsole.cluster.errors import ClusterError
-from kconsole.cluster.kraft import QUORUM_GRACE_S, UNFENCED_LINE
-from kconsole.cluster.kraft_probes import QuorumState
+from kconsole.cluster.kraft import probes as kraft_probes
+from kconsole.cluster.kraft.cluster import QUORUM_GRACE_S, UNFENCED_LINE
+from kconsole.cluster.kraft.probes import QuorumState
 from kconsole.cluster.settings import ZK_TICK_TIME_MS
 from kconsole.cluster.values import BrokerAction, ProcState
 
@@ -111,7 +111,7 @@ def _addresses(servers: str) -> list[tuple[str, int]]:
 @dataclass
 class KRaftReads:
     """How the docker backend verifies a KRaft node's start, with the reads the local KRaft
-    backend uses (kconsole.cluster.kraft_probes): the quorum as its leader describes it
+    backend uses (kconsole.cluster.kraft.probes): the quorum as its leader describes it
     (DescribeQuorum, asked of the controllers directly) and every registered broker's fencing
     (DescribeCluster through the brokers).
 

@@ -1,0 +1,1 @@
+"""The docker compose clusters: broker control by container, and their images."""

@@ -1,0 +1,1 @@
+"""Consumer, share and streams groups: the reader and the protocol messages."""

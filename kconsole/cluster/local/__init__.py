@@ -1,0 +1,1 @@
+"""The local cluster in ZooKeeper mode: its spec, state dir, processes and probes."""

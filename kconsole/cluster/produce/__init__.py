@@ -1,0 +1,1 @@
+"""Producing records: the request, the key -> partition trace, the send, outcomes."""

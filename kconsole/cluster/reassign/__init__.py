@@ -1,0 +1,1 @@
+"""Partition reassignment and leader elections: the client, its records, outcomes."""

@@ -1,0 +1,1 @@
+"""Clients of a (secured) cluster: settings translated per library, refusals."""
