@@ -65,7 +65,7 @@ GUARDED: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
     ("kconsole.cluster.produce.send", None, ("produce_records",)),
     # a producer kept open: made (it asks a broker for a producer id) and closed
     ("kconsole.cluster.produce.send", "WarmProducer", ("start", "close")),
-    ("kconsole.cluster.tail", "Tailer", ("join",)),
+    ("kconsole.cluster.tailer", "Tailer", ("join",)),
     ("kconsole.drills.runner", "DrillRunner", ("run",)),
 )
 

@@ -25,7 +25,7 @@ from kconsole.cluster.local.spec import (
     usable_ports,
 )
 from kconsole.cluster.local.status import ClusterStatus
-from kconsole.cluster.procs import tail_lines
+from kconsole.cluster.logs import tail_lines
 from kconsole.cluster.settings import (
     KAFKA_VERSION,
     KRAFT_KAFKA_VERSION,

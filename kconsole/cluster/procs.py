@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psutil
 
+from kconsole.cluster.logs import tail_lines
 from kconsole.cluster.values import ProcState
 
 
@@ -233,25 +234,3 @@ def wait_reaped(records: list[PidRecord | None], timeout: float) -> list[PidReco
         if not left or time.monotonic() >= deadline:
             return left
         time.sleep(0.02)
-
-
-def tail_lines(path: Path, lines: int) -> list[str]:
-    """The last `lines` whole lines of a text file, read from the end.
-
-    Only whole lines: a JVM writing its log flushes a buffer at a time, so the end of the file
-    can hold the first half of a line (shown whole by the next read), and a read that starts
-    inside the file starts inside a line."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            block = min(size, max(8192, lines * 400))
-            fh.seek(size - block)
-            data = fh.read(block)
-    except OSError:
-        return []
-    end = data.rfind(b"\n")
-    if end < 0:
-        return []
-    start = data.find(b"\n") + 1 if block < size else 0
-    return data[start : end + 1].decode("utf-8", "replace").splitlines()[-lines:]

@@ -86,7 +86,7 @@ class Commands(ReassignCommands):
         (given, or picked by `backend`, default the settings' choice, when first needed), the
         job manager (`jobs`, or one in `jobs_state_dir`), the reassignment client, tails, and
         the local cluster in `cluster_dir` (default the settings' one)."""
-        from kconsole.cluster.tail import tail_factory
+        from kconsole.cluster.tailer import tail_factory
         from kconsole.jobs.manager import JobManager
 
         if cluster_id is None:

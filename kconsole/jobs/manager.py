@@ -27,7 +27,8 @@ import psutil
 
 from kconsole import paths
 from kconsole.cluster import jars
-from kconsole.cluster.procs import tail_lines, wait_exited
+from kconsole.cluster.logs import tail_lines
+from kconsole.cluster.procs import wait_exited
 from kconsole.config import Settings
 from kconsole.jobs.client import (
     CLIENT_FILE,

@@ -17,7 +17,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from kconsole.cluster.procs import ManagedProcess, tail_lines
+from kconsole.cluster.logs import tail_lines
+from kconsole.cluster.procs import ManagedProcess
 from kconsole.jobs.progress import (
     CheckpointNote,
     JobProgress,

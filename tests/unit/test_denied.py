@@ -15,7 +15,8 @@ from confluent_kafka import KafkaError, KafkaException
 from kconsole.cluster.produce.send import WarmProducer
 from kconsole.cluster.reassign.client import ReassignClient
 from kconsole.cluster.security import denied
-from kconsole.cluster.tail import Tailer, TailError
+from kconsole.cluster.tail import TailError
+from kconsole.cluster.tailer import Tailer
 from kconsole.config import Settings
 from kconsole.errors import AuthorizationDenied
 

@@ -24,7 +24,8 @@ from kconsole.cluster.kraft.spec import (
     node_properties,
     scram_arguments,
 )
-from kconsole.cluster.local.security import SecurityFiles, ensure_passwords, read_secret
+from kconsole.cluster.local.credentials import ensure_passwords
+from kconsole.cluster.local.security import SecurityFiles, read_secret
 from kconsole.commands.local_security import with_local_security
 from kconsole.config import Settings
 

@@ -16,14 +16,16 @@ from typing import Any
 import pytest
 
 from kconsole.cluster.errors import ClusterError
+from kconsole.cluster.local.credentials import (
+    ensure_certificates,
+    ensure_passwords,
+    ensure_scram_users,
+)
 from kconsole.cluster.local.security import (
     BROKER_USER,
     CLIENT_USER,
     SecurityFiles,
     client_properties,
-    ensure_certificates,
-    ensure_passwords,
-    ensure_scram_users,
     scram_credential,
     security_summary,
     zk_credential_text,

@@ -22,7 +22,8 @@ from kconsole.cluster.local.cluster import (
     LocalClusterSpec,
     check_port_free,
 )
-from kconsole.cluster.procs import ManagedProcess, tail_lines, wait_reaped
+from kconsole.cluster.logs import tail_lines
+from kconsole.cluster.procs import ManagedProcess, wait_reaped
 from kconsole.cluster.values import ProcState
 from tests.processes import zombie_children
 from tests.waiting import wait_until

@@ -8,10 +8,8 @@ import pytest
 from confluent_kafka import OFFSET_INVALID, TopicPartition
 
 from kconsole.cluster.tail import (
-    PREFETCH_KB,
     StartAt,
     TailBuffer,
-    Tailer,
     TailError,
     TailPosition,
     TailRecord,
@@ -20,6 +18,7 @@ from kconsole.cluster.tail import (
     start_notes,
     start_positions,
 )
+from kconsole.cluster.tailer import PREFETCH_KB, Tailer
 from kconsole.config import Settings
 
 NOW_MS = 1_800_000_000_000

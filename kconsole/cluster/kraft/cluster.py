@@ -40,15 +40,12 @@ from kconsole.cluster.kraft.spec import (
     node_properties,
     scram_arguments,
 )
+from kconsole.cluster.local.credentials import ensure_certificates, ensure_passwords
 from kconsole.cluster.local.probes import check_port_free
-from kconsole.cluster.local.security import (
-    SASL_SCRAM,
-    SSL,
-    ensure_certificates,
-    ensure_passwords,
-)
+from kconsole.cluster.local.security import SASL_SCRAM, SSL
 from kconsole.cluster.local.state_dir import StateDir, jvm_flags, private_file
-from kconsole.cluster.procs import ManagedProcess, PidRecord, tail_lines, wait_reaped
+from kconsole.cluster.logs import tail_lines
+from kconsole.cluster.procs import ManagedProcess, PidRecord, wait_reaped
 from kconsole.cluster.security import translate as security
 from kconsole.cluster.settings import (
     BROKER_HEAP,

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from kconsole.cluster import jars
 from kconsole.cluster.errors import ClusterError
+from kconsole.cluster.local.credentials import ensure_scram_users
 from kconsole.cluster.local.probes import (
     Registration,
     check_port_free,
@@ -36,7 +37,7 @@ from kconsole.cluster.local.probes import (
     wait_for,
     zk_ruok,
 )
-from kconsole.cluster.local.security import SASL_SCRAM, ensure_scram_users
+from kconsole.cluster.local.security import SASL_SCRAM
 from kconsole.cluster.local.spec import (
     LOG4J_PROPERTIES,
     ZK_PREFIX,

@@ -21,14 +21,8 @@ from typing import Generic, Protocol, TypeVar
 from kconsole.cluster import jars
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.local import probes as local_probes
-from kconsole.cluster.local.security import (
-    SASL_SCRAM,
-    SSL,
-    SecurityFiles,
-    client_properties,
-    ensure_certificates,
-    ensure_passwords,
-)
+from kconsole.cluster.local.credentials import ensure_certificates, ensure_passwords
+from kconsole.cluster.local.security import SASL_SCRAM, SSL, SecurityFiles, client_properties
 from kconsole.cluster.local.spec import (
     LOG4J_PROPERTIES,
     LocalClusterSpec,
@@ -36,7 +30,8 @@ from kconsole.cluster.local.spec import (
     render_properties,
     zookeeper_properties,
 )
-from kconsole.cluster.procs import ManagedProcess, tail_lines
+from kconsole.cluster.logs import tail_lines
+from kconsole.cluster.procs import ManagedProcess
 from kconsole.cluster.security.translate import librdkafka_config
 from kconsole.cluster.settings import BROKER_HEAP, ZOOKEEPER_HEAP, broker_port
 from kconsole.cluster.values import ProcState

@@ -1,6 +1,6 @@
 """The tail view: records of a topic (or one partition) as they arrive.
 
-A thread worker owns the tail, which the command layer opens (kconsole.cluster.tail.Tailer by
+A thread worker owns the tail, which the command layer opens (kconsole.cluster.tailer.Tailer by
 default): it reads as fast as the tail gives records and puts them in a TailBuffer, which keeps
 only the newest MAX_ROWS not yet shown; the screen takes them when told (one telling in flight,
 at most every BATCH_EVERY_S), so a tail racing through a large topic keeps its memory bounded
