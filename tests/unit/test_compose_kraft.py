@@ -3,7 +3,7 @@
 No Docker engine is needed: the file is parsed with PyYAML (whose safe_load resolves the
 `<<: *anchor` merges), its `${VAR:-default}` values are read with their defaults, and every
 node's KAFKA_* variables, turned into server.properties keys the way the image's entrypoint
-does (compose/kafka/kafka-entrypoint), are compared with kraft_spec.node_properties() of the
+does (compose/kafka/kafka-entrypoint), are compared with kraft/spec.py node_properties() of the
 local KRaft cluster with dedicated controllers (KRaftSpec()).
 """
 

@@ -11,8 +11,9 @@ import pytest
 
 
 def _modules(package: str) -> list[str]:
+    """The package and every module under it, in its subpackages too (kconsole.cluster.local.*)."""
     mod = importlib.import_module(package)
-    return [package, *(f"{package}.{m.name}" for m in pkgutil.iter_modules(mod.__path__))]
+    return [package, *(m.name for m in pkgutil.walk_packages(mod.__path__, f"{package}."))]
 
 
 HEADLESS = [

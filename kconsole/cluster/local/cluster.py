@@ -3,10 +3,11 @@
 LocalCluster brings the cluster up (idempotently) and down, waits until it is ready, stops and
 starts ZooKeeper alone, and stops, kills, pauses, resumes and starts single brokers. It builds on:
 
-    local_spec     LocalClusterSpec and the server.properties / zoo.cfg it renders
-    local_dir      LocalClusterDir: the state directory's layout, config files and processes
-    local_probes   readiness probes: ZooKeeper reads, `ruok`, port checks
-    local_status   ClusterStatus of every process
+    spec           LocalClusterSpec and the server.properties / zoo.cfg it renders
+    state_dir      LocalClusterDir: the state directory's layout, config files and processes
+    probes         readiness probes: ZooKeeper reads, `ruok`, port checks
+    status         ClusterStatus of every process
+    security       what a security mode sets; credentials makes its passwords, users, certificates
 
 kconsole.cluster.local.control builds LocalBrokerControl (the BrokerControl) on LocalCluster.
 

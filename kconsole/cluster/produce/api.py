@@ -13,9 +13,9 @@ flush ends is an unknown outcome, never counted as acked.
 The pieces live in their own modules; this one gathers them, so `kconsole.cluster.produce.api` is
 the one name callers need:
 
-    produce_trace     partition_for, the key -> partition -> leader Trace
-    produce_request   parsing user input, ProduceRequest from a form, validation, TopicLimits
-    produce_outcome   what a send did (Delivery, ProduceResult) and its live Tally
+    trace     partition_for, the key -> partition -> leader Trace
+    request   parsing user input, ProduceRequest from a form, validation, TopicLimits
+    outcome   what a send did (Delivery, ProduceResult) and its live Tally
 
 Sending itself (kconsole.cluster.produce.send: produce_records) is not gathered here: only the
 command layer sends (Commands.produce), so screens and CLI commands that import this module

@@ -82,7 +82,7 @@ def trace(
 ) -> Trace:
     """Where `key` (or the explicit `partition`) goes in `snapshot`, and what is wrong there.
 
-    With `record_bytes` (produce_request.record_size) and the topic's `max_message_bytes`, a
+    With `record_bytes` (request.record_size) and the topic's `max_message_bytes`, a
     record the send would refuse as too large is a warning too (`limit_source` says where the
     limit came from, as TopicLimits does)."""
     t = _route(snapshot, topic, key, partition)

@@ -26,7 +26,7 @@ What they rely on, beyond kafka-python's public API:
 - `kafka.net.sasl.oauth.AbstractTokenProvider`: what `sasl_oauth_token_provider` must be an
   instance of (kafka-python has no client-credentials provider of its own).
 - `kafka.protocol.api_message.ApiMessage` subclassed with `load_json=` (kconsole.cluster.
-  group_messages): a protocol class from a JSON message schema kafka-python does not ship.
+  groups.messages): a protocol class from a JSON message schema kafka-python does not ship.
 - Protocol response fields: ListPartitionReassignmentsResponse `error_code`, `error_message`,
   `topics[].name`, `.partitions[].partition_index`, `.replicas`, `.adding_replicas`,
   `.removing_replicas`; ListOffsetsResponse `topics[].name`, `.partitions[].partition_index`,
