@@ -263,8 +263,11 @@ class DrillRunner:
                 return ""
             if attempt == RESTORE_ATTEMPTS or time.monotonic() + backoff > deadline:
                 break
-            if self._state(node) is ProcState.RUNNING:  # every heal leaves its node so
-                break  # its process runs: another start would only be refused
+            # A heal that leaves its node's process running (a start, a resume) is not tried
+            # again once it runs: another start would only be refused. A network fault's
+            # node runs all along: its heal is tried again.
+            if self._state(node) is ProcState.RUNNING and self._stops_process():
+                break
             time.sleep(backoff)  # a short backoff before the next attempt
             backoff *= 2
         return (
@@ -272,6 +275,10 @@ class DrillRunner:
             f"{'s' if len(errors) > 1 else ''}: {'; '.join(errors)}); it is "
             f"{self._state_text(node)}. Run `{self._command(action, node)}`"
         )
+
+    def _stops_process(self) -> bool:
+        """Whether the drill's fault leaves its node's process other than running."""
+        return fault_kind(self.spec.fault).leaves is not ProcState.RUNNING
 
     def _state(self, node: int) -> ProcState | None:
         try:

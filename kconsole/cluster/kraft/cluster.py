@@ -669,6 +669,19 @@ class KRaftCluster(StateDir[KRaftSpec]):
         if not _wait(lambda: proc.state() is ProcState.RUNNING, 5.0):
             raise ClusterError(f"{node_label(name)} is still shown stopped 5 s after SIGCONT")
 
+    def isolate_node(self, name: str) -> str:
+        """Cut the node off the network: what it sends and what is sent to its ports (broker
+        and controller) are dropped (kconsole.cluster.net); what was done, read back."""
+        node = self.node_named(name)
+        label = node_label(name)
+        net = self.net_node(name, label, self._ports(node), self.spec.host, "isolate")
+        return self.net_faults().isolate(net)
+
+    def heal_node(self, name: str) -> str:
+        """End the node's network fault; what was removed, read back."""
+        self.node_named(name)
+        return self.net_faults().heal(name, node_label(name))
+
     def start_node(self, name: str, *, timeout: float = 120.0) -> NodeStart:
         """Start a stopped node with its configuration and data, and verify it is back: a
         broker registered and unfenced (its own log says so, and the cluster's metadata
@@ -866,6 +879,8 @@ class KRaftCluster(StateDir[KRaftSpec]):
         the last ones lose their majority, and a combined node's broker half then waits for a
         controlled shutdown that can no longer commit until it is killed.
         """
+        # First the network faults: no rule of this cluster's outlives it.
+        self.net_faults().heal_all()
         stopped: list[str] = []
         records: list[PidRecord | None] = []
         nodes = self.spec.nodes()

@@ -64,6 +64,10 @@ class KRaftNodeControl:
         if action is BrokerAction.RESUME:
             c.resume_node(node.name)
             return f"{what} resumed (SIGCONT)"
+        if action is BrokerAction.ISOLATE:
+            return c.isolate_node(node.name)
+        if action is BrokerAction.HEAL:
+            return c.heal_node(node.name)
         say = progress or self.progress
         if say is not None:
             say(f"starting {what}; waiting until it is back in its roles")

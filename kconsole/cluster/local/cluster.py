@@ -439,6 +439,9 @@ class LocalCluster(LocalClusterDir):
         retry against a controller that is itself going away. A broker that does not exit within
         `timeout` is killed.
         """
+        # First the network faults: no rule of this cluster's outlives it.
+        for line in self.net_faults().heal_all():
+            log.info("cluster down: %s", line)
         stopped: list[str] = []
         records: list[PidRecord | None] = []
         order = [
@@ -558,6 +561,20 @@ class LocalCluster(LocalClusterDir):
             raise ClusterError(f"broker {broker_id} is not paused ({proc.state().value})")
         proc.signal(signal.SIGCONT)
         wait_for(lambda: proc.state() is ProcState.RUNNING, 5.0)
+
+    def isolate_broker(self, broker_id: int) -> str:
+        """Cut the broker off the network: what it sends and what is sent to its port are
+        dropped (kconsole.cluster.net); what was done, read back."""
+        self.broker(broker_id)
+        name = f"broker-{broker_id}"
+        label = f"broker {broker_id}"
+        node = self.net_node(name, label, [self.port_of(name)], self.spec.host, "isolate")
+        return self.net_faults().isolate(node)
+
+    def heal_broker(self, broker_id: int) -> str:
+        """End the broker's network fault; what was removed, read back."""
+        self.broker(broker_id)
+        return self.net_faults().heal(f"broker-{broker_id}", f"broker {broker_id}")
 
     def start_broker(
         self,

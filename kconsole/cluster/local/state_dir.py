@@ -31,6 +31,7 @@ from kconsole.cluster.local.spec import (
     zookeeper_properties,
 )
 from kconsole.cluster.logs import tail_lines
+from kconsole.cluster.net.faults import NetFaults, NetNode
 from kconsole.cluster.procs import ManagedProcess
 from kconsole.cluster.security.translate import librdkafka_config
 from kconsole.cluster.settings import BROKER_HEAP, ZOOKEEPER_HEAP, broker_port
@@ -130,6 +131,19 @@ class StateDir(Generic[S]):
 
     def pid_file_name(self, name: str) -> str:
         return self.PID_FILE
+
+    # -- network faults (kconsole.cluster.net) ----------------------------------------------
+    def net_faults(self) -> NetFaults:
+        """The network faults of this cluster: tagged by its state dir, recorded in it."""
+        return NetFaults(self.state_dir)
+
+    def net_node(self, name: str, label: str, ports: list[int], host: str, verb: str) -> NetNode:
+        """Node `name` as a network fault acts on it (ClusterError when it is not running)."""
+        proc = self.process(name)
+        pid = proc.pid
+        if pid is None or proc.state() is ProcState.STOPPED:
+            raise ClusterError(f"cannot {verb} {label}: it is not running")
+        return NetNode(name, label, pid, tuple(ports), host)
 
     def process(self, name: str) -> ManagedProcess:
         """The ManagedProcess of the node `name` (one object per name)."""

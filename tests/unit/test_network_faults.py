@@ -1,0 +1,288 @@
+"""Issue 37, isolate: the rules as exact iptables command lines, the tag and comments, the
+refusal before any effect when root, iptables or the cgroup v2 hierarchy is missing, and the
+record in the state dir that lets another process heal. The machine is replaced by a fake that
+keeps iptables' chains and the cgroups' memberships the way the kernel does (tests/integration/
+test_network_faults.py runs the real ones)."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kconsole.cluster.errors import ClusterError
+from kconsole.cluster.net import host, record
+from kconsole.cluster.net.faults import NetFaults, NetNode
+from kconsole.cluster.net.rules import (
+    Conn,
+    append_rule,
+    chain_name,
+    cluster_tag,
+    comment,
+    insert_jump,
+    isolate_rules,
+    jump_spec,
+)
+
+TAG = "abcd1234"
+HYBRID = """tmpfs /sys/fs/cgroup tmpfs rw,relatime,mode=755 0 0
+cgroup /sys/fs/cgroup/cpu cgroup rw,relatime,cpu 0 0
+cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0
+"""
+
+
+def test_the_tag_is_short_stable_and_names_the_chain_and_comments(tmp_path: Path) -> None:
+    tag = cluster_tag(tmp_path / "c")
+    assert tag == cluster_tag(tmp_path / "x" / ".." / "c") and len(tag) == 8
+    assert tag != cluster_tag(tmp_path / "d")
+    assert chain_name(tag) == f"KCONSOLE-{tag}" and len(chain_name(tag)) <= 28
+    assert (
+        comment(tag) == f"kconsole:{tag}" and comment(tag, "broker-2") == f"kconsole:{tag}:broker-2"
+    )
+
+
+def test_isolate_rules_are_exact_command_lines() -> None:
+    conn = Conn("127.0.0.1", 40100, "127.0.0.1", 30081)
+    rules = isolate_rules(TAG, "broker-2", "127.0.0.1", (30093,), (conn,))
+    argv = [append_rule(TAG, r.spec(TAG, "broker-2")) for r in rules]
+    head = ["iptables", "-w", "5", "-t", "filter", "-A", "KCONSOLE-abcd1234", "-p", "tcp"]
+    tail = ["-m", "comment", "--comment", "kconsole:abcd1234:broker-2", "-j", "DROP"]
+    assert argv == [
+        [*head, "-m", "cgroup", "--path", "kconsole/abcd1234/broker-2", *tail],
+        [*head, "-d", "127.0.0.1", "--dport", "30093", *tail],
+        [*head, "-s", "127.0.0.1", "--sport", "30093", *tail],
+        [
+            *head,
+            "-s",
+            "127.0.0.1",
+            "--sport",
+            "40100",
+            "-d",
+            "127.0.0.1",
+            "--dport",
+            "30081",
+            *tail,
+        ],
+    ]
+    assert insert_jump(TAG) == [
+        "iptables", "-w", "5", "-t", "filter", "-I", "OUTPUT", "1",
+        "-m", "comment", "--comment", "kconsole:abcd1234", "-j", "KCONSOLE-abcd1234",
+    ]  # fmt: skip
+    # A KRaft combined node listens on two ports: both are cut.
+    two = isolate_rules(TAG, "node-1", "127.0.0.1", (30091, 30191))
+    assert [r.match[-1] for r in two] == [
+        "kconsole/abcd1234/node-1",
+        "30091",
+        "30091",
+        "30191",
+        "30191",
+    ]
+
+
+def test_the_cgroup2_mount_is_read_from_the_mounts() -> None:
+    assert host.cgroup2_mount(HYBRID) == Path("/sys/fs/cgroup/unified")
+    assert host.cgroup2_mount("cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid 0 0\n") == Path(
+        "/sys/fs/cgroup"
+    )
+    assert host.cgroup2_mount("cgroup2 /sys/fs/cgroup cgroup2 ro,nosuid 0 0\n") is None
+    assert host.cgroup2_mount("cgroup /sys/fs/cgroup/cpu cgroup rw,cpu 0 0\n") is None
+
+
+class FakeMachine:
+    """iptables (its chains, -N -A -C -D -I -S -F -X as the real one answers them) and the
+    cgroup v2 hierarchy (a process in exactly one cgroup; a directory removable once empty)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.chains: dict[str, list[list[str]]] = {"OUTPUT": [], "INPUT": [], "FORWARD": []}
+        self.cgroups: dict[int, str] = {}
+        self.calls: list[list[str]] = []
+
+    def run(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
+        self.calls.append(argv)
+        assert argv[:5] == ["iptables", "-w", "5", "-t", "filter"], argv
+        op, chain, *rest = argv[5:]
+
+        def done(code: int = 0, out: str = "", err: str = "") -> subprocess.CompletedProcess[str]:
+            return subprocess.CompletedProcess(argv, code, out, err)
+
+        if op == "-N":
+            if chain in self.chains:
+                return done(1, err="iptables: Chain already exists.")
+            self.chains[chain] = []
+            return done()
+        if chain not in self.chains:
+            return done(1, err=f"iptables: No chain/target/match by that name ({chain}).")
+        rules = self.chains[chain]
+        if op == "-A":
+            rules.append(rest)
+        elif op == "-I":
+            rules.insert(int(rest[0]) - 1, rest[1:])
+        elif op == "-C":
+            return done(0 if rest in rules else 1)
+        elif op == "-D":
+            if rest not in rules:
+                return done(
+                    1, err="iptables: Bad rule (does a matching rule exist in that chain?)."
+                )
+            rules.remove(rest)
+        elif op == "-S":
+            lines = [f"-N {chain}", *(f"-A {chain} {shlex.join(r)}" for r in rules)]
+            return done(out="\n".join(lines) + "\n")
+        elif op == "-F":
+            rules.clear()
+        elif op == "-X":
+            if rules or any(r[-1] == chain for rs in self.chains.values() for r in rs):
+                return done(1, err="iptables: Directory not empty.")
+            del self.chains[chain]
+        return done()
+
+    def move(self, pid: int, cgroup_dir: Path) -> None:
+        assert cgroup_dir.is_dir(), cgroup_dir
+        rel = cgroup_dir.relative_to(self.root)
+        self.cgroups[pid] = "/" + str(rel) if str(rel) != "." else "/"
+
+    def members(self, cgroup_dir: Path) -> list[int]:
+        rel = "/" + str(cgroup_dir.relative_to(self.root))
+        return [pid for pid, path in self.cgroups.items() if path == rel]
+
+    def kconsole_rules(self) -> list[str]:
+        return [
+            shlex.join(r) for rs in self.chains.values() for r in rs if "kconsole:" in shlex.join(r)
+        ]
+
+
+@pytest.fixture
+def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeMachine:
+    fake = FakeMachine(tmp_path / "cgroup2")
+    fake.root.mkdir()
+    fake.cgroups[4242] = "/"
+    monkeypatch.setattr(host, "is_root", lambda: True)
+    monkeypatch.setattr(host, "iptables_found", lambda: True)
+    monkeypatch.setattr(host, "cgroup2_mount", lambda mounts=None: fake.root)
+    monkeypatch.setattr(host, "run", fake.run)
+    monkeypatch.setattr(host, "move", fake.move)
+    monkeypatch.setattr(host, "members", fake.members)
+    monkeypatch.setattr(host, "cgroup_of", lambda pid: fake.cgroups.get(pid))
+    conns = [Conn("127.0.0.1", 40100, "127.0.0.1", 30081)]  # its ZooKeeper session
+    monkeypatch.setattr(host, "tcp_conns", lambda pid, listening: conns)
+    return fake
+
+
+def node(pid: int = 4242) -> NetNode:
+    return NetNode("broker-2", "broker 2", pid, (30093,), "127.0.0.1")
+
+
+def test_isolate_moves_records_adds_reads_back_and_heal_undoes_all(
+    machine: FakeMachine, tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    net = NetFaults(state)
+    said = net.isolate(node())
+    assert said == (
+        f"broker 2 isolated (its traffic and traffic to its port 30093 dropped: 4 rules in "
+        f"{net.chain})"
+    )
+    assert machine.cgroups[4242] == f"/kconsole/{net.tag}/broker-2"
+    assert machine.chains["OUTPUT"] == [jump_spec(net.tag)]
+    assert len(machine.chains[net.chain]) == 4
+    assert all(comment(net.tag, "broker-2") in r for r in machine.chains[net.chain])
+    # The record: which node, since when, its cgroups, its rules (another process heals).
+    (fault,) = record.load(state).values()
+    assert (fault.node, fault.fault, fault.pid, fault.origin) == ("broker-2", "isolate", 4242, "/")
+    assert fault.rules == machine.chains[net.chain] and fault.since > 0
+    with pytest.raises(ClusterError, match="already isolated"):
+        net.isolate(node())
+
+    healed = NetFaults(state).heal("broker-2", "broker 2")
+    assert healed.startswith("broker 2 healed (4 rules removed from KCONSOLE-")
+    assert "back in cgroup /" in healed
+    assert machine.kconsole_rules() == [] and net.chain not in machine.chains
+    assert machine.cgroups[4242] == "/"
+    assert not (machine.root / "kconsole").exists()
+    assert not record.record_path(state).exists()
+    assert NetFaults(state).heal("broker-2", "broker 2") == (
+        "broker 2: no network fault in force (nothing to heal)"
+    )
+
+
+def test_heal_of_one_node_keeps_the_others_and_heal_all_removes_everything(
+    machine: FakeMachine, tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    machine.cgroups[5151] = "/"
+    net = NetFaults(state)
+    net.isolate(node())
+    net.isolate(NetNode("broker-3", "broker 3", 5151, (30094,), "127.0.0.1"))
+    net.heal("broker-2", "broker 2")
+    assert list(record.load(state)) == ["broker-3"]
+    assert len(machine.chains[net.chain]) == 4 and machine.chains["OUTPUT"] == [jump_spec(net.tag)]
+    assert machine.cgroups == {4242: "/", 5151: f"/kconsole/{net.tag}/broker-3"}
+    # An unrecorded rule left by a crash is removed with the chain: the chain is ours.
+    machine.chains[net.chain].append(
+        ["-p", "tcp", "-m", "comment", "--comment", comment(net.tag), "-j", "DROP"]
+    )
+    lines = NetFaults(state).heal_all()
+    assert lines[0].startswith("broker-3 healed (4 rules removed")
+    assert lines[1] == f"{net.chain} removed (1 unrecorded rules)"
+    assert machine.kconsole_rules() == [] and set(machine.chains) == {"OUTPUT", "INPUT", "FORWARD"}
+    assert machine.cgroups == {4242: "/", 5151: "/"} and not (machine.root / "kconsole").exists()
+    assert NetFaults(state).heal_all() == []
+
+
+def test_a_failure_half_way_undoes_what_was_done(
+    machine: FakeMachine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    real = machine.run
+
+    def no_cgroup_match(argv: list[str]) -> subprocess.CompletedProcess[str]:
+        if "cgroup" in argv and "-A" in argv:
+            return subprocess.CompletedProcess(
+                argv, 2, "", "iptables v1.8.9: Couldn't load match `cgroup'"
+            )
+        return real(argv)
+
+    monkeypatch.setattr(host, "run", no_cgroup_match)
+    with pytest.raises(ClusterError, match="Couldn't load match `cgroup'"):
+        NetFaults(state).isolate(node())
+    assert machine.kconsole_rules() == [] and NetFaults(state).chain not in machine.chains
+    assert machine.cgroups[4242] == "/" and not (machine.root / "kconsole").exists()
+    assert record.load(state) == {}
+
+
+@pytest.mark.parametrize(
+    ("probe", "said"),
+    [
+        ("is_root", "root"),
+        ("iptables_found", "the iptables command"),
+        ("cgroup2_mount", "a cgroup v2 hierarchy"),
+    ],
+)
+def test_refused_before_any_effect_when_something_is_missing(
+    probe: str, said: str, machine: FakeMachine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    monkeypatch.setattr(host, probe, lambda *a: None if probe == "cgroup2_mount" else False)
+    with pytest.raises(ClusterError, match=f"cannot isolate broker 2: network faults need {said}"):
+        NetFaults(state).isolate(node())
+    assert machine.calls == [] and machine.cgroups == {4242: "/"}
+    assert list(state.iterdir()) == [] and list(machine.root.iterdir()) == []
+
+
+def test_nothing_recorded_needs_nothing(
+    machine: FakeMachine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`cluster down` heals first: with no fault recorded and no root, it asks nothing."""
+    state = tmp_path / "state"
+    state.mkdir()
+    monkeypatch.setattr(host, "is_root", lambda: False)
+    assert NetFaults(state).heal_all() == []
+    assert NetFaults(state).heal("broker-2", "broker 2").endswith("(nothing to heal)")
+    assert machine.calls == []
