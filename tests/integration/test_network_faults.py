@@ -12,13 +12,18 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from kazoo.client import KazooClient
 
 from kconsole.cluster.kraft.cluster import KRaftCluster
 from kconsole.cluster.kraft.control import KRaftNodeControl
+from kconsole.cluster.kraft.probes import (
+    broker_admin,
+    broker_fencing,
+    quorum_from_controllers,
+)
 from kconsole.cluster.local.cluster import LocalCluster
 from kconsole.cluster.local.control import LocalBrokerControl
 from kconsole.cluster.local.spec import session_expiry_bound_s
@@ -29,6 +34,7 @@ from kconsole.commands import Commands, yes
 from kconsole.drills.spec import DrillSpec
 from kconsole.timeline import EventKind
 from tests.integration.conftest import controller, partition_state, registered
+from tests.integration.kraft_support import quorum_whole
 from tests.integration.net_support import kconsole_rules, left_behind, skip_without_network_faults
 from tests.integration.test_observer import settings_for
 from tests.waiting import wait_until
@@ -36,17 +42,19 @@ from tests.waiting import wait_until
 pytestmark = pytest.mark.integration
 
 
-def nothing_left(state_dir: Path) -> Iterator[None]:
-    """The body of a finalizer: after the test, pass or fail, whatever it left is healed (the
-    machine is never left cut) and the test fails when anything was left, or is left after."""
-    skip_without_network_faults()
-    yield
-    left = left_behind(state_dir)
-    if left:
-        from kconsole.cluster.net.faults import NetFaults
+C = TypeVar("C", LocalCluster, KRaftCluster)
 
-        NetFaults(state_dir).heal_all()
-    assert left_behind(state_dir) == [], "kconsole's network rules outlived the heal"
+
+def nothing_left(cluster: C) -> Iterator[C]:
+    """The body of a fixture: `cluster`, and after the test, pass or fail, whatever it left is
+    healed (the machine is never left cut) and the test fails when anything was left, or is
+    left after that."""
+    skip_without_network_faults()
+    yield cluster
+    left = left_behind(cluster.state_dir)
+    if left:
+        cluster.net_faults().heal_all()
+    assert left_behind(cluster.state_dir) == [], "kconsole's network rules outlived the heal"
     assert left == [], f"the test left network rules behind: {left}"
 
 
@@ -54,12 +62,12 @@ def nothing_left(state_dir: Path) -> Iterator[None]:
 def zk_net(healthy: LocalCluster) -> Iterator[LocalCluster]:
     """The shared ZooKeeper-mode cluster, healthy, with nothing of kconsole's network rules
     left after the test (set up after `healthy`, so torn down before its restore)."""
-    yield from nothing_left(healthy.state_dir)  # type: ignore[misc]
+    yield from nothing_left(healthy)
 
 
 @pytest.fixture
 def kraft_net(kraft_healthy: KRaftCluster) -> Iterator[KRaftCluster]:
-    yield from nothing_left(kraft_healthy.state_dir)  # type: ignore[misc]
+    yield from nothing_left(kraft_healthy)
 
 
 def leader_not_controller(zk: KazooClient, brokers: list[int]) -> tuple[int, int]:
@@ -210,15 +218,58 @@ def test_isolate_a_kraft_broker_fences_it_then_heal(kraft_net: KRaftCluster) -> 
     b = cluster.spec.broker_ids[-1]
     node = cluster.node_of(b)
     chain = chain_name(cluster_tag(cluster.state_dir))
+    # Asked of the other brokers: a client bootstrapped with the isolated one too waits for
+    # its connection to time out whenever it picks that one.
+    others = ",".join(
+        f"{cluster.spec.host}:{port}"
+        for bid, port in cluster.spec.broker_ports().items()
+        if bid != b
+    )
+
+    def fenced() -> bool | None:
+        with broker_admin(others, 2000, cluster.kafka_python_security()) as admin:
+            return broker_fencing(admin).get(b)
+
     t0 = time.monotonic()
     said = control.act(BrokerAction.ISOLATE, b)
     assert said.startswith(f"broker {b} isolated (") and chain in said, said
-    wait_until(lambda: cluster.broker_fencing().get(b) is True, 60, f"broker {b} fenced")
+    wait_until(lambda: fenced() is True, 60, f"broker {b} fenced")
     fenced_s = time.monotonic() - t0
+    # By its session's timeout (broker.session.timeout.ms, 9 s): not before.
+    assert 7.0 < fenced_s < 40.0, fenced_s
     assert cluster.process(node.name).state() is ProcState.RUNNING
     t1 = time.monotonic()
     healed = control.act(BrokerAction.HEAL, b)
     assert healed.startswith(f"broker {b} healed (") and kconsole_rules() == []
-    wait_until(lambda: cluster.broker_fencing().get(b) is False, 60, f"broker {b} unfenced")
+    wait_until(lambda: fenced() is False, 60, f"broker {b} unfenced")
     print(f"\nKRaft isolate broker {b}: fenced after {fenced_s:.1f} s; unfenced "
           f"{time.monotonic() - t1:.1f} s after the heal")  # fmt: skip
+
+
+def test_isolate_the_active_kraft_controller_elects_another(kraft_net: KRaftCluster) -> None:
+    """The quorum leader cut off: the other voters elect one of them with a higher epoch; after
+    the heal the old leader is a follower again and the quorum whole."""
+    cluster = kraft_net
+    control = KRaftNodeControl(cluster)
+    q = cluster.quorum()
+    assert q is not None and q.leader_id is not None
+    leader, epoch = q.leader_id, q.leader_epoch
+    ports = cluster.spec.controller_ports()
+    others = [port for nid, port in ports.items() if nid != leader]
+    t0 = time.monotonic()
+    said = control.act(BrokerAction.ISOLATE, leader)
+    assert said.startswith(f"controller {leader} isolated (") and str(ports[leader]) in said
+
+    def new_leader() -> tuple[int, int] | None:
+        q2 = quorum_from_controllers(cluster.spec.host, others, 1.0)
+        if q2 is None or q2.leader_id in (None, leader):
+            return None
+        return q2.leader_id, q2.leader_epoch
+
+    now, new_epoch = wait_until(new_leader, 60, "another quorum leader")
+    elected_s = time.monotonic() - t0
+    assert new_epoch > epoch
+    assert control.act(BrokerAction.HEAL, leader).startswith(f"controller {leader} healed (")
+    wait_until(lambda: quorum_whole(cluster), 90, "the quorum whole, the old leader following")
+    print(f"\nKRaft isolate quorum leader {leader}: controller {now} leads (epoch {epoch} -> "
+          f"{new_epoch}) after {elected_s:.1f} s")  # fmt: skip

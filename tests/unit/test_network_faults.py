@@ -286,3 +286,24 @@ def test_nothing_recorded_needs_nothing(
     assert NetFaults(state).heal_all() == []
     assert NetFaults(state).heal("broker-2", "broker 2").endswith("(nothing to heal)")
     assert machine.calls == []
+
+
+def test_an_isolate_drill_predicts_like_a_silent_fault_and_a_heal_starts_nothing() -> None:
+    """Isolated, a broker cannot heartbeat: gone when its session expires (like a kill), out
+    of the ISRs after replica.lag.time.max.ms when that comes first (like a pause); healed, it
+    starts no JVM: it registers again once its client finds its session expired."""
+    from kconsole.drills.measure import measure
+    from kconsole.models import BrokerConfig
+    from kconsole.timeline import EventKind
+    from tests.unit.test_impact_measure import _before, _ev, _registered
+
+    fault = _ev(200.0, EventKind.ACTION, broker=3, new="isolate")
+    short_lag = BrokerConfig(session_timeout_ms=20000, replica_lag_time_max_ms=10000)
+    m = {x.name: x for x in measure(_before(), [fault], fault=fault, target=3, config=short_lag)}
+    assert "replica.lag.time.max.ms" in m["fault -> out of every ISR it was in (2)"].predicted
+    assert "when its session expires" in m["fault -> broker gone from ZooKeeper"].predicted
+    healed = _registered("isolate", "heal", left=True)
+    assert healed.seconds == pytest.approx(1.6)
+    assert healed.predicted.startswith("about a second: once healed, its ZooKeeper client")
+    early = _registered("isolate", "heal", left=False)
+    assert early.note == "it never left ZooKeeper (healed before its session expired)"
