@@ -307,3 +307,50 @@ def test_an_isolate_drill_predicts_like_a_silent_fault_and_a_heal_starts_nothing
     assert healed.predicted.startswith("about a second: once healed, its ZooKeeper client")
     early = _registered("isolate", "heal", left=False)
     assert early.note == "it never left ZooKeeper (healed before its session expired)"
+
+
+@pytest.mark.parametrize("action", ["isolate", "heal"])
+def test_the_docker_backend_refuses_network_faults_before_asking_the_engine(action: str) -> None:
+    from kconsole.cluster.docker.control import DockerBrokerControl
+    from kconsole.cluster.values import BrokerAction
+
+    class NoEngine:
+        def __getattr__(self, name: str) -> object:
+            raise AssertionError(f"the engine was asked ({name})")
+
+    control = DockerBrokerControl(NoEngine(), project="kconsole")
+    with pytest.raises(ClusterError, match="not available on the docker backend yet"):
+        control.act(BrokerAction(action), 2)
+
+
+def test_cluster_down_heals_first_and_stops_anyway_when_it_cannot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both modes' down heal before they stop anything; a heal that fails does not keep the
+    processes running, but down says so, and keeps the record (no purge)."""
+    from kconsole.cluster.kraft.cluster import KRaftCluster
+    from kconsole.cluster.local.cluster import LocalCluster
+
+    calls: list[Path] = []
+
+    def heal_all(self: NetFaults) -> list[str]:
+        calls.append(self.state_dir)
+        return []
+
+    monkeypatch.setattr(NetFaults, "heal_all", heal_all)
+    LocalCluster(tmp_path / "zk").down()
+    KRaftCluster(tmp_path / "kraft").down()
+    assert calls == [tmp_path / "zk", tmp_path / "kraft"]
+
+    def broken(self: NetFaults) -> list[str]:
+        raise ClusterError("iptables said no")
+
+    monkeypatch.setattr(NetFaults, "heal_all", broken)
+    state = tmp_path / "zk"
+    state.mkdir()
+    with pytest.raises(
+        ClusterError,
+        match="stopped nothing, but the network faults are not all healed: iptables said no",
+    ):
+        LocalCluster(state).down(purge=True)
+    assert state.exists()  # its record would be there: not purged

@@ -880,7 +880,7 @@ class KRaftCluster(StateDir[KRaftSpec]):
         controlled shutdown that can no longer commit until it is killed.
         """
         # First the network faults: no rule of this cluster's outlives it.
-        self.net_faults().heal_all()
+        unhealed = self.heal_network()
         stopped: list[str] = []
         records: list[PidRecord | None] = []
         nodes = self.spec.nodes()
@@ -908,6 +908,8 @@ class KRaftCluster(StateDir[KRaftSpec]):
         grace = LAST_NODES_GRACE_S if combined else LAST_CONTROLLERS_GRACE_S
         self._wait_controllers_down(signalled, len(controllers), timeout, grace)
         wait_reaped(records, REAP_WAIT_S)
+        if unhealed is not None:  # its record stays: no purge
+            raise self.unhealed(unhealed, stopped)
         if purge and self.state_dir.exists():
             shutil.rmtree(self.state_dir)
         return stopped

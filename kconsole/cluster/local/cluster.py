@@ -440,8 +440,7 @@ class LocalCluster(LocalClusterDir):
         `timeout` is killed.
         """
         # First the network faults: no rule of this cluster's outlives it.
-        for line in self.net_faults().heal_all():
-            log.info("cluster down: %s", line)
+        unhealed = self.heal_network()
         stopped: list[str] = []
         records: list[PidRecord | None] = []
         order = [
@@ -465,6 +464,8 @@ class LocalCluster(LocalClusterDir):
                 zk.kill()
             stopped.append("zookeeper")
         self._wait_reaped(records)  # all at once: the brokers' went while the next ones stopped
+        if unhealed is not None:  # its record stays: no purge
+            raise self.unhealed(unhealed, stopped)
         if purge and self.state_dir.exists():
             shutil.rmtree(self.state_dir)
         return stopped

@@ -137,6 +137,24 @@ class StateDir(Generic[S]):
         """The network faults of this cluster: tagged by its state dir, recorded in it."""
         return NetFaults(self.state_dir)
 
+    def heal_network(self) -> ClusterError | None:
+        """Heal every network fault of this cluster (`down` does it first, so that no rule
+        outlives the cluster); the error when that failed (the caller stops the processes
+        anyway and then says so: the record stays, for `cluster heal --all`)."""
+        try:
+            self.net_faults().heal_all()
+        except ClusterError as exc:
+            return exc
+        return None
+
+    def unhealed(self, error: ClusterError, stopped: list[str]) -> ClusterError:
+        """What `down` says when its heal failed: stopped, but the rules are still there."""
+        return ClusterError(
+            f"stopped {', '.join(stopped) or 'nothing'}, but the network faults are not all "
+            f"healed: {error.message} (`kconsole cluster heal --all` as root ends them; "
+            f"{self.state_dir} keeps their record)"
+        )
+
     def net_node(self, name: str, label: str, ports: list[int], host: str, verb: str) -> NetNode:
         """Node `name` as a network fault acts on it (ClusterError when it is not running)."""
         proc = self.process(name)
