@@ -6,6 +6,7 @@ report. The same observer, command layer, workload and audit serve the console.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -204,8 +205,16 @@ class DrillRunner:
         # From the fault, not from its command's return: a kill waits for the process to go and
         # a stop for the controlled shutdown (2-4 s), which would otherwise lengthen the fault.
         took = time.monotonic() - applied
-        if spec.restore_after_s - took > 0:
-            time.sleep(spec.restore_after_s - took)  # the fault lasts this long, by design
+        try:
+            if spec.restore_after_s - took > 0:
+                time.sleep(spec.restore_after_s - took)  # the fault lasts this long, by design
+        except BaseException:
+            # Interrupted (Ctrl-C): a network fault outlives nothing, it is healed on the way
+            # out. A process fault stays, as the user's own key would leave it.
+            if not self._stops_process():
+                with contextlib.suppress(Exception):
+                    self._restore(fault_kind(spec.fault).heal.action, targets)
+            raise
         restore, not_restored = self._restore(fault_kind(spec.fault).heal.action, targets)
         held = restore.ts - fault.ts
         late = took > spec.restore_after_s
