@@ -354,3 +354,18 @@ def test_cluster_down_heals_first_and_stops_anyway_when_it_cannot(
     ):
         LocalCluster(state).down(purge=True)
     assert state.exists()  # its record would be there: not purged
+
+
+def test_a_node_with_a_network_fault_in_force_is_not_started(tmp_path: Path) -> None:
+    """Started, it would find its ports still cut and never register: said before, instead of
+    a start that times out (start, and up, of both modes ask this first)."""
+    from kconsole.cluster.local.cluster import LocalCluster
+
+    state = tmp_path / "zk"
+    state.mkdir()
+    fault = record.NodeFault("broker-2", "isolate", 4242, 1.0e9, "kconsole/x/broker-2", "/", [])
+    record.save(state, "x", {"broker-2": fault})
+    cluster = LocalCluster(state)
+    cluster.refuse_if_isolated(["broker-1", "broker-3"])  # the others start
+    with pytest.raises(ClusterError, match="cannot start broker-2: a network fault is in force"):
+        cluster.refuse_if_isolated(["broker-1", "broker-2"])

@@ -452,6 +452,7 @@ class KRaftCluster(StateDir[KRaftSpec]):
                 resumed.append(node.name)
             else:
                 to_start.append(node)
+        self.refuse_if_isolated([n.name for n in to_start])
         for node in to_start:
             for port in self._ports(node):
                 check_port_free(self.spec.host, port, node.name)
@@ -696,6 +697,7 @@ class KRaftCluster(StateDir[KRaftSpec]):
             raise ClusterError(
                 f"{node_label(name)} has no formatted storage; use `kconsole cluster up`"
             )
+        self.refuse_if_isolated([name])
         for port in self._ports(node):
             check_port_free(self.spec.host, port, name)
         lib = jars.ensure_kafka_jars(self.spec.kafka_version)

@@ -185,6 +185,7 @@ class LocalCluster(LocalClusterDir):
                 result.resumed.append(name)
             else:
                 to_start.append(name)
+        self.refuse_if_isolated(to_start)
         for name in to_start:
             check_port_free(self.spec.host, self.port_of(name), name)
         self.write_configs()
@@ -603,6 +604,7 @@ class LocalCluster(LocalClusterDir):
             raise ClusterError(
                 f"broker {broker_id} has no configuration; use `kconsole cluster up`"
             )
+        self.refuse_if_isolated([name])
         check_port_free(self.spec.host, self.port_of(name), name)
         lib = jars.ensure_kafka_jars(self.spec.kafka_version)
         t0 = time.monotonic()

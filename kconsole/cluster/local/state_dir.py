@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, suppress
 from pathlib import Path
@@ -154,6 +155,19 @@ class StateDir(Generic[S]):
             f"healed: {error.message} (`kconsole cluster heal --all` as root ends them; "
             f"{self.state_dir} keeps their record)"
         )
+
+    def refuse_if_isolated(self, names: list[str], verb: str = "start") -> None:
+        """ClusterError when a node in `names` has a network fault in force: started, it would
+        find its ports still cut and never come back."""
+        faults = self.net_faults().in_force()
+        cut = [n for n in names if n in faults]
+        if cut:
+            raise ClusterError(
+                f"cannot {verb} {', '.join(cut)}: a network fault is in force on "
+                f"{'it' if len(cut) == 1 else 'them'} (since "
+                f"{time.strftime('%H:%M:%S', time.localtime(faults[cut[0]].since))}), which "
+                "would keep its ports cut; `kconsole cluster heal` ends it first"
+            )
 
     def net_node(self, name: str, label: str, ports: list[int], host: str, verb: str) -> NetNode:
         """Node `name` as a network fault acts on it (ClusterError when it is not running)."""
