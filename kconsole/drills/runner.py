@@ -7,6 +7,7 @@ report. The same observer, command layer, workload and audit serve the console.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -199,6 +200,11 @@ class DrillRunner:
         the restore: (fault event, its moment on the workload's clock, restore event, the nodes
         not restored, the fault -> restore time as measured)."""
         spec = self.spec
+        # A network fault outlives nothing: if this process ends before the restore (even
+        # by SIGKILL), a watchdog heals it.
+        guard = getattr(self.control, "guard_network_faults", None)
+        if callable(guard):
+            guard(os.getpid())
         fault = self._act(fault_kind(spec.fault).apply.action, targets)
         applied = self._acted_at
         assert applied is not None  # _act set it

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import re
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from typing import TypeVar
 
+import psutil
 import pytest
 from kazoo.client import KazooClient
 
@@ -273,3 +276,34 @@ def test_isolate_the_active_kraft_controller_elects_another(kraft_net: KRaftClus
     wait_until(lambda: quorum_whole(cluster), 90, "the quorum whole, the old leader following")
     print(f"\nKRaft isolate quorum leader {leader}: controller {now} leads (epoch {epoch} -> "
           f"{new_epoch}) after {elected_s:.1f} s")  # fmt: skip
+
+
+def test_a_fault_held_by_a_killed_process_is_healed_by_its_watchdog(zk_net: LocalCluster) -> None:
+    """A drill holds its fault with its own pid as guard: SIGKILLed before its restore, the
+    watchdog heals the node all the same (a fault outlives nothing)."""
+    cluster = zk_net
+    code = (
+        "import os, time\n"
+        "from kconsole.cluster.local.cluster import LocalCluster\n"
+        f"c = LocalCluster({str(cluster.state_dir)!r})\n"
+        "print(c.isolate_broker(3, guard=os.getpid()), flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        said = holder.stdout.readline() if holder.stdout else ""
+        assert f"healed by a watchdog if process {holder.pid} ends first" in said, said
+        fault = cluster.net_faults().in_force()["broker-3"]
+        assert fault.guard == holder.pid and fault.watchdog is not None
+        assert kconsole_rules()
+        holder.kill()
+        holder.wait(10)
+        t0 = time.monotonic()
+        wait_until(lambda: left_behind(cluster.state_dir) == [], 30, "the watchdog's heal")
+        print(f"\nwatchdog healed broker 3 {time.monotonic() - t0:.2f} s after its holder died")
+        assert cluster.net_faults().in_force() == {}
+        wait_until(lambda: not psutil.pid_exists(fault.watchdog or 0), 10, "the watchdog gone")
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(10)

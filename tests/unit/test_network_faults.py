@@ -369,3 +369,23 @@ def test_a_node_with_a_network_fault_in_force_is_not_started(tmp_path: Path) -> 
     cluster.refuse_if_isolated(["broker-1", "broker-3"])  # the others start
     with pytest.raises(ClusterError, match="cannot start broker-2: a network fault is in force"):
         cluster.refuse_if_isolated(["broker-1", "broker-2"])
+
+
+def test_a_guarded_fault_gets_a_watchdog_that_its_heal_stops(
+    machine: FakeMachine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kconsole.cluster.net import watchdog
+
+    started: list[tuple[int, Path, str]] = []
+    stopped: list[int] = []
+    monkeypatch.setattr(watchdog, "start", lambda g, d, n: started.append((g, d, n)) or 777)
+    monkeypatch.setattr(watchdog, "stop", stopped.append)
+    state = tmp_path / "state"
+    state.mkdir()
+    said = NetFaults(state).isolate(node(), guard=555)
+    assert said.endswith("; healed by a watchdog if process 555 ends first)")
+    assert started == [(555, state, "broker-2")]
+    fault = record.load(state)["broker-2"]
+    assert (fault.guard, fault.watchdog) == (555, 777)
+    NetFaults(state).heal("broker-2", "broker 2")
+    assert stopped == [777]

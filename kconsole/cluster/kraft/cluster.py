@@ -670,13 +670,13 @@ class KRaftCluster(StateDir[KRaftSpec]):
         if not _wait(lambda: proc.state() is ProcState.RUNNING, 5.0):
             raise ClusterError(f"{node_label(name)} is still shown stopped 5 s after SIGCONT")
 
-    def isolate_node(self, name: str) -> str:
+    def isolate_node(self, name: str, guard: int | None = None) -> str:
         """Cut the node off the network: what it sends and what is sent to its ports (broker
         and controller) are dropped (kconsole.cluster.net); what was done, read back."""
         node = self.node_named(name)
         label = node_label(name)
         net = self.net_node(name, label, self._ports(node), self.spec.host, "isolate")
-        return self.net_faults().isolate(net)
+        return self.net_faults().isolate(net, guard)
 
     def heal_node(self, name: str) -> str:
         """End the node's network fault; what was removed, read back."""

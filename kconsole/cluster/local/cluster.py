@@ -564,14 +564,14 @@ class LocalCluster(LocalClusterDir):
         proc.signal(signal.SIGCONT)
         wait_for(lambda: proc.state() is ProcState.RUNNING, 5.0)
 
-    def isolate_broker(self, broker_id: int) -> str:
+    def isolate_broker(self, broker_id: int, guard: int | None = None) -> str:
         """Cut the broker off the network: what it sends and what is sent to its port are
         dropped (kconsole.cluster.net); what was done, read back."""
         self.broker(broker_id)
         name = f"broker-{broker_id}"
         label = f"broker {broker_id}"
         node = self.net_node(name, label, [self.port_of(name)], self.spec.host, "isolate")
-        return self.net_faults().isolate(node)
+        return self.net_faults().isolate(node, guard)
 
     def heal_broker(self, broker_id: int) -> str:
         """End the broker's network fault; what was removed, read back."""

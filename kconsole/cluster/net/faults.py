@@ -19,11 +19,11 @@ import shlex
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kconsole.cluster.errors import ClusterError
-from kconsole.cluster.net import host, record
+from kconsole.cluster.net import host, record, watchdog
 from kconsole.cluster.net.record import NodeFault
 from kconsole.cluster.net.rules import (
     CGROUP_ROOT,
@@ -80,8 +80,9 @@ class NetFaults:
             os.close(fd)
 
     # -- isolate ----------------------------------------------------------------------------
-    def isolate(self, node: NetNode) -> str:
-        """Cut `node` off from everyone, and everyone from it; what was done, once verified."""
+    def isolate(self, node: NetNode, guard: int | None = None) -> str:
+        """Cut `node` off from everyone, and everyone from it; what was done, once verified.
+        With `guard` (a drill's pid), a watchdog heals it if that process ends first."""
         host.refuse_if_missing(f"isolate {node.label}")
         with self._locked():
             faults = self.in_force()
@@ -101,11 +102,17 @@ class NetFaults:
                         f"{exc}; undoing it failed too: {undo} (run `kconsole cluster heal --all`)"
                     ) from exc
                 raise
+            if guard is not None:
+                faults = self.in_force()
+                pid = watchdog.start(guard, self.state_dir, node.name)
+                faults[node.name] = replace(faults[node.name], guard=guard, watchdog=pid)
+                record.save(self.state_dir, self.tag, faults)
         ports = ", ".join(map(str, node.ports))
+        guarded = f"; healed by a watchdog if process {guard} ends first" if guard else ""
         return (
             f"{node.label} isolated (its traffic and traffic to its port"
             f"{'s' if len(node.ports) > 1 else ''} {ports} dropped: {len(specs)} rules in "
-            f"{self.chain})"
+            f"{self.chain}{guarded})"
         )
 
     def _apply(self, node: NetNode, faults: dict[str, NodeFault]) -> list[list[str]]:
@@ -207,6 +214,8 @@ class NetFaults:
             self._remove_cgroups(root, ours, origin)
             done.append(f"back in cgroup {origin}")
         if fault is not None:
+            if fault.watchdog is not None and fault.watchdog != os.getpid():
+                watchdog.stop(fault.watchdog)  # healed first: nothing left for it to do
             faults = self.in_force()
             faults.pop(name, None)
             record.save(self.state_dir, self.tag, faults)

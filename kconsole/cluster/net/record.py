@@ -25,6 +25,8 @@ class NodeFault:
     cgroup: str  # ours, relative to the cgroup v2 root: kconsole/TAG/NODE
     origin: str  # where the process was before ('/'), and goes back to on heal
     rules: list[list[str]] = field(default_factory=list)  # each as `iptables -A CHAIN` takes it
+    guard: int | None = None  # the process whose end heals it (a drill's), if any
+    watchdog: int | None = None  # the process that heals it then (net.watchdog)
 
 
 def described(fault: NodeFault) -> str:
