@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up everything kconsole needs on a fresh clone, and is safe to run again:
 #   - Java and Maven (installed with apt-get when missing and we may; otherwise a clear error),
+#   - iptables, for the network faults (installed the same way; without it only they refuse),
 #   - a virtualenv in .venv with kconsole and its test tools,
 #   - the Kafka jars (the ZooKeeper mode's 3.9.x and the KRaft mode's 4.x) and Spark's Kafka
 #     connector (for jobs/), resolved once by Maven into the per-user cache.
@@ -21,6 +22,16 @@ if ((${#need_apt[@]})); then
   else
     echo "kconsole needs ${need_apt[*]}: install them with your package manager and re-run." >&2
     exit 1
+  fi
+fi
+# The network faults (isolate) drop packets with iptables; everything else works without it.
+if ! command -v iptables >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [[ $(id -u) -eq 0 ]]; then
+    say "installing iptables with apt-get (network faults)"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iptables >/dev/null
+  else
+    say "no iptables: the network faults will refuse (install iptables, run as root)"
   fi
 fi
 

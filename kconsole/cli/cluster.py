@@ -42,6 +42,7 @@ from kconsole.paths import bundled
 if TYPE_CHECKING:
     from kconsole.cluster.kraft.cluster import KRaftStatus, KRaftUpTimes
     from kconsole.cluster.local.cluster import UpResult
+    from kconsole.commands import Commands
 
 MODES = ("zookeeper", "kraft")
 
@@ -67,9 +68,8 @@ def cluster(ctx: click.Context, state_dir: Path | None) -> None:
         fail(ClusterError(local_only(sub, settings.compose_project)))
 
 
-_DOCKER_BROKERS = (
-    f"; its brokers: `kconsole --backend docker cluster {'|'.join(p.name for p in PRIMITIVES)} ID`"
-)
+_DOCKER_VERBS = "|".join(p.name for p in PRIMITIVES if p.docker)  # network faults: not yet
+_DOCKER_BROKERS = f"; its brokers: `kconsole --backend docker cluster {_DOCKER_VERBS} ID`"
 # The commands of the local cluster only, refused when the backend is docker.
 LOCAL_ONLY = ("up", "down", "status", "logs")
 
@@ -476,6 +476,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
     """Each process: running / paused / stopped, pid, port, registered in ZooKeeper (KRaft:
     each node's roles and the quorum leader, epoch and every node's place in the quorum)."""
     view = _local(ctx)
+    if not as_json:
+        _say_network_faults(view)
     if isinstance(view, KRaftView):
         _kraft_status(view, as_json)
         return
@@ -507,6 +509,20 @@ def status(ctx: click.Context, as_json: bool) -> None:
         )
     else:
         _print_status(st)
+
+
+def _say_network_faults(view: LocalView | KRaftView) -> None:
+    """The network faults in force, first: what `cluster heal` ends."""
+    try:
+        in_force = view.network_faults()
+    except ClusterError as exc:
+        click.echo(f"network faults: unknown ({exc.message})")
+        return
+    for node_id, what in in_force.items():
+        click.echo(
+            f"NETWORK FAULT in force on node {node_id}: {what}; "
+            f"`kconsole cluster heal {node_id}` ends it"
+        )
 
 
 def _kraft_status(view: KRaftView, as_json: bool) -> None:
@@ -611,15 +627,20 @@ def _zk_mode_broker(text: str, what: str, extra: str = "", *, docker: bool = Fal
 
 
 def _broker_command(action: BrokerAction) -> click.Command:
-    @click.argument("node")
+    heal = action is BrokerAction.HEAL
+
+    @click.argument("node", required=not heal)
     @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
     @click.pass_context
-    def command(ctx: click.Context, node: str, yes: bool) -> None:
+    def command(ctx: click.Context, node: str | None, yes: bool, every: bool = False) -> None:
         # The backend chosen (--backend, KCONSOLE_BACKEND or the config): docker acts on the
         # compose project's broker containers, none refuses; local and auto on the local
         # cluster in --state-dir.
         chosen = ctx.obj["settings"].backend
         door = commands(ctx, backend=None if chosen in ("docker", "none") else "local")
+        if every or node is None:
+            _heal_every(door, node, yes, chosen)
+            return
         try:
             if chosen in ("docker", "none"):
                 # a KRaft compose project names its controllers (controller:1001); a
@@ -643,15 +664,48 @@ def _broker_command(action: BrokerAction) -> click.Command:
         except ClusterError as exc:
             fail(exc)
 
-    doc = primitive(action).cli_help + (
-        " NODE: a broker id (2); in KRaft mode a controller is controller:ID (controller:1001)."
+    docker = (
         " --backend docker: the node's container in the compose project (docker "
-        + ", ".join(p.docker for p in PRIMITIVES)
+        + ", ".join(p.docker for p in PRIMITIVES if p.docker)
         + "; a start waits until the broker registers in ZooKeeper, in"
         " KRaft until it is unfenced, a controller until it is back in the quorum)."
+        if primitive(action).docker
+        else " The local cluster only: the docker backend refuses it (not yet)."
+    )
+    doc = (
+        primitive(action).cli_help
+        + " NODE: a broker id (2); in KRaft mode a controller is controller:ID (controller:1001)."
+        + docker
     )
     command.__doc__ = doc
+    if heal:
+        every = click.option(
+            "--all",
+            "every",
+            is_flag=True,
+            help="Heal every node with a network fault recorded in force (one heal each).",
+        )
+        return click.command(action.value, help=doc)(every(command))
     return click.command(action.value, help=doc)(command)
+
+
+def _heal_every(door: Commands, node: str | None, yes: bool, chosen: str) -> None:
+    """`cluster heal --all`: each node the local cluster's record has a network fault on,
+    healed through the door one by one."""
+    try:
+        if node is not None:
+            raise ClusterError("give a NODE or --all, not both")
+        if chosen in ("docker", "none"):
+            raise ClusterError("network faults are the local cluster's only (--backend local)")
+        in_force = door.local_view().network_faults()
+        if not in_force:
+            click.echo("no network fault in force")
+            return
+        for node_id, what in in_force.items():
+            click.echo(f"{node_id}: {what}")
+            click.echo(door.broker(BrokerAction.HEAL, node_id, confirmation(yes)))
+    except ClusterError as exc:
+        fail(exc)
 
 
 for _primitive in PRIMITIVES:  # each fault's and each heal's (kconsole.faults)

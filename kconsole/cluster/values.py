@@ -16,6 +16,9 @@ class BrokerAction(StrEnum):
     PAUSE = "pause"  # SIGSTOP / docker pause
     RESUME = "resume"  # SIGCONT / docker unpause
     START = "start"
+    # Network faults (kconsole.cluster.net): the process runs, its packets are dropped.
+    ISOLATE = "isolate"  # iptables: what it sends and what is sent to its ports
+    HEAL = "heal"  # remove its rules
 
 
 class ProcState(StrEnum):

@@ -109,6 +109,13 @@ class LocalView:
         """Each process's state, and what ZooKeeper says."""
         return self.__cluster.status()
 
+    def network_faults(self) -> dict[int, str]:
+        """Broker id -> the network fault in force on it, in words (its state dir's record)."""
+        from kconsole.cluster.net.record import described
+
+        faults = self.__cluster.net_faults().in_force()
+        return {int(name.split("-", 1)[1]): described(f) for name, f in faults.items()}
+
     def broker_process_name(self, broker_id: int) -> str:
         """The process name of `broker_id` (ClusterError when it has none)."""
         return self.__cluster.broker(broker_id).name
@@ -139,6 +146,13 @@ class KRaftView:
     def status(self) -> KRaftStatus:
         """Each node's state and pid, and the quorum as its leader describes it."""
         return self.__cluster.status()
+
+    def network_faults(self) -> dict[int, str]:
+        """Node id -> the network fault in force on it, in words (its state dir's record)."""
+        from kconsole.cluster.net.record import described
+
+        faults = self.__cluster.net_faults().in_force()
+        return {self.__cluster.node_named(name).node_id: described(f) for name, f in faults.items()}
 
     def node_of(self, node_id: int) -> KRaftNode:
         """The node with id `node_id` (ClusterError when there is none)."""

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 from kconsole.faults import fault_of
-from kconsole.faults.process import START_UP_AFTER_STOP
+from kconsole.faults.process import PAUSE_FAULT, START_UP_AFTER_STOP
 from kconsole.models import BrokerConfig, ClusterSnapshot
 from kconsole.timeline import Event, EventKind
 
@@ -338,10 +338,17 @@ class _Drill:
             kept if missing else "",
         )
 
+    def in_place(self, restore: Event) -> bool:
+        """Whether the restore healed the fault without starting a process (a resume, a heal:
+        the process ran all along)."""
+        kind = self.kind
+        healed = kind is not None and str(restore.new or "") == kind.heal.name and not kind.restart
+        return healed or str(restore.new or "") == "resume"
+
     def broker_back(self, restore: Event) -> Measurement:
         """restore -> the broker is back: unfenced (KRaft) or registered again (ZooKeeper)."""
         back = [e for e in self.after if e.ts >= restore.ts]
-        resumed = str(restore.new or "") == "resume"
+        resumed = self.in_place(restore)
         if self.cfg.kraft:
             return self._unfenced(restore, back, resumed)
         return self._registered(restore, back, resumed)
@@ -361,7 +368,7 @@ class _Drill:
         return Measurement(
             "restore -> broker unfenced",
             unfenced,
-            "its first heartbeat: at once after a resume"
+            f"its first heartbeat: at once after a {restore.new}"
             if resumed
             else "JVM start-up, log recovery, then it catches up with the metadata log",
             ""
@@ -389,29 +396,30 @@ class _Drill:
             e.kind is EventKind.BROKER_LEFT and e.broker == target and e.ts < restore.ts
             for e in self.after
         )
+        healed = "resumed" if str(restore.new or "") == "resume" else "healed"
         if resumed and not left and joined is None:
             return Measurement(
                 "restore -> broker registered again",
                 None,
-                "nothing to wait for: resumed before its ZooKeeper session expired",
-                "it never left ZooKeeper (resumed before its session expired)",
+                f"nothing to wait for: {healed} before its ZooKeeper session expired",
+                f"it never left ZooKeeper ({healed} before its session expired)",
             )
+        kind = self.kind
         return Measurement(
             "restore -> broker registered again",
             joined,
-            # A resumed process starts nothing: its ZooKeeper client reconnects, finds
-            # its session expired and registers anew.
-            "about a second: the resumed process finds its session expired and "
-            "registers again (no JVM start, no log recovery)"
+            # A process healed in place starts nothing: its ZooKeeper client reconnects,
+            # finds its session expired and registers anew (the fault's `rejoin`).
+            (kind.rejoin if kind is not None and kind.rejoin else PAUSE_FAULT.rejoin)
             if resumed
-            else (self.kind.restart if self.kind is not None and self.kind.restart else "")
-            or START_UP_AFTER_STOP,
+            else (kind.restart if kind is not None and kind.restart else "") or START_UP_AFTER_STOP,
         )
 
     def whole_again(self, restore: Event) -> tuple[Measurement, Measurement]:
         """restore -> every ISR full, and every partition on its preferred leader, again."""
         cfg, fault = self.cfg, self.fault
-        resumed = str(restore.new or "") == "resume"
+        resumed = self.in_place(restore)
+        back = "restarted" if not resumed else "resumed" if restore.new == "resume" else "healed"
         # Whether the ISRs were ever short and the leaders ever off their preferred replica
         # from the fault on: a duration "until whole again" is only one when they were not.
         replay = Replay.of(self.before)
@@ -435,8 +443,7 @@ class _Drill:
         isr = Measurement(
             "restore -> ISR fully restored",
             isr_at if isr_shrank else None,
-            f"once the {'resumed' if resumed else 'restarted'} broker has caught up "
-            "(seconds with little data behind)",
+            f"once the {back} broker has caught up (seconds with little data behind)",
             "" if isr_shrank else "ISR never shrank: the broker was back before it left the ISR",
         )
         preferred = Measurement(

@@ -6,6 +6,8 @@ report. The same observer, command layer, workload and audit serve the console.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -198,14 +200,27 @@ class DrillRunner:
         the restore: (fault event, its moment on the workload's clock, restore event, the nodes
         not restored, the fault -> restore time as measured)."""
         spec = self.spec
+        # A network fault outlives nothing: if this process ends before the restore (even
+        # by SIGKILL), a watchdog heals it.
+        guard = getattr(self.control, "guard_network_faults", None)
+        if callable(guard):
+            guard(os.getpid())
         fault = self._act(fault_kind(spec.fault).apply.action, targets)
         applied = self._acted_at
         assert applied is not None  # _act set it
         # From the fault, not from its command's return: a kill waits for the process to go and
         # a stop for the controlled shutdown (2-4 s), which would otherwise lengthen the fault.
         took = time.monotonic() - applied
-        if spec.restore_after_s - took > 0:
-            time.sleep(spec.restore_after_s - took)  # the fault lasts this long, by design
+        try:
+            if spec.restore_after_s - took > 0:
+                time.sleep(spec.restore_after_s - took)  # the fault lasts this long, by design
+        except BaseException:
+            # Interrupted (Ctrl-C): a network fault outlives nothing, it is healed on the way
+            # out. A process fault stays, as the user's own key would leave it.
+            if not self._stops_process():
+                with contextlib.suppress(Exception):
+                    self._restore(fault_kind(spec.fault).heal.action, targets)
+            raise
         restore, not_restored = self._restore(fault_kind(spec.fault).heal.action, targets)
         held = restore.ts - fault.ts
         late = took > spec.restore_after_s
@@ -263,8 +278,11 @@ class DrillRunner:
                 return ""
             if attempt == RESTORE_ATTEMPTS or time.monotonic() + backoff > deadline:
                 break
-            if self._state(node) is ProcState.RUNNING:  # every heal leaves its node so
-                break  # its process runs: another start would only be refused
+            # A heal that leaves its node's process running (a start, a resume) is not tried
+            # again once it runs: another start would only be refused. A network fault's
+            # node runs all along: its heal is tried again.
+            if self._state(node) is ProcState.RUNNING and self._stops_process():
+                break
             time.sleep(backoff)  # a short backoff before the next attempt
             backoff *= 2
         return (
@@ -272,6 +290,10 @@ class DrillRunner:
             f"{'s' if len(errors) > 1 else ''}: {'; '.join(errors)}); it is "
             f"{self._state_text(node)}. Run `{self._command(action, node)}`"
         )
+
+    def _stops_process(self) -> bool:
+        """Whether the drill's fault leaves its node's process other than running."""
+        return fault_kind(self.spec.fault).leaves is not ProcState.RUNNING
 
     def _state(self, node: int) -> ProcState | None:
         try:

@@ -56,6 +56,8 @@ class FaultKind:
     bounded_by: tuple[str, ...]
     caveat: str  # what a drill with it cannot show (the audit's caveat)
     restart: str  # predicted restore -> registered again, when healing restarts the node
+    # predicted restore -> registered again, when healing restarts nothing (restart == "")
+    rejoin: str = ""
     # Its key on a node already left so (paused) heals it instead (p pauses and resumes).
     repeat_heals: bool = False
     targets: tuple[str, ...] = ()  # the --target forms it takes

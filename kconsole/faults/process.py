@@ -136,6 +136,9 @@ PAUSE_FAULT = FaultKind(
     bounded_by=(*SESSION, "replica.lag.time.max.ms"),
     caveat=PAUSE_NOTE,
     restart="",  # a resumed process starts nothing
+    # Its ZooKeeper client reconnects, finds its session expired and registers anew.
+    rejoin="about a second: the resumed process finds its session expired and "
+    "registers again (no JVM start, no log recovery)",
     repeat_heals=True,
     targets=NODE_TARGETS,
 )

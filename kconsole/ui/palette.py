@@ -123,7 +123,7 @@ def _broker_commands(screen: Screen[object], *, drain: bool) -> Iterator[Command
         role = " (the controller)" if broker.id == controller else ""
         what = f"broker {broker.id} is {broker.state.value}"
         up = broker.state is BrokerState.UP
-        heals = (p.action for p in keyed() if not p.destructive)  # t: start
+        heals = _heals()
         for action in (*_faults(screen, broker.id), *heals):
             # A fault is likely on a broker that is up, a heal on one that is not (a paused
             # broker's p is its resume, and a paused broker is not up).
@@ -143,6 +143,14 @@ def _broker_commands(screen: Screen[object], *, drain: bool) -> Iterator[Command
             partial(console.open_reassign, drain=broker.id),
             "decommission evacuate move replicas reassign",
         )
+
+
+def _heals() -> tuple[BrokerAction, ...]:
+    """The heals the palette lists per broker: those with a key (t: start), and the heal of
+    each fault that has no key of its own (a network fault's heal), which no key reaches."""
+    keyed_heals = [p.action for p in keyed() if not p.destructive]
+    unkeyed = [k.heal.action for k in FAULT_KINDS if not k.apply.key]
+    return tuple(dict.fromkeys([*keyed_heals, *unkeyed]))
 
 
 def _faults(screen: DOMNode, broker_id: int) -> tuple[BrokerAction, ...]:

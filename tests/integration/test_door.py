@@ -33,6 +33,7 @@ from kconsole.jobs.manager import JobManager
 from kconsole.observer import ClusterObserver
 from kconsole.reassign.plan import Move, Plan
 from tests.integration.conftest import on_preferred_leaders
+from tests.integration.net_support import kconsole_rules
 from tests.unit.test_door import CLI_ARGS, MUTATING_CLI
 from tests.unit.test_jobs import write_fake
 from tests.waiting import wait_until
@@ -60,6 +61,8 @@ RECIPES: dict[str, Callable[[Commands, World], Any]] = {
     "broker.pause": lambda c, w: c.broker(BrokerAction.PAUSE, 2, yes),
     "broker.resume": lambda c, w: c.broker(BrokerAction.RESUME, 2, yes),
     "broker.start": lambda c, w: c.broker(BrokerAction.START, 2, yes),
+    "broker.isolate": lambda c, w: c.broker(BrokerAction.ISOLATE, 2, yes),
+    "broker.heal": lambda c, w: c.broker(BrokerAction.HEAL, 2, yes),
     "cluster.up": lambda c, w: c.cluster_up(timeout=30),
     "cluster.down": lambda c, w: c.cluster_down(),
     "cluster.purge": lambda c, w: c.cluster_down(purge=True, confirm=yes),
@@ -139,6 +142,7 @@ def observe(w: World) -> dict[str, Any]:
         "files": files,
         "dirs": sorted(p.name for p in sd.iterdir()),
         "runs": [(r.run_id, r.state, r.pid) for r in w.jobs.runs()],
+        "network rules": kconsole_rules(),  # an isolate refused adds none
     }
 
 

@@ -280,3 +280,46 @@ def test_the_report_gives_the_real_fault_to_restore_time() -> None:
     md = report.markdown()
     assert "restore asked after 10 s, applied 10.27 s after the fault;" in md
     assert report.to_dict()["restored_after_s"] == 10.27
+
+
+class Network(Control):
+    """A backend whose node runs all along (a network fault): its heals fail `failures` times."""
+
+    def __init__(self, failures: int = 0) -> None:
+        super().__init__("local", failures)
+        self.state = ProcState.RUNNING
+
+
+def isolate_runner(control: Control, said: list[str]) -> DrillRunner:
+    spec = DrillSpec("isolate", "broker:2", duration_s=30, restore_after_s=10)
+    return DrillRunner(
+        Settings(),
+        control,  # type: ignore[arg-type]
+        spec,
+        act=control.act,
+        confirm=lambda _p, _e: True,
+        progress=said.append,
+    )
+
+
+def test_a_failed_heal_is_retried_though_the_node_runs() -> None:
+    """Issue 37: an isolated node's process runs all along, so "it runs" does not mean "it
+    was restored", as it does after a start."""
+    control, said = Network(failures=1), []
+    _event, not_restored = isolate_runner(control, said)._restore(BrokerAction.HEAL, (2,))
+    assert not_restored == []
+    assert control.calls == [(BrokerAction.HEAL, 2)] * 2
+
+
+def test_a_network_fault_is_healed_when_the_drill_is_interrupted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    control, said = Network(), []
+
+    def interrupted(_s: float) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner_mod.time, "sleep", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        isolate_runner(control, said)._hold_fault((2,))
+    assert control.calls == [(BrokerAction.ISOLATE, 2), (BrokerAction.HEAL, 2)]

@@ -87,12 +87,12 @@ def test_the_registry_and_the_keys_read_the_list() -> None:
 def test_the_drill_spec_and_the_export_read_the_list(monkeypatch: pytest.MonkeyPatch) -> None:
     """A kind added to the list is a fault to the drill spec and to the timeline's export
     without either of them changing (the keys and commands are built from it at import)."""
-    with pytest.raises(DrillError, match="--fault must be one of stop, kill, pause"):
-        DrillSpec(fault="isolate", target="controller")
-    extra = replace(fault_kind("kill"), name="isolate")
+    with pytest.raises(DrillError, match="--fault must be one of stop, kill, pause, isolate"):
+        DrillSpec(fault="slow", target="controller")
+    extra = replace(fault_kind("kill"), name="slow")
     monkeypatch.setattr("kconsole.faults.FAULT_KINDS", (*FAULT_KINDS, extra))
-    assert DrillSpec(fault="isolate", target="controller").fault == "isolate"
-    fault = Event(2.0, EventKind.ACTION, "isolate broker 2", broker=2, new="isolate")
+    assert DrillSpec(fault="slow", target="controller").fault == "slow"
+    fault = Event(2.0, EventKind.ACTION, "slow broker 2", broker=2, new="slow")
     restore = Event(3.0, EventKind.ACTION, "start broker 2", broker=2, new="start")
     assert latest_fault([fault, restore]) is fault
 

@@ -75,6 +75,8 @@ _ENGINE_ERRORS: tuple[type[Exception], ...] = (
 )
 ENGINE_ERRORS = _ENGINE_ERRORS  # for the other modules that talk to the engine (images)
 
+# Network faults: the local cluster's only, for now; refused before anything is asked.
+NOT_YET = frozenset({BrokerAction.ISOLATE, BrokerAction.HEAL})
 # Which actions fit which container status (the engine's State.Status).
 _FITS: dict[str, frozenset[BrokerAction]] = {
     "running": frozenset({BrokerAction.STOP, BrokerAction.KILL, BrokerAction.PAUSE}),
@@ -463,6 +465,11 @@ class DockerBrokerControl:
         )
 
     def act(self, action: BrokerAction, broker_id: int, progress: Progress | None = None) -> str:
+        if action in NOT_YET:
+            raise ClusterError(
+                f"cannot {action.value} node {broker_id}: network faults are not available on "
+                "the docker backend yet (the local cluster has them: --backend local)"
+            )
         brokers = self._brokers()
         c = brokers.get(broker_id)
         what = f"broker {broker_id}"

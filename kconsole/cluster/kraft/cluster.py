@@ -452,6 +452,7 @@ class KRaftCluster(StateDir[KRaftSpec]):
                 resumed.append(node.name)
             else:
                 to_start.append(node)
+        self.refuse_if_isolated([n.name for n in to_start])
         for node in to_start:
             for port in self._ports(node):
                 check_port_free(self.spec.host, port, node.name)
@@ -669,6 +670,19 @@ class KRaftCluster(StateDir[KRaftSpec]):
         if not _wait(lambda: proc.state() is ProcState.RUNNING, 5.0):
             raise ClusterError(f"{node_label(name)} is still shown stopped 5 s after SIGCONT")
 
+    def isolate_node(self, name: str, guard: int | None = None) -> str:
+        """Cut the node off the network: what it sends and what is sent to its ports (broker
+        and controller) are dropped (kconsole.cluster.net); what was done, read back."""
+        node = self.node_named(name)
+        label = node_label(name)
+        net = self.net_node(name, label, self._ports(node), self.spec.host, "isolate")
+        return self.net_faults().isolate(net, guard)
+
+    def heal_node(self, name: str) -> str:
+        """End the node's network fault; what was removed, read back."""
+        self.node_named(name)
+        return self.net_faults().heal(name, node_label(name))
+
     def start_node(self, name: str, *, timeout: float = 120.0) -> NodeStart:
         """Start a stopped node with its configuration and data, and verify it is back: a
         broker registered and unfenced (its own log says so, and the cluster's metadata
@@ -683,6 +697,7 @@ class KRaftCluster(StateDir[KRaftSpec]):
             raise ClusterError(
                 f"{node_label(name)} has no formatted storage; use `kconsole cluster up`"
             )
+        self.refuse_if_isolated([name])
         for port in self._ports(node):
             check_port_free(self.spec.host, port, name)
         lib = jars.ensure_kafka_jars(self.spec.kafka_version)
@@ -866,6 +881,8 @@ class KRaftCluster(StateDir[KRaftSpec]):
         the last ones lose their majority, and a combined node's broker half then waits for a
         controlled shutdown that can no longer commit until it is killed.
         """
+        # First the network faults: no rule of this cluster's outlives it.
+        unhealed = self.heal_network()
         stopped: list[str] = []
         records: list[PidRecord | None] = []
         nodes = self.spec.nodes()
@@ -893,6 +910,8 @@ class KRaftCluster(StateDir[KRaftSpec]):
         grace = LAST_NODES_GRACE_S if combined else LAST_CONTROLLERS_GRACE_S
         self._wait_controllers_down(signalled, len(controllers), timeout, grace)
         wait_reaped(records, REAP_WAIT_S)
+        if unhealed is not None:  # its record stays: no purge
+            raise self.unhealed(unhealed, stopped)
         if purge and self.state_dir.exists():
             shutil.rmtree(self.state_dir)
         return stopped

@@ -22,6 +22,12 @@ class KRaftNodeControl:
     def __init__(self, cluster: KRaftCluster, progress: Progress | None = None):
         self.cluster = cluster
         self.progress = progress
+        self.guard: int | None = None  # see guard_network_faults
+
+    def guard_network_faults(self, pid: int) -> None:
+        """The network faults applied from now on are healed by a watchdog if process `pid`
+        (a drill's) ends before it heals them."""
+        self.guard = pid
 
     def states(self) -> dict[int, ProcState]:
         """Process state per broker id (combined nodes included)."""
@@ -64,6 +70,10 @@ class KRaftNodeControl:
         if action is BrokerAction.RESUME:
             c.resume_node(node.name)
             return f"{what} resumed (SIGCONT)"
+        if action is BrokerAction.ISOLATE:
+            return c.isolate_node(node.name, guard=self.guard)
+        if action is BrokerAction.HEAL:
+            return c.heal_node(node.name)
         say = progress or self.progress
         if say is not None:
             say(f"starting {what}; waiting until it is back in its roles")

@@ -185,6 +185,7 @@ class LocalCluster(LocalClusterDir):
                 result.resumed.append(name)
             else:
                 to_start.append(name)
+        self.refuse_if_isolated(to_start)
         for name in to_start:
             check_port_free(self.spec.host, self.port_of(name), name)
         self.write_configs()
@@ -439,6 +440,8 @@ class LocalCluster(LocalClusterDir):
         retry against a controller that is itself going away. A broker that does not exit within
         `timeout` is killed.
         """
+        # First the network faults: no rule of this cluster's outlives it.
+        unhealed = self.heal_network()
         stopped: list[str] = []
         records: list[PidRecord | None] = []
         order = [
@@ -462,6 +465,8 @@ class LocalCluster(LocalClusterDir):
                 zk.kill()
             stopped.append("zookeeper")
         self._wait_reaped(records)  # all at once: the brokers' went while the next ones stopped
+        if unhealed is not None:  # its record stays: no purge
+            raise self.unhealed(unhealed, stopped)
         if purge and self.state_dir.exists():
             shutil.rmtree(self.state_dir)
         return stopped
@@ -559,6 +564,20 @@ class LocalCluster(LocalClusterDir):
         proc.signal(signal.SIGCONT)
         wait_for(lambda: proc.state() is ProcState.RUNNING, 5.0)
 
+    def isolate_broker(self, broker_id: int, guard: int | None = None) -> str:
+        """Cut the broker off the network: what it sends and what is sent to its port are
+        dropped (kconsole.cluster.net); what was done, read back."""
+        self.broker(broker_id)
+        name = f"broker-{broker_id}"
+        label = f"broker {broker_id}"
+        node = self.net_node(name, label, [self.port_of(name)], self.spec.host, "isolate")
+        return self.net_faults().isolate(node, guard)
+
+    def heal_broker(self, broker_id: int) -> str:
+        """End the broker's network fault; what was removed, read back."""
+        self.broker(broker_id)
+        return self.net_faults().heal(f"broker-{broker_id}", f"broker {broker_id}")
+
     def start_broker(
         self,
         broker_id: int,
@@ -585,6 +604,7 @@ class LocalCluster(LocalClusterDir):
             raise ClusterError(
                 f"broker {broker_id} has no configuration; use `kconsole cluster up`"
             )
+        self.refuse_if_isolated([name])
         check_port_free(self.spec.host, self.port_of(name), name)
         lib = jars.ensure_kafka_jars(self.spec.kafka_version)
         t0 = time.monotonic()

@@ -7,7 +7,8 @@ from kconsole.cluster.values import BrokerAction, ProcState
 
 
 class LocalBrokerControl:
-    """BrokerControl for the embedded local cluster: signals to the JVMs kconsole started.
+    """BrokerControl for the embedded local cluster: signals to the JVMs kconsole started,
+    and network faults (kconsole.cluster.net) on them.
 
     `progress` hears about long waits inside an action (a start waiting for the killed
     process's ZooKeeper session to expire); the returned line says what happened in the end."""
@@ -17,6 +18,12 @@ class LocalBrokerControl:
     def __init__(self, cluster: LocalCluster, progress: Progress | None = None):
         self.cluster = cluster
         self.progress = progress
+        self.guard: int | None = None  # see guard_network_faults
+
+    def guard_network_faults(self, pid: int) -> None:
+        """The network faults applied from now on are healed by a watchdog if process `pid`
+        (a drill's) ends before it heals them."""
+        self.guard = pid
 
     def states(self) -> dict[int, ProcState]:
         return {
@@ -38,4 +45,8 @@ class LocalBrokerControl:
         if action is BrokerAction.RESUME:
             c.resume_broker(broker_id)
             return f"broker {broker_id} resumed (SIGCONT)"
+        if action is BrokerAction.ISOLATE:
+            return c.isolate_broker(broker_id, guard=self.guard)
+        if action is BrokerAction.HEAL:
+            return c.heal_broker(broker_id)
         return c.start_broker(broker_id, progress=progress or self.progress).message

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, suppress
 from pathlib import Path
@@ -31,6 +32,7 @@ from kconsole.cluster.local.spec import (
     zookeeper_properties,
 )
 from kconsole.cluster.logs import tail_lines
+from kconsole.cluster.net.faults import NetFaults, NetNode
 from kconsole.cluster.procs import ManagedProcess
 from kconsole.cluster.security.translate import librdkafka_config
 from kconsole.cluster.settings import BROKER_HEAP, ZOOKEEPER_HEAP, broker_port
@@ -130,6 +132,50 @@ class StateDir(Generic[S]):
 
     def pid_file_name(self, name: str) -> str:
         return self.PID_FILE
+
+    # -- network faults (kconsole.cluster.net) ----------------------------------------------
+    def net_faults(self) -> NetFaults:
+        """The network faults of this cluster: tagged by its state dir, recorded in it."""
+        return NetFaults(self.state_dir)
+
+    def heal_network(self) -> ClusterError | None:
+        """Heal every network fault of this cluster (`down` does it first, so that no rule
+        outlives the cluster); the error when that failed (the caller stops the processes
+        anyway and then says so: the record stays, for `cluster heal --all`)."""
+        try:
+            self.net_faults().heal_all()
+        except ClusterError as exc:
+            return exc
+        return None
+
+    def unhealed(self, error: ClusterError, stopped: list[str]) -> ClusterError:
+        """What `down` says when its heal failed: stopped, but the rules are still there."""
+        return ClusterError(
+            f"stopped {', '.join(stopped) or 'nothing'}, but the network faults are not all "
+            f"healed: {error.message} (`kconsole cluster heal --all` as root ends them; "
+            f"{self.state_dir} keeps their record)"
+        )
+
+    def refuse_if_isolated(self, names: list[str], verb: str = "start") -> None:
+        """ClusterError when a node in `names` has a network fault in force: started, it would
+        find its ports still cut and never come back."""
+        faults = self.net_faults().in_force()
+        cut = [n for n in names if n in faults]
+        if cut:
+            raise ClusterError(
+                f"cannot {verb} {', '.join(cut)}: a network fault is in force on "
+                f"{'it' if len(cut) == 1 else 'them'} (since "
+                f"{time.strftime('%H:%M:%S', time.localtime(faults[cut[0]].since))}), which "
+                "would keep its ports cut; `kconsole cluster heal` ends it first"
+            )
+
+    def net_node(self, name: str, label: str, ports: list[int], host: str, verb: str) -> NetNode:
+        """Node `name` as a network fault acts on it (ClusterError when it is not running)."""
+        proc = self.process(name)
+        pid = proc.pid
+        if pid is None or proc.state() is ProcState.STOPPED:
+            raise ClusterError(f"cannot {verb} {label}: it is not running")
+        return NetNode(name, label, pid, tuple(ports), host)
 
     def process(self, name: str) -> ManagedProcess:
         """The ManagedProcess of the node `name` (one object per name)."""

@@ -1,0 +1,58 @@
+"""The network faults: isolate a node (for now), healed by heal. The process keeps running; the
+local cluster's backends drop its packets with iptables rules in the cluster's own chain,
+matching the node's cgroup and ports (kconsole.cluster.net, docs/network-faults.md). The docker
+backend refuses them (not yet)."""
+
+from __future__ import annotations
+
+from kconsole.cluster.values import BrokerAction, ProcState
+from kconsole.faults.kind import FaultKind, Primitive
+from kconsole.faults.process import NODE_TARGETS, SESSION
+
+ISOLATE_NOTE = (
+    "An isolate cuts TCP (IPv4) to and from the node with iptables; the process keeps running "
+    "and keeps what it holds, so the drill shows timeouts, elections and a zombie's return, "
+    "not what a crash would lose."
+)
+
+ISOLATE = Primitive(
+    BrokerAction.ISOLATE,
+    destructive=True,
+    summary="isolate a broker (iptables: drop its traffic and traffic to its ports)",
+    what="cut off the network: nothing it sends arrives, nothing reaches its ports",
+    how="iptables DROP, the process keeps running, asks first",
+    words="network partition cut iptables netsplit",
+    cli_help="Isolate a node (iptables drops what it sends and what is sent to its ports; the "
+    "process keeps running). Needs root, iptables and a cgroup v2 hierarchy.",
+    docker="",  # not yet: the docker backend refuses it
+    controller_what="cut off the network: the other voters and the brokers lose it",
+)
+HEAL = Primitive(
+    BrokerAction.HEAL,
+    destructive=False,
+    summary="heal a node's network fault (remove its iptables rules)",
+    what="remove the node's network rules: its traffic flows again",
+    how="removes kconsole's rules for it",
+    words="unisolate reconnect network restore",
+    cli_help="Heal a node's network fault (remove kconsole's rules for it, read back).",
+    docker="",
+)
+
+ISOLATE_FAULT = FaultKind(
+    "isolate",
+    apply=ISOLATE,
+    heal=HEAL,
+    signal="iptables DROP of its traffic and of traffic to its ports (needs root)",
+    done="isolated (its packets dropped): the others see it only by its silence",
+    leaves=ProcState.RUNNING,  # the process runs; only its packets are dropped
+    graceful=False,
+    # It cannot heartbeat: ZooKeeper expires its session (KRaft: the controller fences it);
+    # the leaders it follows drop it from their ISRs after replica.lag.time.max.ms when that
+    # comes first.
+    bounded_by=(*SESSION, "replica.lag.time.max.ms"),
+    caveat=ISOLATE_NOTE,
+    restart="",  # a heal starts nothing
+    rejoin="about a second: once healed, its ZooKeeper client reconnects, finds its session "
+    "expired and registers again (no JVM start, no log recovery)",
+    targets=NODE_TARGETS,
+)

@@ -1,0 +1,309 @@
+"""Issue 37, isolate on the real local clusters with real iptables: a ZooKeeper-mode leader
+isolated leaves ZooKeeper (its session expires: it cannot heartbeat) and every ISR it was in,
+its rules are in our chain only, and after the heal it registers again with every ISR full; on
+KRaft the isolated broker is fenced and unfenced after the heal; a drill isolating a leader
+under acks=all loses nothing. After every test, pass or fail, nothing of kconsole's is left:
+no rule with a kconsole: comment, no KCONSOLE- chain, no cgroup."""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from typing import TypeVar
+
+import psutil
+import pytest
+from kazoo.client import KazooClient
+
+from kconsole.cluster.kraft.cluster import KRaftCluster
+from kconsole.cluster.kraft.control import KRaftNodeControl
+from kconsole.cluster.kraft.probes import (
+    broker_admin,
+    broker_fencing,
+    quorum_from_controllers,
+)
+from kconsole.cluster.local.cluster import LocalCluster
+from kconsole.cluster.local.control import LocalBrokerControl
+from kconsole.cluster.local.spec import session_expiry_bound_s
+from kconsole.cluster.net.rules import chain_name, cluster_tag
+from kconsole.cluster.settings import TEST_TOPIC
+from kconsole.cluster.values import BrokerAction, ProcState
+from kconsole.commands import Commands, yes
+from kconsole.drills.spec import DrillSpec
+from kconsole.timeline import EventKind
+from tests.integration.conftest import controller, partition_state, registered
+from tests.integration.kraft_support import quorum_whole
+from tests.integration.net_support import kconsole_rules, left_behind, skip_without_network_faults
+from tests.integration.test_observer import settings_for
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.integration
+
+
+C = TypeVar("C", LocalCluster, KRaftCluster)
+
+
+def nothing_left(cluster: C) -> Iterator[C]:
+    """The body of a fixture: `cluster`, and after the test, pass or fail, whatever it left is
+    healed (the machine is never left cut) and the test fails when anything was left, or is
+    left after that."""
+    skip_without_network_faults()
+    yield cluster
+    left = left_behind(cluster.state_dir)
+    if left:
+        cluster.net_faults().heal_all()
+    assert left_behind(cluster.state_dir) == [], "kconsole's network rules outlived the heal"
+    assert left == [], f"the test left network rules behind: {left}"
+
+
+@pytest.fixture
+def zk_net(healthy: LocalCluster) -> Iterator[LocalCluster]:
+    """The shared ZooKeeper-mode cluster, healthy, with nothing of kconsole's network rules
+    left after the test (set up after `healthy`, so torn down before its restore)."""
+    yield from nothing_left(healthy)
+
+
+@pytest.fixture
+def kraft_net(kraft_healthy: KRaftCluster) -> Iterator[KRaftCluster]:
+    yield from nothing_left(kraft_healthy)
+
+
+def leader_not_controller(zk: KazooClient, brokers: list[int]) -> tuple[int, int]:
+    """(broker, partition): a broker that leads a test-topic partition and is not the
+    controller (isolating the controller too would also elect another: another test)."""
+    ctl = controller(zk)
+    for p in range(3):
+        leader = int(partition_state(zk, TEST_TOPIC, p)["leader"])
+        if leader != ctl and leader in brokers:
+            return leader, p
+    raise AssertionError("every test-topic partition is led by the controller")
+
+
+def still_talks() -> bool:
+    """A TCP connection on loopback that is not the cluster's works (the machine's other
+    traffic is never touched)."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        got: list[bytes] = []
+
+        def answer() -> None:
+            conn, _ = server.accept()
+            with conn:
+                got.append(conn.recv(16))
+                conn.sendall(b"pong")
+
+        t = threading.Thread(target=answer, daemon=True)
+        t.start()
+        with socket.create_connection(("127.0.0.1", port), timeout=3) as c:
+            c.sendall(b"ping")
+            reply = c.recv(16)
+        t.join(3)
+        return got == [b"ping"] and reply == b"pong"
+
+
+def test_isolate_a_zookeeper_mode_leader_then_heal(zk_net: LocalCluster, zk: KazooClient) -> None:
+    cluster = zk_net
+    control = LocalBrokerControl(cluster)
+    b, p = leader_not_controller(zk, cluster.spec.broker_ids)
+    tag = cluster_tag(cluster.state_dir)
+    chain = chain_name(tag)
+    port = cluster.port_of(f"broker-{b}")
+    t0 = time.monotonic()
+    said = control.act(BrokerAction.ISOLATE, b)
+    applied_s = time.monotonic() - t0
+    assert re.fullmatch(
+        rf"broker {b} isolated \(its traffic and traffic to its port {port} dropped: "
+        rf"(\d+) rules in {chain}\)",
+        said,
+    ), said
+    rules = kconsole_rules()
+    # One jump from OUTPUT, our chain, and every other kconsole rule in our chain, each
+    # carrying the node's tag: nothing of ours anywhere else.
+    jumps = [ln for ln in rules if ln.startswith("-A OUTPUT ")]
+    assert len(jumps) == 1 and f"kconsole:{tag}" in jumps[0] and jumps[0].endswith(f"-j {chain}")
+    ours = [ln for ln in rules if ln.startswith(f"-A {chain} ")]
+    assert len(ours) == int(re.findall(r"(\d+) rules", said)[0]) >= 3
+    assert all(f"kconsole:{tag}:broker-{b}" in ln and ln.endswith("-j DROP") for ln in ours)
+    assert set(rules) == {f":{chain} - [0:0]", *jumps, *ours}, rules
+    assert still_talks()
+    # It cannot heartbeat: ZooKeeper expires its session, the controller moves its leadership
+    # and takes it out of every ISR. Its process runs all along.
+    bound = session_expiry_bound_s(cluster.spec, b)
+    wait_until(lambda: b not in registered(zk), bound + 10, f"broker {b} to leave ZooKeeper")
+    gone_s = time.monotonic() - t0
+    state = wait_until(
+        lambda: (
+            (s := partition_state(zk, TEST_TOPIC, p))["leader"] != b and b not in s["isr"] and s
+        ),
+        30,
+        f"test-topic/{p} led by another broker, without {b} in its ISR",
+    )
+    moved_s = time.monotonic() - t0
+    assert control.states()[b] is ProcState.RUNNING
+    assert len(state["isr"]) == 2
+    print(
+        f"\nisolate broker {b}: applied in {applied_s:.2f} s, gone from ZooKeeper after "
+        f"{gone_s:.1f} s (session expiry bound {bound:.1f} s), test-topic/{p} led by "
+        f"{state['leader']} without it after {moved_s:.1f} s"
+    )
+
+    t1 = time.monotonic()
+    healed = control.act(BrokerAction.HEAL, b)
+    assert healed.startswith(f"broker {b} healed ({len(ours)} rules removed from {chain}"), healed
+    assert kconsole_rules() == [] and left_behind(cluster.state_dir) == []
+    wait_until(lambda: b in registered(zk), 60, f"broker {b} to register again")
+    back_s = time.monotonic() - t1
+    cluster.wait_isr_full(TEST_TOPIC, time.monotonic() + 90)
+    print(f"heal broker {b}: registered again after {back_s:.1f} s, ISRs full after "
+          f"{time.monotonic() - t1:.1f} s")  # fmt: skip
+    assert control.act(BrokerAction.HEAL, b).endswith("(nothing to heal)")
+
+
+def test_cluster_down_heals_first(zk_net: LocalCluster) -> None:
+    """`cluster down` heals every rule of the cluster before it stops anything: here its
+    first step, heal_all, run alone on an isolated broker."""
+    cluster = zk_net
+    control = LocalBrokerControl(cluster)
+    control.act(BrokerAction.ISOLATE, 3)
+    assert kconsole_rules()
+    healed = cluster.net_faults().heal_all()
+    assert healed[0].startswith("broker-3 healed (")
+    assert left_behind(cluster.state_dir) == []
+    assert cluster.net_faults().in_force() == {}
+
+
+def test_drill_isolate_a_leader_loses_nothing_with_acks_all(
+    zk_net: LocalCluster, zk: KazooClient
+) -> None:
+    """`drill run --fault isolate` through the door: the leader leaves ZooKeeper when its
+    session expires, the heal brings it back, no acknowledged record is lost."""
+    cluster = zk_net
+    b, _ = leader_not_controller(zk, cluster.spec.broker_ids)
+    spec = DrillSpec(
+        fault="isolate",
+        target=f"broker:{b}",
+        acks="all",
+        duration_s=16,
+        restore_after_s=12,
+        settle_timeout_s=90,
+        wait_preferred=False,
+        rate=150,
+        warmup_s=1.5,
+    )
+    door = Commands(LocalBrokerControl(cluster), settings=settings_for(cluster))
+    report = door.drill_run(spec, yes)
+    print("\n" + "\n".join(f"{m.name}: {m.seconds} (predicted {m.predicted}) {m.note}"
+                           for m in report.measurements))  # fmt: skip
+    assert report.ok, report.audit.markdown()
+    assert report.audit.acked > 100 and not report.audit.lost
+    assert report.settled and not report.not_restored
+    kinds = [(e.kind, e.broker) for e in report.events]
+    actions = [i for i, e in enumerate(report.events) if e.kind is EventKind.ACTION]
+    assert [report.events[i].new for i in actions] == ["isolate", "heal"]
+    left = kinds.index((EventKind.BROKER_LEFT, b))
+    joined = kinds.index((EventKind.BROKER_JOINED, b))
+    assert actions[0] < left < actions[1] < joined
+    gone = next(m for m in report.measurements if m.name.startswith("fault -> broker gone"))
+    assert gone.seconds is not None and "session expires" in gone.predicted
+    back = next(m for m in report.measurements if m.name.startswith("restore -> broker registered"))
+    assert back.seconds is not None and "once healed" in back.predicted
+    assert any("iptables" in n for n in report.audit.notes)
+
+
+def test_isolate_a_kraft_broker_fences_it_then_heal(kraft_net: KRaftCluster) -> None:
+    cluster = kraft_net
+    control = KRaftNodeControl(cluster)
+    b = cluster.spec.broker_ids[-1]
+    node = cluster.node_of(b)
+    chain = chain_name(cluster_tag(cluster.state_dir))
+    # Asked of the other brokers: a client bootstrapped with the isolated one too waits for
+    # its connection to time out whenever it picks that one.
+    others = ",".join(
+        f"{cluster.spec.host}:{port}"
+        for bid, port in cluster.spec.broker_ports().items()
+        if bid != b
+    )
+
+    def fenced() -> bool | None:
+        with broker_admin(others, 2000, cluster.kafka_python_security()) as admin:
+            return broker_fencing(admin).get(b)
+
+    t0 = time.monotonic()
+    said = control.act(BrokerAction.ISOLATE, b)
+    assert said.startswith(f"broker {b} isolated (") and chain in said, said
+    wait_until(lambda: fenced() is True, 60, f"broker {b} fenced")
+    fenced_s = time.monotonic() - t0
+    # By its session's timeout (broker.session.timeout.ms, 9 s): not before.
+    assert 7.0 < fenced_s < 40.0, fenced_s
+    assert cluster.process(node.name).state() is ProcState.RUNNING
+    t1 = time.monotonic()
+    healed = control.act(BrokerAction.HEAL, b)
+    assert healed.startswith(f"broker {b} healed (") and kconsole_rules() == []
+    wait_until(lambda: fenced() is False, 60, f"broker {b} unfenced")
+    print(f"\nKRaft isolate broker {b}: fenced after {fenced_s:.1f} s; unfenced "
+          f"{time.monotonic() - t1:.1f} s after the heal")  # fmt: skip
+
+
+def test_isolate_the_active_kraft_controller_elects_another(kraft_net: KRaftCluster) -> None:
+    """The quorum leader cut off: the other voters elect one of them with a higher epoch; after
+    the heal the old leader is a follower again and the quorum whole."""
+    cluster = kraft_net
+    control = KRaftNodeControl(cluster)
+    q = cluster.quorum()
+    assert q is not None and q.leader_id is not None
+    leader, epoch = q.leader_id, q.leader_epoch
+    ports = cluster.spec.controller_ports()
+    others = [port for nid, port in ports.items() if nid != leader]
+    t0 = time.monotonic()
+    said = control.act(BrokerAction.ISOLATE, leader)
+    assert said.startswith(f"controller {leader} isolated (") and str(ports[leader]) in said
+
+    def new_leader() -> tuple[int, int] | None:
+        q2 = quorum_from_controllers(cluster.spec.host, others, 1.0)
+        if q2 is None or q2.leader_id in (None, leader):
+            return None
+        return q2.leader_id, q2.leader_epoch
+
+    now, new_epoch = wait_until(new_leader, 60, "another quorum leader")
+    elected_s = time.monotonic() - t0
+    assert new_epoch > epoch
+    assert control.act(BrokerAction.HEAL, leader).startswith(f"controller {leader} healed (")
+    wait_until(lambda: quorum_whole(cluster), 90, "the quorum whole, the old leader following")
+    print(f"\nKRaft isolate quorum leader {leader}: controller {now} leads (epoch {epoch} -> "
+          f"{new_epoch}) after {elected_s:.1f} s")  # fmt: skip
+
+
+def test_a_fault_held_by_a_killed_process_is_healed_by_its_watchdog(zk_net: LocalCluster) -> None:
+    """A drill holds its fault with its own pid as guard: SIGKILLed before its restore, the
+    watchdog heals the node all the same (a fault outlives nothing)."""
+    cluster = zk_net
+    code = (
+        "import os, time\n"
+        "from kconsole.cluster.local.cluster import LocalCluster\n"
+        f"c = LocalCluster({str(cluster.state_dir)!r})\n"
+        "print(c.isolate_broker(3, guard=os.getpid()), flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        said = holder.stdout.readline() if holder.stdout else ""
+        assert f"healed by a watchdog if process {holder.pid} ends first" in said, said
+        fault = cluster.net_faults().in_force()["broker-3"]
+        assert fault.guard == holder.pid and fault.watchdog is not None
+        assert kconsole_rules()
+        holder.kill()
+        holder.wait(10)
+        t0 = time.monotonic()
+        wait_until(lambda: left_behind(cluster.state_dir) == [], 30, "the watchdog's heal")
+        print(f"\nwatchdog healed broker 3 {time.monotonic() - t0:.2f} s after its holder died")
+        assert cluster.net_faults().in_force() == {}
+        wait_until(lambda: not psutil.pid_exists(fault.watchdog or 0), 10, "the watchdog gone")
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(10)
