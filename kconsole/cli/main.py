@@ -31,6 +31,17 @@ def _quiet_libraries() -> None:
     # does not answer as an ERROR; kconsole says what failed itself. Its lines go to the log
     # file the console keeps, not into a command's output.
     kafka_python = logging.getLogger("kafka")
+    kafka_python.setLevel(logging.WARNING)
+    kafka_python.propagate = False
+    if not kafka_python.handlers:  # until _library_log: nowhere (not Python's stderr fallback)
+        kafka_python.addHandler(logging.NullHandler())
+
+
+def _library_log() -> None:
+    """kafka-python's lines into the state dir's log file; only once the configuration is
+    valid (a refused configuration touches nothing, not even where the log goes: a line logged
+    later would make the state dir it named)."""
+    kafka_python = logging.getLogger("kafka")
     for old in [h for h in kafka_python.handlers if isinstance(h, _LibraryLog)]:
         kafka_python.removeHandler(old)
         old.close()
@@ -38,8 +49,6 @@ def _quiet_libraries() -> None:
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     handler.addFilter(secrets.ScrubFilter())
     kafka_python.addHandler(handler)
-    kafka_python.setLevel(logging.WARNING)
-    kafka_python.propagate = False
 
 
 class _LibraryLog(logging.FileHandler):
@@ -164,6 +173,7 @@ def main(
         fail_config(exc)
     except ClusterError as exc:
         fail(exc)
+    _library_log()
     from kconsole.commands.local_security import with_local_security
 
     settings = with_local_security(settings)  # a secured local cluster, reached with no flags

@@ -111,8 +111,12 @@ async def test_a_failing_job_shows_why(manager: JobManager, tmp_path: Path) -> N
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_jobs(app, pilot)
         app.request_job_start("fake", {"mode": "fail"}, False)
+        # A real process starts, fails and is reaped, then the next poll lists it: over 10 s in
+        # a CI run with both cores saturated (a Python start-up alone took seconds there).
         await wait_for(
-            pilot, lambda: bool(app.job_runs) and app.job_runs[-1].state is JobState.FAILED
+            pilot,
+            lambda: bool(app.job_runs) and app.job_runs[-1].state is JobState.FAILED,
+            timeout=30,
         )
         screen.query_one("#job-runs").focus()  # the jobs table had it: the detail showed the job
         await pilot.pause()

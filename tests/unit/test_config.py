@@ -204,6 +204,30 @@ def test_settings_validate_zookeeper_chroot() -> None:
 class TestCommandLine:
     """`kconsole` (the console) and its subcommands say every problem, exit 2, start nothing."""
 
+    def test_a_refused_configuration_does_not_move_the_log(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A library line logged after a refused configuration (a client of an earlier
+        invocation still retrying) goes to the log file that was in place, never into the state
+        dir the refused configuration named: it made that dir in a CI run ("nothing started")."""
+        import logging
+
+        from kconsole.cli.main import _library_log, _quiet_libraries
+
+        before, refused = tmp_path / "before", tmp_path / "refused"
+        monkeypatch.setenv("KCONSOLE_STATE_DIR", str(before))
+        _quiet_libraries()
+        _library_log()
+        cfg = tmp_path / "c.toml"
+        cfg.write_text('backend = "k8s"\n')
+        env = {"KCONSOLE_STATE_DIR": str(refused), "KCONSOLE_CONFIG": str(cfg)}
+        monkeypatch.setenv("KCONSOLE_STATE_DIR", str(refused))
+        res = CliRunner().invoke(main, ["cluster", "status"], env=env)
+        assert res.exit_code == 2, res.output
+        logging.getLogger("kafka.cluster").warning("No node available for metadata refresh")
+        assert not refused.exists()
+        assert "No node available" in (before / "kconsole.log").read_text()
+
     @pytest.mark.parametrize("args", [[], ["describe"], ["cluster", "status"]])
     def test_every_problem_exit_2_nothing_started(self, tmp_path: Path, args: list[str]) -> None:
         cfg = tmp_path / "c.toml"

@@ -64,8 +64,9 @@ def test_kafka_pythons_log_lines_go_to_the_log_file(tmp_path: Path) -> None:
     script = textwrap.dedent(
         """
         import logging
-        from kconsole.cli.main import _quiet_libraries
+        from kconsole.cli.main import _library_log, _quiet_libraries
         _quiet_libraries()
+        _library_log()
         logging.getLogger("kafka.net.transport").error(
             "<KafkaConnection node_id=2>: Abort (RequestTimedOutError)"
         )
