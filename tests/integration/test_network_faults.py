@@ -283,11 +283,11 @@ def test_a_fault_held_by_a_killed_process_is_healed_by_its_watchdog(zk_net: Loca
     watchdog heals the node all the same (a fault outlives nothing)."""
     cluster = zk_net
     code = (
-        "import os, time\n"
+        "import os, signal\n"
         "from kconsole.cluster.local.cluster import LocalCluster\n"
         f"c = LocalCluster({str(cluster.state_dir)!r})\n"
         "print(c.isolate_broker(3, guard=os.getpid()), flush=True)\n"
-        "time.sleep(600)\n"
+        "signal.pause()  # holds the fault until the test SIGKILLs it\n"
     )
     holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
