@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Sparkline, Static
 
 from kconsole.config import Settings
-from kconsole.jobs import JobState
+from kconsole.jobs import JobRun, JobState
 from kconsole.jobs.manager import JobManager
 from kconsole.ui.app import KConsoleApp
 from kconsole.ui.screens.jobs import (
@@ -363,6 +364,40 @@ async def test_the_rate_chart_names_what_it_clipped(tmp_path: Path) -> None:
         assert "now 1,391" in said and "max 3,637 rows/s" in said, said
         assert "(1 batch above it, up to 32,313)" in said, said
         assert app.screen.query_one("#job-rate", Sparkline).data[0] == 3_637.13592233009740
+
+
+class LateRuns(RecordedJobs):
+    """Recorded runs whose first read waits until `release` is set (a read that comes back after
+    the jobs screen opened, as one does on a loaded machine)."""
+
+    def __init__(self, state_dir: Path, live: set[str]) -> None:
+        super().__init__(state_dir, live)
+        self.release = threading.Event()
+
+    def runs(self) -> list[JobRun]:
+        assert self.release.wait(30), "the test never let the runs be read"
+        return super().runs()
+
+
+async def test_runs_read_after_the_screen_opened_take_the_focus(tmp_path: Path) -> None:
+    """A CI run under load: the jobs screen opened before the first read of the runs came back,
+    the jobs table kept the focus it had been given for want of runs, and the selected run's
+    charts were never shown. Runs listed later take the focus, and their detail is shown."""
+    state_dir, run_id = tmp_path / "state", "keyed-counts-20270115-080000-0001"
+    plant_run(state_dir, run_id, "keyed_counts_backlog", job="keyed-counts",
+              started_at=T0 - 60, topic="test-topic", group_id=None)  # fmt: skip
+    jobs = LateRuns(state_dir, set())
+    app = jobs_app(jobs)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_jobs(app, pilot)
+        await pilot.pause()
+        assert not app.job_runs and app.focused is screen.query_one("#job-specs", DataTable)
+        assert "Job" in border_title(app, "#job-detail")
+        jobs.release.set()
+        await runs_listed(pilot, screen, 1)
+        await wait_for(pilot, lambda: "now" in text_of(app, "#job-rate-range"))
+        assert app.focused is screen.query_one("#job-runs", DataTable)
+        assert run_id in border_title(app, "#job-detail")
 
 
 async def test_what_a_job_does_fits_the_pane_at_any_width(tmp_path: Path) -> None:

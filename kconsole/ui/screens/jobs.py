@@ -254,6 +254,10 @@ class JobsScreen(Screen[None]):
         self._known: set[str] = set()  # the runs listed so far (one new among them: selected)
         self.fitted_width = 0  # the jobs table's width "what it does" was last fitted to
         self._layout = RUN_LAYOUTS[0]  # the runs table's columns and run ids, as fitted
+        # Opened with no runs listed (e.g. before the first read of them came back): the jobs
+        # table has the focus only for want of runs, and the runs table takes it from there
+        # when runs are listed.
+        self._runs_awaited = False
 
     def on_mount(self) -> None:
         specs = self.query_one("#job-specs", DataTable)
@@ -270,6 +274,7 @@ class JobsScreen(Screen[None]):
         subscribe(self, "job_runs", self.redraw, init=True)
         subscribe(self, "snapshot", self.redraw, init=False)
         (runs if runs.row_count else specs).focus()
+        self._runs_awaited = not runs.row_count
 
     def on_unmount(self) -> None:
         state(self).show_job_logs = False
@@ -310,11 +315,15 @@ class JobsScreen(Screen[None]):
                 table.move_cursor(row=wanted.index(arrived[0]), animate=False)
             elif selected is not None and selected.run_id in wanted:
                 table.move_cursor(row=wanted.index(selected.run_id), animate=False)
+            if self._runs_awaited and wanted and self.focused is self.query_one("#job-specs"):
+                table.focus()
         else:
             for run in runs:
                 cells = layout_cells(run, view.snapshot, self._layout)
                 for col, value in zip(self._layout[0], cells, strict=True):
                     table.update_cell(run.run_id, col, value, update_width=True)
+        if wanted:
+            self._runs_awaited = False
         active = sum(1 for r in runs if r.active)
         set_border(
             self.query_one("#job-runs-pane"),
