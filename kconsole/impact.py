@@ -101,3 +101,68 @@ def blast_radius(snap: ClusterSnapshot, action: BrokerAction, broker_id: int) ->
         tuple(below),
         tuple(urp),
     )
+
+
+def partition_lines(
+    impact: Impact,
+    sides: tuple[str, ...],
+    *,
+    kraft: bool,
+    session_timeout_ms: int | None,
+    replica_lag_ms: int,
+    reaches_controller: bool = True,
+) -> list[str]:
+    """The blast radius of a partition, by what it cuts the node from. Cut from what keeps it
+    registered (ZooKeeper; on KRaft the quorum), it leaves the cluster as a crashed node does
+    (impact.lines) while it keeps answering whoever still reaches it; cut from the other
+    brokers or clients only, it stays registered: no leader moves."""
+    leaves = "quorum" in sides if kraft else "zookeeper" in sides
+    leaves = leaves or (kraft and any(s.startswith("controller:") for s in sides))
+    if leaves:
+        what = (
+            "the quorum fences it"
+            if kraft
+            else f"ZooKeeper expires its session (zookeeper.session.timeout.ms = "
+            f"{session_timeout_ms} ms)"
+        )
+        return [
+            *impact.lines(None),
+            f"partition: {what}, but it keeps running and answers whoever still reaches it: "
+            "until it learns, it may act on what it last knew (acks=1 writes it takes alone are "
+            "lost when another replica led meanwhile; acks=all writes fail)",
+        ]
+    out = []
+    cut_brokers = any(s != "clients" for s in sides)
+    if cut_brokers:
+        led = impact.new_leader_needed + impact.goes_offline
+        if led and reaches_controller:
+            out.append(
+                f"{len(led)} partition(s) it leads keep it as leader (it stays registered) and "
+                f"shrink their ISR to it once its followers are replica.lag.time.max.ms = "
+                f"{replica_lag_ms} ms behind (checked every half of that): acks=all writes "
+                f"then fail with NOT_ENOUGH_REPLICAS: {_few(led)}"
+            )
+        elif led:
+            out.append(
+                f"{len(led)} partition(s) it leads keep it as leader (it stays registered), "
+                "and it cannot shrink their ISR either: that goes through the controller "
+                "(AlterPartition), which it is cut from. acks=all writes to them wait for "
+                f"followers that cannot fetch, until the heal: {_few(led)}"
+            )
+        if impact.under_replicated or impact.below_min_isr:
+            n = len(impact.under_replicated) + len(impact.below_min_isr)
+            out.append(
+                f"{n} partition(s) it follows drop it from their ISR once it is "
+                f"replica.lag.time.max.ms = {replica_lag_ms} ms behind"
+            )
+        if impact.is_controller:
+            out.append(
+                f"broker {impact.broker_id} is the active CONTROLLER and stays so: the brokers "
+                "it is cut from miss its requests"
+            )
+    if "clients" in sides:
+        out.append(
+            "its clients lose it (the cluster sees nothing): producers and consumers of the "
+            "partitions it leads fail until it is healed, no leader moves"
+        )
+    return out or [f"broker {impact.broker_id}: nothing on the links named"]

@@ -20,6 +20,9 @@ class EventKind(StrEnum):
     BROKER_STATE = "broker-state"  # e.g. up -> paused / unreachable
     CONTROLLER_CHANGED = "controller-changed"  # in KRaft: the quorum leader (with its epoch)
     CONTROLLER_LOST = "controller-lost"
+    # ZooKeeper mode: a broker's own log says it gave up the controller role (a zombie
+    # controller, cut from ZooKeeper, does so only once it reaches ZooKeeper again).
+    CONTROLLER_RESIGNED = "controller-resigned"
     BROKER_FENCED = "broker-fenced"  # KRaft: no heartbeat within broker.session.timeout.ms
     BROKER_UNFENCED = "broker-unfenced"
     VOTER_LAGGING = "voter-lagging"  # KRaft: a controller not caught up with the leader

@@ -32,7 +32,7 @@ from kconsole.cluster.settings import (
     TEST_TOPIC,
     ZOOKEEPER_VERSION,
 )
-from kconsole.cluster.values import BrokerAction
+from kconsole.cluster.values import BrokerAction, NetLinks
 from kconsole.commands.views import KRaftView, LocalView
 from kconsole.config import DEFAULT_COMPOSE_PROJECT
 from kconsole.errors import ClusterError
@@ -628,11 +628,19 @@ def _zk_mode_broker(text: str, what: str, extra: str = "", *, docker: bool = Fal
 
 def _broker_command(action: BrokerAction) -> click.Command:
     heal = action is BrokerAction.HEAL
+    partition = action is BrokerAction.PARTITION
 
     @click.argument("node", required=not heal)
     @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
     @click.pass_context
-    def command(ctx: click.Context, node: str | None, yes: bool, every: bool = False) -> None:
+    def command(
+        ctx: click.Context,
+        node: str | None,
+        yes: bool,
+        every: bool = False,
+        cut_from: str | None = None,
+        one_way: bool = False,
+    ) -> None:
         # The backend chosen (--backend, KCONSOLE_BACKEND or the config): docker acts on the
         # compose project's broker containers, none refuses; local and auto on the local
         # cluster in --state-dir.
@@ -642,6 +650,12 @@ def _broker_command(action: BrokerAction) -> click.Command:
             _heal_every(door, node, yes, chosen)
             return
         try:
+            links = None
+            if partition:
+                try:
+                    links = NetLinks.parse(cut_from or "", one_way)
+                except ValueError as exc:
+                    raise ClusterError(str(exc)) from None
             if chosen in ("docker", "none"):
                 # a KRaft compose project names its controllers (controller:1001); a
                 # ZooKeeper-mode one has brokers only
@@ -658,7 +672,11 @@ def _broker_command(action: BrokerAction) -> click.Command:
                 else:
                     node_id = _zk_mode_broker(node, "NODE")
             said = door.broker(
-                action, node_id, confirmation(yes), progress=lambda m: click.echo(f"  {m}")
+                action,
+                node_id,
+                confirmation(yes),
+                progress=lambda m: click.echo(f"  {m}"),
+                links=links,
             )
             click.echo(said)
         except ClusterError as exc:
@@ -686,6 +704,19 @@ def _broker_command(action: BrokerAction) -> click.Command:
             help="Heal every node with a network fault recorded in force (one heal each).",
         )
         return click.command(action.value, help=doc)(every(command))
+    if partition:
+        sides = click.option(
+            "--from",
+            "cut_from",
+            required=True,
+            metavar="SIDES",
+            help="What to cut the node from, comma-separated: zookeeper, quorum, brokers, "
+            "clients, or nodes (2, broker:2, controller:1001).",
+        )
+        one = click.option(
+            "--one-way", is_flag=True, help="Drop only what the node sends on those links."
+        )
+        return click.command(action.value, help=doc)(sides(one(command)))
     return click.command(action.value, help=doc)(command)
 
 

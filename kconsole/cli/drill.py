@@ -33,6 +33,18 @@ def drill() -> None:
     "KRaft voter), quorum-majority (KRaft: the quorum leader and enough voters for a "
     "majority), broker:ID, or leader:TOPIC/PARTITION.",
 )
+@click.option(
+    "--from",
+    "cut_from",
+    metavar="SIDES",
+    help="--fault partition: what the target is cut from, comma-separated: zookeeper, quorum, "
+    "brokers, clients, or nodes (2, broker:2, controller:1001).",
+)
+@click.option(
+    "--one-way",
+    is_flag=True,
+    help="--fault partition: drop only what the target sends on those links.",
+)
 @click.option("--acks", type=click.Choice(["all", "1", "0"]), default="all", show_default=True)
 @click.option(
     "--duration",
@@ -81,6 +93,8 @@ def drill_run(
     ctx: click.Context,
     fault: str,
     target: str,
+    cut_from: str | None,
+    one_way: bool,
     acks: str,
     duration: float,
     restore_after: float,
@@ -97,9 +111,16 @@ def drill_run(
     It shows the blast radius and asks for the target node ids before anything is written
     (--yes skips that); read-only mode refuses it before anything starts.
     """
+    from kconsole.cluster.values import NetLinks
     from kconsole.drills.spec import DrillSpec
 
     try:
+        if one_way and cut_from is None:
+            raise ClusterError("--one-way is a partition's: give --from too")
+        try:
+            links = NetLinks.parse(cut_from, one_way) if cut_from is not None else None
+        except ValueError as exc:
+            raise ClusterError(str(exc)) from None
         spec = DrillSpec(
             fault=fault,
             target=target,
@@ -110,6 +131,7 @@ def drill_run(
             wait_preferred=not no_wait_preferred,
             rate=rate,
             topic=topic,
+            links=links,
         )
         report = commands(ctx).drill_run(spec, confirmation(assume_yes), progress=click.echo)
     except ClusterError as exc:
@@ -124,6 +146,8 @@ def drill_run(
         f"  acked {a.get('acked')}, lost {len(a.get('lost', []))}, duplicates "
         f"{len(a.get('duplicates', []))}, failed {a.get('failed_by_code')}"
     )
+    for line in report.explained:
+        click.echo(f"  why: {line}")
     click.echo(f"report: {json_path} and {md_path}")
     for line in report.not_restored:
         click.echo(f"RESTORE FAILED: {line}", err=True)

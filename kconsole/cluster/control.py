@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-from kconsole.cluster.values import BrokerAction, ProcState
+from kconsole.cluster.values import BrokerAction, NetLinks, ProcState
 
 
 @runtime_checkable
@@ -23,7 +23,11 @@ class BrokerControl(Protocol):
         ...
 
     def act(
-        self, action: BrokerAction, broker_id: int, progress: Callable[[str], None] | None = None
+        self,
+        action: BrokerAction,
+        broker_id: int,
+        progress: Callable[[str], None] | None = None,
+        links: NetLinks | None = None,
     ) -> str:
         """Carry out `action`; return a one-line description of what really happened (a
         start: the new process registered, and any wait before it). `progress` hears about a

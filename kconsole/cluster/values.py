@@ -4,6 +4,7 @@ or a command line that names an action or a state imports nothing that acts."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
 
@@ -18,6 +19,7 @@ class BrokerAction(StrEnum):
     START = "start"
     # Network faults (kconsole.cluster.net): the process runs, its packets are dropped.
     ISOLATE = "isolate"  # iptables: what it sends and what is sent to its ports
+    PARTITION = "partition"  # iptables: only its links to some (NetLinks)
     HEAL = "heal"  # remove its rules
 
 
@@ -27,3 +29,43 @@ class ProcState(StrEnum):
     RUNNING = "running"
     PAUSED = "paused"
     STOPPED = "stopped"
+
+
+# The sides a partition names by their role (a node is named as the commands name it: 2,
+# broker:2, controller:1001).
+SIDES = ("zookeeper", "quorum", "brokers", "clients")
+
+
+@dataclass(frozen=True)
+class NetLinks:
+    """What a partition cuts a node from, as the user said it: `sides` (each one of SIDES or a
+    node) and `one_way` (only what the node sends is dropped)."""
+
+    sides: tuple[str, ...]
+    one_way: bool = False
+
+    @classmethod
+    def parse(cls, text: str, one_way: bool = False) -> NetLinks:
+        """`--from zookeeper,broker:2` as given (ValueError says what is wrong)."""
+        sides = tuple(dict.fromkeys(w.strip().lower() for w in text.split(",") if w.strip()))
+        if not sides:
+            raise ValueError(
+                f"--from names what to cut the node from: {', '.join(SIDES)} or a node "
+                "(2, broker:2, controller:1001), comma-separated"
+            )
+        for side in sides:
+            kind, sep, num = side.partition(":")
+            if side in SIDES or (not sep and kind.isdigit()):
+                continue
+            if sep and kind in ("broker", "controller") and num.isdigit():
+                continue
+            raise ValueError(
+                f"--from: {side!r} is not {', '.join(SIDES)} or a node (2, broker:2, "
+                "controller:1001)"
+            )
+        return cls(sides, one_way)
+
+    @property
+    def words(self) -> str:
+        """'from zookeeper, broker:2' (', one way' when so)."""
+        return "from " + ", ".join(self.sides) + (", one way" if self.one_way else "")

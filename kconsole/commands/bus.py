@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kconsole.cluster.control import BrokerControl
-from kconsole.cluster.values import BrokerAction
+from kconsole.cluster.values import BrokerAction, NetLinks
 from kconsole.commands.auditlog import AuditLog
 from kconsole.commands.door import Confirm, never, yes
 from kconsole.commands.reassign import ClientFactory, ReassignCommands
@@ -229,24 +229,32 @@ class Commands(ReassignCommands):
         *,
         via: str = "",
         progress: Callable[[str], None] | None = None,
+        links: NetLinks | None = None,
     ) -> str:
         """Run a broker action. Destructive ones need `confirm(prompt, broker id)`; `progress`
-        hears about a long wait inside it (a start after a kill waits for the old session)."""
+        hears about a long wait inside it (a start after a kill waits for the old session);
+        `links`: what a partition cuts the node from."""
 
         def act() -> str:
             control = self._control()
             assert control is not None  # refuse() said so before
+            if links is not None:
+                return control.act(action, broker_id, progress=progress, links=links)
             return control.act(action, broker_id, progress=progress)
 
         target = self._node_label(broker_id)
+        detail: dict[str, Any] = {"via": via} if via else {}
+        if links is not None:
+            detail.update({"from": list(links.sides), "one_way": links.one_way})
         return self._run(
             f"broker.{action.value}",
             target,
-            {"via": via} if via else {},
+            detail,
             act,
             confirm=confirm,
             expected=str(broker_id),
-            prompt=f"{action.value} {target}? Type {broker_id} to confirm",
+            prompt=f"{action.value} {target}{' ' + links.words if links else ''}? "
+            f"Type {broker_id} to confirm",
             result=lambda said: {"said": said},
         )
 
@@ -475,7 +483,8 @@ class Commands(ReassignCommands):
         from kconsole.drills.runner import DrillRunner
 
         def act(action: BrokerAction, broker_id: int) -> str:
-            return self.broker(action, broker_id, yes, via="drill.run")
+            links = spec.links if action is BrokerAction.PARTITION else None
+            return self.broker(action, broker_id, yes, via="drill.run", links=links)
 
         def run() -> DrillReport:
             control, settings = self._control(), self.settings

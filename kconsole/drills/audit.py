@@ -164,6 +164,9 @@ class AuditResult:
     # the fault in a drill (every other figure of the report counts from it too).
     origin: float | None = None
     origin_name: str = "the start of sending"
+    # Per partition, the longest a send waited for its acknowledgement (sent -> acked): where
+    # acks=all stalls (a leader without its followers) rather than failing, this shows it.
+    longest_wait: dict[int, float] = field(default_factory=dict)
 
     @property
     def zero(self) -> float:
@@ -205,6 +208,15 @@ class AuditResult:
         data["origin"] = {"name": self.origin_name, "at": self.zero}
         return data
 
+    def _waits(self) -> str:
+        """'14.20 s (partition 0); 0.05 s elsewhere': the worst partition, and the others'."""
+        if not self.longest_wait:
+            return "—"
+        worst = max(self.longest_wait, key=lambda p: self.longest_wait[p])
+        rest = [w for p, w in self.longest_wait.items() if p != worst]
+        out = f"{self.longest_wait[worst]:.2f} s (partition {worst})"
+        return out + (f"; at most {max(rest):.2f} s on the others" if rest else "")
+
     def markdown(self, *, max_listed: int = 20) -> str:
         """A human summary: numbers, verdict, the first findings of each kind and the caveats."""
         sent_word = "acknowledged by the broker" if self.acknowledged else "sent (not acknowledged)"
@@ -234,6 +246,7 @@ class AuditResult:
             ("of those in the log", str(self.unknown_read_back)),
             ("read but never recorded as sent", str(self.unaccounted)),
             ("longest window with no successful send", window),
+            ("longest wait for an acknowledgement", self._waits()),
         ]
         out = [f"## Acked-message audit (acks={self.acks})", "", "| | |", "|---|---|"]
         out += [f"| {k} | {v} |" for k, v in rows]
@@ -361,7 +374,16 @@ def check(
         notes=(*notes, *caveats),
         origin=origin,
         origin_name=origin_name,
+        longest_wait=_longest_waits(acked_by_id.values()) if acks != "0" else {},
     )
+
+
+def _longest_waits(acked: Iterable[Acked]) -> dict[int, float]:
+    """Per partition, the longest sent -> acknowledged of its sends."""
+    out: dict[int, float] = {}
+    for a in acked:
+        out[a.partition] = max(out.get(a.partition, 0.0), a.acked_at - a.sent_at)
+    return dict(sorted(out.items()))
 
 
 def _order_violations(records: Iterable[Consumed]) -> tuple[OrderViolation, ...]:

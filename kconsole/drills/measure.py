@@ -458,3 +458,45 @@ class _Drill:
             "" if moved_off else "leaders never moved: every partition kept its preferred leader",
         )
         return isr, preferred
+
+
+ZOMBIE_PREDICTED = (
+    "until the heal: cut from ZooKeeper, it cannot learn that its session expired and another "
+    "broker took the role at a higher epoch; it resigns once it reaches ZooKeeper again"
+)
+
+
+def zombie_measurements(
+    events: list[Event], restore: Event, resigned: list[Event]
+) -> list[Measurement]:
+    """For each controller that resigned after another took its role (ZooKeeper mode, a
+    network fault): how long it was a zombie (its successor elected -> it resigned) and how
+    long after the heal it learned (heal -> resigned)."""
+    out = []
+    for r in resigned:
+        successor = next(
+            (
+                e
+                for e in events
+                if e.kind is EventKind.CONTROLLER_CHANGED and e.old == r.broker and e.ts <= r.ts
+            ),
+            None,
+        )
+        if successor is None:
+            continue  # it resigned with nobody in its place: no zombie
+        out.append(
+            Measurement(
+                f"zombie controller {r.broker}: controller {successor.new} elected -> "
+                f"{r.broker} resigned",
+                r.ts - successor.ts,
+                ZOMBIE_PREDICTED,
+            )
+        )
+        out.append(
+            Measurement(
+                f"heal -> controller {r.broker} resigned",
+                r.ts - restore.ts,
+                "about a second: its ZooKeeper client reconnects and finds its session expired",
+            )
+        )
+    return out

@@ -22,7 +22,8 @@ from kconsole.config import Settings
 from kconsole.drills import kraft
 from kconsole.drills.audit import AuditResult, check
 from kconsole.drills.export import ClusterIdentity
-from kconsole.drills.measure import Measurement
+from kconsole.drills.losses import explain_losses
+from kconsole.drills.measure import Measurement, zombie_measurements
 from kconsole.drills.spec import (
     Act,
     Confirm,
@@ -36,7 +37,7 @@ from kconsole.drills.verify import ReadBack, end_offsets, read_back
 from kconsole.drills.workload import Workload, WorkloadResult
 from kconsole.errors import NotConfirmed
 from kconsole.faults import fault_kind
-from kconsole.impact import blast_radius
+from kconsole.impact import blast_radius, partition_lines
 from kconsole.models import BrokerConfig, BrokerState, ClusterMode, ClusterSnapshot
 from kconsole.observer import ClusterObserver
 from kconsole.timeline import Event, EventKind
@@ -412,6 +413,18 @@ class DrillRunner:
         if not plan.on_brokers:
             return out
         impact = blast_radius(at, fault_kind(spec.fault).apply.action, plan.target)
+        if spec.links is not None:
+            return [
+                *out,
+                *partition_lines(
+                    impact,
+                    spec.links.sides,
+                    kraft=plan.is_kraft,
+                    session_timeout_ms=plan.config.session_timeout_ms,
+                    replica_lag_ms=plan.config.replica_lag_time_max_ms,
+                    reaches_controller=self._reaches_controller(at, plan.target),
+                ),
+            ]
         if not plan.is_kraft:
             return impact.lines(plan.config.session_timeout_ms)
         return [
@@ -419,6 +432,20 @@ class DrillRunner:
             *impact.lines(None),
             kraft.broker_fencing_line(spec.fault, plan.target, plan.config),
         ]
+
+    def _reaches_controller(self, at: ClusterSnapshot, target: int) -> bool:
+        """Whether a partitioned `target` still reaches the controller that commits its ISR
+        changes: it is the controller, or (KRaft) the quorum is not cut, or (ZooKeeper mode)
+        the controller is not on a side it is cut from."""
+        links = self.spec.links
+        if links is None:
+            return True
+        if at.mode is ClusterMode.KRAFT:
+            return "quorum" not in links.sides
+        ctl = at.controller.id
+        if ctl is None or ctl == target:
+            return True
+        return not ({"brokers", str(ctl), f"broker:{ctl}"} & set(links.sides))
 
     def _ask(self, plan: _Plan) -> None:
         """The user confirms the drill, its predicted impact in front of them, by typing the
@@ -535,6 +562,53 @@ class DrillRunner:
             frozen = [e for e in self._frozen if e.ts >= since]
         return sorted([*self.observer.events_since(since), *frozen], key=lambda e: e.ts)
 
+    def _resignations(self, plan: _Plan, fault: _Fault) -> list[Event]:
+        """ZooKeeper mode, a network fault: the controllers that resigned since the fault, as
+        their own logs say (a zombie controller learns of its successor only when it reaches
+        ZooKeeper again, after the heal). Read once the cluster settled: by then it has."""
+        read = getattr(self.control, "controller_resignations", None)
+        if plan.is_kraft or self._stops_process() or not callable(read):
+            return []
+        try:
+            found = read(fault.event.ts)
+        except Exception as exc:  # a hint only: the report says it could not be read
+            self.say(f"could not read the brokers' logs for resignations: {exc}")
+            return []
+        return [
+            Event(ts, EventKind.CONTROLLER_RESIGNED, f"controller {n} resigned (its log)", broker=n)
+            for ts, n in found
+        ]
+
+    def _explain(
+        self,
+        audit: AuditResult,
+        result: WorkloadResult,
+        before: ClusterSnapshot,
+        events: list[Event],
+        fault: _Fault,
+    ) -> list[str]:
+        """Why each partition lost what it lost (nothing when nothing was lost)."""
+        if not audit.lost:
+            return []
+        read = getattr(self.control, "truncations", None)
+        truncated = []
+        if callable(read):
+            try:
+                truncated = read(fault.event.ts)
+            except Exception as exc:  # the lines then say the truncation was not found
+                self.say(f"could not read the brokers' logs for truncations: {exc}")
+        return explain_losses(
+            self.spec.topic,
+            self.spec.acks,
+            audit.lost,
+            result.acked,
+            before,
+            events,
+            truncated,
+            fault_ts=fault.event.ts,
+            origin=fault.clock,
+        )
+
     def _report(
         self,
         plan: _Plan,
@@ -549,6 +623,8 @@ class DrillRunner:
     ) -> DrillReport:
         """The drill's report: the prediction, the measurements, the audit and the events."""
         events = self._timeline(fault.event)
+        resigned = self._resignations(plan, fault)
+        events = sorted([*events, *resigned], key=lambda e: e.ts)
         notes = list(result.notes)
         measurements, more = kraft.measure_drill(
             before,
@@ -558,7 +634,9 @@ class DrillRunner:
             restore=fault.restore,
             cfg=plan.config,
         )
-        measurements = [fault.held, *measurements]
+        zombie = zombie_measurements(events, fault.restore, resigned)
+        explained = self._explain(audit, result, before, events, fault)
+        measurements = [fault.held, *measurements, *zombie]
         notes += more
         if not back.complete:
             notes.append("read-back did not reach every high watermark before its deadline")
@@ -586,4 +664,5 @@ class DrillRunner:
             plan.what,
             fault.not_restored,
             fault.restore.ts,
+            explained,
         )

@@ -15,11 +15,11 @@ from typing import Any
 from kconsole import __version__
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.produce.request import check_topic_name
-from kconsole.cluster.values import BrokerAction
+from kconsole.cluster.values import SIDES, BrokerAction, NetLinks
 from kconsole.drills.audit import Acks, AuditResult
 from kconsole.drills.export import ClusterIdentity, iso, timeline_document, timeline_markdown
 from kconsole.drills.measure import Measurement
-from kconsole.faults import FAULT_KINDS, fault_names
+from kconsole.faults import FAULT_KINDS, fault_kind, fault_names
 from kconsole.models import ClusterMode, ClusterSnapshot, Quorum
 from kconsole.timeline import Event, EventKind
 
@@ -47,11 +47,21 @@ class DrillSpec:
     rate: float = 200.0
     topic: str = "test-topic"
     warmup_s: float = 2.0
+    links: NetLinks | None = None  # a partition's: what it cuts the target from (--from)
 
     def __post_init__(self) -> None:
         if self.fault not in fault_names():
             raise DrillError(
                 f"--fault must be one of {', '.join(fault_names())}, not {self.fault!r}"
+            )
+        if fault_kind(self.fault).needs_links and self.links is None:
+            raise DrillError(
+                f"--fault {self.fault} cuts only some links: say which with --from "
+                f"({', '.join(SIDES)} or nodes, comma-separated)"
+            )
+        if self.links is not None and not fault_kind(self.fault).needs_links:
+            raise DrillError(
+                f"--from and --one-way are a partition's; --fault {self.fault} takes neither"
             )
         if self.acks not in ("all", "1", "0"):
             raise DrillError(f"--acks must be all, 1 or 0, not {self.acks!r}")
@@ -175,6 +185,8 @@ class DrillReport:
     # Per node the restore left down: what happened and what to run (empty: all restored)
     not_restored: list[str] = field(default_factory=list)
     restore_at: float | None = None  # when the restore was applied (None: not yet known)
+    # Why each partition that lost acknowledged records lost them (kconsole.drills.losses)
+    explained: list[str] = field(default_factory=list)
 
     @property
     def restored_after_s(self) -> float | None:
@@ -221,6 +233,7 @@ class DrillReport:
                 self.events, self.measurements, fault, lead_s=self.spec.warmup_s
             ),
             "notes": self.notes,
+            "losses_explained": self.explained,
         }
 
     def markdown(self) -> str:
@@ -269,6 +282,11 @@ class DrillReport:
             "",
             self.audit.markdown(),
             "",
+            *(
+                ["## Why they were lost", "", *[f"- {line}" for line in self.explained], ""]
+                if self.explained
+                else []
+            ),
             timeline_markdown(self.events, self.measurements, fault, lead_s=s.warmup_s),
         ]
         if self.notes:

@@ -2,7 +2,7 @@
 backend applies and the one that heals it, whether it is destructive, the settings that bound
 its effect, and its label, key and help. Everything that names faults reads these lists.
 
-The network faults (isolate, healed by heal) are in network.py.
+The network faults (isolate and partition, healed by heal) are in network.py.
 A new fault kind is a module beside process.py declaring its FaultKind (and any new Primitive,
 which each backend then implements), added to FAULT_KINDS below."""
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from kconsole.cluster.values import BrokerAction
 from kconsole.faults.kind import FaultKind, Primitive
-from kconsole.faults.network import HEAL, ISOLATE, ISOLATE_FAULT
+from kconsole.faults.network import HEAL, ISOLATE, ISOLATE_FAULT, PARTITION, PARTITION_FAULT
 from kconsole.faults.process import (
     KILL,
     KILL_FAULT,
@@ -35,9 +35,15 @@ __all__ = [
     "primitive",
 ]
 
-FAULT_KINDS: tuple[FaultKind, ...] = (STOP_FAULT, KILL_FAULT, PAUSE_FAULT, ISOLATE_FAULT)
+FAULT_KINDS: tuple[FaultKind, ...] = (
+    STOP_FAULT,
+    KILL_FAULT,
+    PAUSE_FAULT,
+    ISOLATE_FAULT,
+    PARTITION_FAULT,
+)
 # Every primitive a backend implements, in the order keys, choosers and commands list them.
-PRIMITIVES: tuple[Primitive, ...] = (STOP, KILL, PAUSE, RESUME, START, ISOLATE, HEAL)
+PRIMITIVES: tuple[Primitive, ...] = (STOP, KILL, PAUSE, RESUME, START, ISOLATE, PARTITION, HEAL)
 
 
 def fault_names() -> tuple[str, ...]:

@@ -61,6 +61,9 @@ class FaultKind:
     # Its key on a node already left so (paused) heals it instead (p pauses and resumes).
     repeat_heals: bool = False
     targets: tuple[str, ...] = ()  # the --target forms it takes
+    # It cuts some links only: applied with the sides to cut (--from; NetLinks), so no key and
+    # no palette entry reaches it without them.
+    needs_links: bool = False
 
     def action_for(self, state: ProcState | None) -> BrokerAction:
         """The primitive its key applies to a node in `state` (a paused node's p: resume)."""

@@ -1,4 +1,5 @@
-"""The network faults: isolate a node (for now), healed by heal. The process keeps running; the
+"""The network faults: isolate a node, or partition it from some of the others (zookeeper,
+quorum, brokers, clients or named nodes), both healed by heal. The process keeps running; the
 local cluster's backends drop its packets with iptables rules in the cluster's own chain,
 matching the node's cgroup and ports (kconsole.cluster.net, docs/network-faults.md). The docker
 backend refuses them (not yet)."""
@@ -55,4 +56,44 @@ ISOLATE_FAULT = FaultKind(
     rejoin="about a second: once healed, its ZooKeeper client reconnects, finds its session "
     "expired and registers again (no JVM start, no log recovery)",
     targets=NODE_TARGETS,
+)
+
+
+PARTITION_NOTE = (
+    "A partition cuts only the links named (TCP, IPv4) with iptables; the node and everything "
+    "else keep running. What it loses depends on the sides: cut from ZooKeeper or the quorum it "
+    "is expired or fenced and may act as a zombie until it learns the new epoch; cut from its "
+    "followers while producers reach it, acks=1 writes it acknowledges alone are lost when "
+    "another replica led meanwhile."
+)
+
+PARTITION = Primitive(
+    BrokerAction.PARTITION,
+    destructive=True,
+    summary="partition a node from some of the others (iptables: only those links)",
+    what="cut only the links named: the rest of its traffic flows",
+    how="iptables DROP of the named links, the process keeps running, asks first",
+    words="network partition split brain zombie cut links iptables netsplit",
+    cli_help="Partition a node from some of the others: --from zookeeper, quorum, brokers, "
+    "clients or named nodes (iptables drops only those links, both ways unless --one-way; the "
+    "process keeps running). Needs root, iptables and a cgroup v2 hierarchy.",
+    docker="",  # not yet: the docker backend refuses it
+    controller_what="cut only the links named from the other nodes",
+)
+
+PARTITION_FAULT = FaultKind(
+    "partition",
+    apply=PARTITION,
+    heal=HEAL,
+    signal="iptables DROP of its links to --from only (needs root)",
+    done="partitioned (the links named are cut): the others on them see only its silence",
+    leaves=ProcState.RUNNING,
+    graceful=False,
+    bounded_by=(*SESSION, "replica.lag.time.max.ms"),
+    caveat=PARTITION_NOTE,
+    restart="",
+    rejoin="about a second: once healed, its links carry traffic again; a node whose session "
+    "expired registers again, a leader that was replaced truncates to the new leader's log",
+    targets=NODE_TARGETS,
+    needs_links=True,
 )

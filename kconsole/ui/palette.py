@@ -155,7 +155,12 @@ def _heals() -> tuple[BrokerAction, ...]:
 
 def _faults(screen: DOMNode, broker_id: int) -> tuple[BrokerAction, ...]:
     """What each fault's key does to `broker_id` now (p on a paused broker: resume)."""
-    return tuple(state(screen).key_action(k.apply.action, broker_id) for k in FAULT_KINDS)
+    # A partition needs the sides it cuts (--from): `kconsole cluster partition` and drills.
+    return tuple(
+        state(screen).key_action(k.apply.action, broker_id)
+        for k in FAULT_KINDS
+        if not k.needs_links
+    )
 
 
 def _selected(main: MainScreen) -> Partition | None:

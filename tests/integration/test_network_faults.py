@@ -32,7 +32,7 @@ from kconsole.cluster.local.control import LocalBrokerControl
 from kconsole.cluster.local.spec import session_expiry_bound_s
 from kconsole.cluster.net.rules import chain_name, cluster_tag
 from kconsole.cluster.settings import TEST_TOPIC
-from kconsole.cluster.values import BrokerAction, ProcState
+from kconsole.cluster.values import BrokerAction, NetLinks, ProcState
 from kconsole.commands import Commands, yes
 from kconsole.drills.spec import DrillSpec
 from kconsole.timeline import EventKind
@@ -307,3 +307,185 @@ def test_a_fault_held_by_a_killed_process_is_healed_by_its_watchdog(zk_net: Loca
         if holder.poll() is None:
             holder.kill()
             holder.wait(10)
+
+
+# -- partition (issue 37: some links only) ------------------------------------------------------
+def partition_drill(target: str, sides: str, acks: str, restore_after: float) -> DrillSpec:
+    return DrillSpec(
+        fault="partition",
+        target=target,
+        acks=acks,  # type: ignore[arg-type]
+        duration_s=restore_after + 4,
+        restore_after_s=restore_after,
+        settle_timeout_s=90,
+        wait_preferred=False,
+        rate=150,
+        warmup_s=1.5,
+        links=NetLinks.parse(sides),
+    )
+
+
+def test_the_controller_cut_from_zookeeper_is_a_zombie_until_the_heal(
+    zk_net: LocalCluster, zk: KazooClient
+) -> None:
+    """ZooKeeper mode: the controller partitioned from ZooKeeper keeps running and keeps
+    answering its clients; ZooKeeper expires its session, another broker becomes controller at a
+    higher epoch, and the old one resigns only after the heal, when it reaches ZooKeeper again
+    and finds its session expired (its own log says so). acks=all: nothing acknowledged is lost."""
+    cluster = zk_net
+    old = controller(zk)
+    epoch = int(zk.get("/controller_epoch")[0])
+    door = Commands(LocalBrokerControl(cluster), settings=settings_for(cluster))
+    report = door.drill_run(partition_drill("controller", "zookeeper", "all", 12), yes)
+    print("\n" + "\n".join(f"{m.name}: {m.seconds} (predicted {m.predicted})"
+                           for m in report.measurements))  # fmt: skip
+    assert report.ok and report.audit.acked > 100, report.audit.markdown()
+    assert report.settled and not report.not_restored
+    heal = next(e for e in report.events if e.kind is EventKind.ACTION and e.new == "heal")
+    changed = next(e for e in report.events if e.kind is EventKind.CONTROLLER_CHANGED)
+    resigned = [e for e in report.events if e.kind is EventKind.CONTROLLER_RESIGNED]
+    assert changed.old == old and changed.new != old and changed.ts < heal.ts
+    assert int(zk.get("/controller_epoch")[0]) > epoch
+    # The zombie: it resigned after the heal, not when its successor was elected.
+    assert [e.broker for e in resigned] == [old] and resigned[0].ts > heal.ts
+    zombie = next(m for m in report.measurements if m.name.startswith(f"zombie controller {old}"))
+    assert zombie.seconds is not None and zombie.seconds > 0
+    learned = next(m for m in report.measurements if m.name == f"heal -> controller {old} resigned")
+    assert learned.seconds is not None and 0 < learned.seconds < 15
+
+
+def test_the_negative_control_a_cut_leader_with_acks_1_loses_and_says_why(
+    zk_net: LocalCluster, zk: KazooClient
+) -> None:
+    """Jepsen's case: a leader cut from ZooKeeper and its followers while producers still reach
+    it acknowledges acks=1 writes alone, another replica is elected, and the old leader truncates
+    them when it rejoins. The audit must find the loss (a checker that never finds any proves
+    nothing) and say why, per partition."""
+    cluster = zk_net
+    b, p = leader_not_controller(zk, cluster.spec.broker_ids)
+    door = Commands(LocalBrokerControl(cluster), settings=settings_for(cluster))
+    spec = partition_drill(f"leader:{TEST_TOPIC}/{p}", "zookeeper,brokers", "1", 12)
+    report = door.drill_run(spec, yes)
+    print("\n" + "\n".join(report.explained))
+    assert report.audit.lost, "acks=1 and a cut leader: the audit found no loss"
+    assert not report.ok and report.settled
+    lost_parts = sorted({r.partition for r in report.audit.lost})
+    assert len(report.explained) == len(lost_parts)
+    for part, line in zip(lost_parts, report.explained, strict=True):
+        assert line.startswith(f"{TEST_TOPIC}/{part}: ") and f"Broker {b} led it" in line, line
+        assert f"when broker {b} rejoined" in line and "truncated its log to offset" in line, line
+
+
+def test_a_leader_cut_from_its_followers_keeps_its_role_and_acks_all_fails_not_loses(
+    zk_net: LocalCluster, zk: KazooClient
+) -> None:
+    """Cut from the other brokers only, a leader stays registered (ZooKeeper still reaches it):
+    no leader moves, and it cannot even shrink its ISR, since that goes through the controller
+    (AlterPartition), another broker it is cut from (seen here: the shrink was committed only
+    after the heal). acks=all writes to its partitions stall until the heal rather than being
+    acknowledged by the leader alone. Nothing acknowledged is lost."""
+    cluster = zk_net
+    b, p = leader_not_controller(zk, cluster.spec.broker_ids)
+    door = Commands(LocalBrokerControl(cluster), settings=settings_for(cluster))
+    report = door.drill_run(partition_drill(f"leader:{TEST_TOPIC}/{p}", "brokers", "all", 15), yes)
+    assert report.ok and report.audit.acked > 100, report.audit.markdown()
+    # Its sends stall until the heal: acknowledged once the followers are back, never by the
+    # leader alone (more than replica.lag.time.max.ms: no ISR shrink let them through).
+    waits = report.audit.longest_wait
+    print(f"\nlongest wait for an ack by partition: {waits}; failed {report.audit.failed_by_code}")
+    assert waits[p] > 12.0, waits
+    assert any("AlterPartition" in line for line in report.impact), report.impact
+    heal = next(e for e in report.events if e.kind is EventKind.ACTION and e.new == "heal")
+    assert (EventKind.BROKER_LEFT, b) not in [(e.kind, e.broker) for e in report.events]
+    before_heal = [
+        e
+        for e in report.events
+        if e.kind is EventKind.ISR_SHRANK
+        and (e.topic, e.partition) == (TEST_TOPIC, p)
+        and e.ts < heal.ts
+    ]
+    assert before_heal == [], before_heal
+    assert not [
+        e
+        for e in report.events
+        if e.kind is EventKind.LEADER_CHANGED
+        and (e.topic, e.partition) == (TEST_TOPIC, p)
+        and e.ts < heal.ts
+    ]
+
+
+def connects(port: int, timeout: float = 2.0) -> bool:
+    """Whether this process (a client) can open a TCP connection to `port` on loopback."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def test_a_broker_cut_from_clients_only_and_one_way_from_zookeeper(
+    zk_net: LocalCluster, zk: KazooClient
+) -> None:
+    """From clients: this process cannot reach the broker, the other brokers still can (its
+    follower fetches go on: no ISR loses it) and it stays registered. One way from ZooKeeper:
+    what it sends is dropped only, and that alone expires its session."""
+    cluster = zk_net
+    control = LocalBrokerControl(cluster)
+    b = 3
+    port = cluster.port_of(f"broker-{b}")
+    said = control.act(BrokerAction.PARTITION, b, links=NetLinks.parse("clients"))
+    assert said.startswith(f"broker {b} partitioned from clients (both ways: "), said
+    rules = kconsole_rules()
+    chain = chain_name(cluster_tag(cluster.state_dir))
+    assert any(ln.startswith(f"-A {chain} ") and ln.endswith(f"-j {chain}-b{b}") for ln in rules)
+    assert not connects(port) and connects(cluster.port_of("broker-1"))
+    assert still_talks()
+    # Followers fetch on: after replica.lag.time.max.ms it is still in every ISR it was in.
+    deadline = time.monotonic() + 12
+    while time.monotonic() < deadline:
+        assert b in registered(zk)
+        assert all(b in partition_state(zk, TEST_TOPIC, q)["isr"] for q in range(4))
+        time.sleep(0.5)  # observing a window in which nothing must change
+    healed = control.act(BrokerAction.HEAL, b)
+    assert f"{chain}-b{b} removed" in healed and kconsole_rules() == [], healed
+    assert connects(port)
+
+    said = control.act(BrokerAction.PARTITION, b, links=NetLinks.parse("zookeeper", one_way=True))
+    assert "what it sends only" in said, said
+    assert any("CONNMARK" in ln for ln in kconsole_rules())
+    bound = session_expiry_bound_s(cluster.spec, b)
+    wait_until(lambda: b not in registered(zk), bound + 10, f"broker {b} to leave ZooKeeper")
+    control.act(BrokerAction.HEAL, b)
+    wait_until(lambda: b in registered(zk), 60, f"broker {b} to register again")
+    cluster.wait_isr_full(TEST_TOPIC, time.monotonic() + 90)
+
+
+def test_a_kraft_broker_cut_from_the_quorum_is_fenced_then_unfenced(
+    kraft_net: KRaftCluster,
+) -> None:
+    """KRaft: a broker partitioned from the controllers (its heartbeats dropped) is fenced after
+    broker.session.timeout.ms while the other brokers and clients still reach it; unfenced
+    after the heal."""
+    cluster = kraft_net
+    control = KRaftNodeControl(cluster)
+    b = cluster.spec.broker_ids[0]
+    others = ",".join(
+        f"{cluster.spec.host}:{port}"
+        for bid, port in cluster.spec.broker_ports().items()
+        if bid != b
+    )
+
+    def fenced() -> bool | None:
+        with broker_admin(others, 2000, cluster.kafka_python_security()) as admin:
+            return broker_fencing(admin).get(b)
+
+    t0 = time.monotonic()
+    said = control.act(BrokerAction.PARTITION, b, links=NetLinks.parse("quorum"))
+    assert said.startswith(f"broker {b} partitioned from quorum (both ways: "), said
+    assert connects(cluster.spec.broker_ports()[b])  # clients still reach it
+    wait_until(lambda: fenced() is True, 60, f"broker {b} fenced")
+    fenced_s = time.monotonic() - t0
+    assert 5.0 < fenced_s < 40.0, fenced_s
+    assert control.act(BrokerAction.HEAL, b).startswith(f"broker {b} healed (")
+    wait_until(lambda: fenced() is False, 60, f"broker {b} unfenced")
+    print(f"\nKRaft partition broker {b} from the quorum: fenced after {fenced_s:.1f} s")

@@ -87,7 +87,9 @@ class FakeControl:
     def states(self) -> dict[int, ProcState]:
         return {}
 
-    def act(self, action: BrokerAction, broker_id: int, progress: object = None) -> str:
+    def act(
+        self, action: BrokerAction, broker_id: int, progress: object = None, links: object = None
+    ) -> str:
         self.calls.append((action, broker_id))
         if self.error:
             raise ClusterError(self.error)

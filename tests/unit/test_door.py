@@ -37,6 +37,7 @@ MUTATING_CLI = {
     "cluster resume": "broker.resume",
     "cluster start": "broker.start",
     "cluster isolate": "broker.isolate",
+    "cluster partition": "broker.partition",
     "cluster heal": "broker.heal",
     "produce": "produce",
     "drill run": "drill.run",
@@ -194,6 +195,7 @@ class TestRegistry:
             "broker.kill",
             "broker.pause",
             "broker.isolate",
+            "broker.partition",
             "cluster.purge",
             "drill.run",
             "reassign.execute",
@@ -247,6 +249,16 @@ CLI_ARGS = {
     "cluster resume": ["cluster", "--state-dir", "{dir}", "resume", "2"],
     "cluster start": ["cluster", "--state-dir", "{dir}", "start", "2"],
     "cluster isolate": ["cluster", "--state-dir", "{dir}", "isolate", "2", "--yes"],
+    "cluster partition": [
+        "cluster",
+        "--state-dir",
+        "{dir}",
+        "partition",
+        "2",
+        "--from",
+        "zookeeper",
+        "--yes",
+    ],
     "cluster heal": ["cluster", "--state-dir", "{dir}", "heal", "2"],
     "produce": ["produce", "-t", "test-topic", "-v", "x"],
     "drill run": [
@@ -332,7 +344,13 @@ class TestConfirmation:
 
     def test_failed_is_logged_with_the_error(self, tmp_path: Path) -> None:
         class Broken:
-            def act(self, action: BrokerAction, broker_id: int, progress: object = None) -> str:
+            def act(
+                self,
+                action: BrokerAction,
+                broker_id: int,
+                progress: object = None,
+                links: object = None,
+            ) -> str:
                 raise RuntimeError("socket on fire")
 
         log = AuditLog(tmp_path / "a.jsonl")

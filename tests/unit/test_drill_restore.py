@@ -30,7 +30,9 @@ class Control:
     def states(self) -> dict[int, ProcState]:
         return {1: ProcState.RUNNING, 2: self.state, 3: ProcState.RUNNING}
 
-    def act(self, action: BrokerAction, broker_id: int, progress: object = None) -> str:
+    def act(
+        self, action: BrokerAction, broker_id: int, progress: object = None, links: object = None
+    ) -> str:
         self.calls.append((action, broker_id))
         if self.failures:
             self.failures -= 1
@@ -101,7 +103,13 @@ def test_a_process_already_running_is_not_started_again(quick_backoff: list[floa
     would only be refused, so the failure is reported as it is."""
 
     class Unverified(Control):
-        def act(self, action: BrokerAction, broker_id: int, progress: object = None) -> str:
+        def act(
+            self,
+            action: BrokerAction,
+            broker_id: int,
+            progress: object = None,
+            links: object = None,
+        ) -> str:
             self.calls.append((action, broker_id))
             self.state = ProcState.RUNNING
             raise ClusterError("broker 2 did not register in ZooKeeper within 90 s")
@@ -118,7 +126,13 @@ def test_several_nodes_each_retried_and_reported_alone(quick_backoff: list[float
         def states(self) -> dict[int, ProcState]:
             return {1: ProcState.RUNNING, 2: ProcState.RUNNING, 3: ProcState.PAUSED}
 
-        def act(self, action: BrokerAction, broker_id: int, progress: object = None) -> str:
+        def act(
+            self,
+            action: BrokerAction,
+            broker_id: int,
+            progress: object = None,
+            links: object = None,
+        ) -> str:
             self.calls.append((action, broker_id))
             if broker_id == 3:
                 raise ClusterError("no such container")
@@ -220,7 +234,9 @@ class SlowKill(Control):
         self.clock, self.takes = clock, takes
         self.at: dict[BrokerAction, float] = {}
 
-    def act(self, action: BrokerAction, broker_id: int, progress: object = None) -> str:
+    def act(
+        self, action: BrokerAction, broker_id: int, progress: object = None, links: object = None
+    ) -> str:
         self.at[action] = self.clock.now
         if action is BrokerAction.KILL:
             self.clock.now += self.takes

@@ -43,7 +43,7 @@ def test_every_primitive_is_declared_once_and_each_fault_heals_with_a_harmless_o
     keys = [p.key for p in keyed()]
     assert len(keys) == len(set(keys)) and all(len(k) == 1 for k in keys)
     with pytest.raises(KeyError, match="stop, kill, pause"):
-        fault_kind("partition")
+        fault_kind("slow")
 
 
 def test_a_repeated_key_heals_only_where_the_fault_says_so() -> None:

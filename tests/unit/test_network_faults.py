@@ -103,10 +103,17 @@ class FakeMachine:
     def run(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
         self.calls.append(argv)
         assert argv[:5] == ["iptables", "-w", "5", "-t", "filter"], argv
-        op, chain, *rest = argv[5:]
 
         def done(code: int = 0, out: str = "", err: str = "") -> subprocess.CompletedProcess[str]:
             return subprocess.CompletedProcess(argv, code, out, err)
+
+        if argv[5:] == ["-S"]:  # the whole table: policies, then chains, then rules
+            builtin = ("INPUT", "FORWARD", "OUTPUT")
+            lines = [f"-P {c} ACCEPT" for c in builtin]
+            lines += [f"-N {c}" for c in self.chains if c not in builtin]
+            lines += [f"-A {c} {shlex.join(r)}" for c, rs in self.chains.items() for r in rs]
+            return done(out="\n".join(lines) + "\n")
+        op, chain, *rest = argv[5:]
 
         if op == "-N":
             if chain in self.chains:
@@ -194,7 +201,7 @@ def test_isolate_moves_records_adds_reads_back_and_heal_undoes_all(
     (fault,) = record.load(state).values()
     assert (fault.node, fault.fault, fault.pid, fault.origin) == ("broker-2", "isolate", 4242, "/")
     assert fault.rules == machine.chains[net.chain] and fault.since > 0
-    with pytest.raises(ClusterError, match="already isolated"):
+    with pytest.raises(ClusterError, match="already in a network fault"):
         net.isolate(node())
 
     healed = NetFaults(state).heal("broker-2", "broker 2")

@@ -42,7 +42,7 @@ from kconsole.cluster.kraft import probes as kraft_probes
 from kconsole.cluster.kraft.cluster import QUORUM_GRACE_S, UNFENCED_LINE
 from kconsole.cluster.kraft.probes import QuorumState
 from kconsole.cluster.settings import ZK_TICK_TIME_MS
-from kconsole.cluster.values import BrokerAction, ProcState
+from kconsole.cluster.values import BrokerAction, NetLinks, ProcState
 
 DEFAULT_PROJECT = "kconsole"
 PROJECT_LABEL = "com.docker.compose.project"
@@ -76,7 +76,7 @@ _ENGINE_ERRORS: tuple[type[Exception], ...] = (
 ENGINE_ERRORS = _ENGINE_ERRORS  # for the other modules that talk to the engine (images)
 
 # Network faults: the local cluster's only, for now; refused before anything is asked.
-NOT_YET = frozenset({BrokerAction.ISOLATE, BrokerAction.HEAL})
+NOT_YET = frozenset({BrokerAction.ISOLATE, BrokerAction.PARTITION, BrokerAction.HEAL})
 # Which actions fit which container status (the engine's State.Status).
 _FITS: dict[str, frozenset[BrokerAction]] = {
     "running": frozenset({BrokerAction.STOP, BrokerAction.KILL, BrokerAction.PAUSE}),
@@ -464,7 +464,13 @@ class DockerBrokerControl:
             f"no node {text!r} in docker compose project {self.project!r}; nodes: {names}"
         )
 
-    def act(self, action: BrokerAction, broker_id: int, progress: Progress | None = None) -> str:
+    def act(
+        self,
+        action: BrokerAction,
+        broker_id: int,
+        progress: Progress | None = None,
+        links: NetLinks | None = None,
+    ) -> str:
         if action in NOT_YET:
             raise ClusterError(
                 f"cannot {action.value} node {broker_id}: network faults are not available on "

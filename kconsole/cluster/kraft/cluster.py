@@ -45,6 +45,7 @@ from kconsole.cluster.local.probes import check_port_free
 from kconsole.cluster.local.security import SASL_SCRAM, SSL
 from kconsole.cluster.local.state_dir import StateDir, jvm_flags, private_file
 from kconsole.cluster.logs import tail_lines
+from kconsole.cluster.net.faults import links_for
 from kconsole.cluster.procs import ManagedProcess, PidRecord, wait_reaped
 from kconsole.cluster.security import translate as security
 from kconsole.cluster.settings import (
@@ -53,7 +54,7 @@ from kconsole.cluster.settings import (
     TEST_TOPIC_PARTITIONS,
     TEST_TOPIC_RF,
 )
-from kconsole.cluster.values import ProcState
+from kconsole.cluster.values import NetLinks, ProcState
 
 Progress = Callable[[str], None]
 CONTROLLER_HEAP = "-Xmx256m -Xms256m"
@@ -677,6 +678,27 @@ class KRaftCluster(StateDir[KRaftSpec]):
         label = node_label(name)
         net = self.net_node(name, label, self._ports(node), self.spec.host, "isolate")
         return self.net_faults().isolate(net, guard)
+
+    def partition_node(self, name: str, links: NetLinks, guard: int | None = None) -> str:
+        """Cut the node off from `links` only (the quorum's controllers, the other brokers,
+        clients, named nodes); what was done, read back."""
+        node = self.node_named(name)
+        host_ip = self.spec.host
+        me = self.net_node(name, node_label(name), self._ports(node), host_ip, "partition")
+        others = [n for n in self.spec.nodes() if n.name != name]
+        every = [(n.name, node_label(n.name), self._ports(n)) for n in self.spec.nodes()]
+        groups: dict[str, list[str] | str] = {
+            "quorum": [n.name for n in others if n.is_controller],
+            "brokers": [n.name for n in others if n.is_broker],
+            "zookeeper": "this local cluster runs in KRaft mode: it has no ZooKeeper "
+            "(--from quorum cuts a node from the controllers)",
+        }
+
+        def resolve(side: str) -> str:
+            return self.spec.resolve_node(side).name
+
+        nodes = self.running_net_nodes(every, host_ip)
+        return self.net_faults().partition(me, links_for(me, links, nodes, groups, resolve), guard)
 
     def heal_node(self, name: str) -> str:
         """End the node's network fault; what was removed, read back."""

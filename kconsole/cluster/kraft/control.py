@@ -8,8 +8,13 @@ observer shows them as brokers); `node_states()` has every node, controllers inc
 
 from __future__ import annotations
 
+from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.kraft.cluster import KRaftCluster, Progress, node_label
-from kconsole.cluster.values import BrokerAction, ProcState
+from kconsole.cluster.logs import Truncation, tail_lines, truncations
+from kconsole.cluster.values import BrokerAction, NetLinks, ProcState
+
+# How far back a broker's log is read for truncations (a drill's minutes of INFO lines).
+LOG_LINES = 20_000
 
 
 class KRaftNodeControl:
@@ -28,6 +33,15 @@ class KRaftNodeControl:
         """The network faults applied from now on are healed by a watchdog if process `pid`
         (a drill's) ends before it heals them."""
         self.guard = pid
+
+    def truncations(self, since: float) -> list[Truncation]:
+        """Every log truncation by leader epoch the brokers' logs show at or after `since`."""
+        out = []
+        for n in self.cluster.spec.nodes():
+            if n.is_broker:
+                log = self.cluster.proc_dir(n.name) / "server.log"
+                out += truncations(tail_lines(log, LOG_LINES), since)
+        return sorted(out, key=lambda t: t.ts)
 
     def states(self) -> dict[int, ProcState]:
         """Process state per broker id (combined nodes included)."""
@@ -53,7 +67,13 @@ class KRaftNodeControl:
         """'broker 2', 'controller 1001' or 'node 1 (broker+controller)'."""
         return node_label(self.cluster.node_of(node_id).name)
 
-    def act(self, action: BrokerAction, broker_id: int, progress: Progress | None = None) -> str:
+    def act(
+        self,
+        action: BrokerAction,
+        broker_id: int,
+        progress: Progress | None = None,
+        links: NetLinks | None = None,
+    ) -> str:
         c = self.cluster
         node = c.node_of(broker_id)
         what = node_label(node.name)
@@ -72,6 +92,10 @@ class KRaftNodeControl:
             return f"{what} resumed (SIGCONT)"
         if action is BrokerAction.ISOLATE:
             return c.isolate_node(node.name, guard=self.guard)
+        if action is BrokerAction.PARTITION:
+            if links is None:
+                raise ClusterError("a partition names what it cuts the node from (--from)")
+            return c.partition_node(node.name, links, guard=self.guard)
         if action is BrokerAction.HEAL:
             return c.heal_node(node.name)
         say = progress or self.progress

@@ -53,9 +53,10 @@ from kconsole.cluster.local.spec import (
 )
 from kconsole.cluster.local.state_dir import LocalClusterDir
 from kconsole.cluster.local.status import ClusterStatus, ProcessStatus, read_status
+from kconsole.cluster.net.faults import links_for
 from kconsole.cluster.procs import ManagedProcess, PidRecord, wait_reaped
 from kconsole.cluster.settings import TEST_TOPIC, TEST_TOPIC_PARTITIONS, TEST_TOPIC_RF
-from kconsole.cluster.values import ProcState
+from kconsole.cluster.values import NetLinks, ProcState
 
 __all__ = [
     "LOG4J_PROPERTIES",
@@ -572,6 +573,40 @@ class LocalCluster(LocalClusterDir):
         label = f"broker {broker_id}"
         node = self.net_node(name, label, [self.port_of(name)], self.spec.host, "isolate")
         return self.net_faults().isolate(node, guard)
+
+    def partition_broker(self, broker_id: int, links: NetLinks, guard: int | None = None) -> str:
+        """Cut the broker off from `links` only (ZooKeeper, the other brokers, clients, named
+        brokers); what was done, read back."""
+        self.broker(broker_id)
+        name = f"broker-{broker_id}"
+        me = self.net_node(
+            name, f"broker {broker_id}", [self.port_of(name)], self.spec.host, "partition"
+        )
+        brokers = [f"broker-{b}" for b in self.known_broker_ids()]
+        every = [("zookeeper", "ZooKeeper", [self.spec.zk_port])] + [
+            (b, b.replace("-", " "), [self.port_of(b)]) for b in brokers
+        ]
+        groups: dict[str, list[str] | str] = {
+            "zookeeper": ["zookeeper"],
+            "brokers": brokers,
+            "quorum": "this local cluster runs in ZooKeeper mode: it has no quorum "
+            "(--from zookeeper cuts a broker from ZooKeeper)",
+        }
+
+        def resolve(side: str) -> str:
+            kind, sep, num = side.partition(":")
+            if kind == "controller":
+                raise ClusterError(
+                    f"--from {side}: this local cluster runs in ZooKeeper mode: it has no "
+                    "controller nodes (--from zookeeper, or a broker id)"
+                )
+            bid = int(num if sep else kind)
+            if f"broker-{bid}" not in brokers:
+                raise ClusterError(f"--from {side}: no broker {bid} in this cluster")
+            return f"broker-{bid}"
+
+        nodes = self.running_net_nodes(every, self.spec.host)
+        return self.net_faults().partition(me, links_for(me, links, nodes, groups, resolve), guard)
 
     def heal_broker(self, broker_id: int) -> str:
         """End the broker's network fault; what was removed, read back."""

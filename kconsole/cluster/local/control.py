@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.local.cluster import LocalCluster, Progress
-from kconsole.cluster.values import BrokerAction, ProcState
+from kconsole.cluster.logs import Truncation, resignations, tail_lines, truncations
+from kconsole.cluster.values import BrokerAction, NetLinks, ProcState
+
+# How far back a broker's log is read for a resignation (a drill's minutes of INFO lines).
+RESIGN_LINES = 20_000
 
 
 class LocalBrokerControl:
@@ -25,13 +30,36 @@ class LocalBrokerControl:
         (a drill's) ends before it heals them."""
         self.guard = pid
 
+    def controller_resignations(self, since: float) -> list[tuple[float, int]]:
+        """(when, broker id) of each controller resignation the brokers' logs show at or after
+        `since` (epoch seconds), oldest first."""
+        out = []
+        for bid in self.cluster.known_broker_ids():
+            lines = tail_lines(self.cluster.log_path(f"broker-{bid}"), RESIGN_LINES)
+            out += [(ts, n) for ts, n in resignations(lines, since) if n == bid]
+        return sorted(out)
+
+    def truncations(self, since: float) -> list[Truncation]:
+        """Every log truncation by leader epoch the brokers' logs show at or after `since`."""
+        out = []
+        for bid in self.cluster.known_broker_ids():
+            lines = tail_lines(self.cluster.log_path(f"broker-{bid}"), RESIGN_LINES)
+            out += truncations(lines, since)
+        return sorted(out, key=lambda t: t.ts)
+
     def states(self) -> dict[int, ProcState]:
         return {
             bid: self.cluster.process(f"broker-{bid}").state()
             for bid in self.cluster.known_broker_ids()
         }
 
-    def act(self, action: BrokerAction, broker_id: int, progress: Progress | None = None) -> str:
+    def act(
+        self,
+        action: BrokerAction,
+        broker_id: int,
+        progress: Progress | None = None,
+        links: NetLinks | None = None,
+    ) -> str:
         c = self.cluster
         if action is BrokerAction.STOP:
             secs = c.stop_broker(broker_id)
@@ -47,6 +75,10 @@ class LocalBrokerControl:
             return f"broker {broker_id} resumed (SIGCONT)"
         if action is BrokerAction.ISOLATE:
             return c.isolate_broker(broker_id, guard=self.guard)
+        if action is BrokerAction.PARTITION:
+            if links is None:
+                raise ClusterError("a partition names what it cuts the node from (--from)")
+            return c.partition_broker(broker_id, links, guard=self.guard)
         if action is BrokerAction.HEAL:
             return c.heal_broker(broker_id)
         return c.start_broker(broker_id, progress=progress or self.progress).message

@@ -33,6 +33,7 @@ from kconsole.cluster.local.spec import (
 )
 from kconsole.cluster.logs import tail_lines
 from kconsole.cluster.net.faults import NetFaults, NetNode
+from kconsole.cluster.net.record import involved
 from kconsole.cluster.procs import ManagedProcess
 from kconsole.cluster.security.translate import librdkafka_config
 from kconsole.cluster.settings import BROKER_HEAP, ZOOKEEPER_HEAP, broker_port
@@ -160,13 +161,15 @@ class StateDir(Generic[S]):
         """ClusterError when a node in `names` has a network fault in force: started, it would
         find its ports still cut and never come back."""
         faults = self.net_faults().in_force()
-        cut = [n for n in names if n in faults]
+        held = {n: f for f in faults.values() for n in involved(f)}
+        cut = [n for n in names if n in held]
         if cut:
+            fault = held[cut[0]]
             raise ClusterError(
                 f"cannot {verb} {', '.join(cut)}: a network fault is in force on "
-                f"{'it' if len(cut) == 1 else 'them'} (since "
-                f"{time.strftime('%H:%M:%S', time.localtime(faults[cut[0]].since))}), which "
-                "would keep its ports cut; `kconsole cluster heal` ends it first"
+                f"{'it' if len(cut) == 1 else 'them'} ({fault.fault} of {fault.node}, since "
+                f"{time.strftime('%H:%M:%S', time.localtime(fault.since))}): started, it "
+                "would be outside the fault's cut; `kconsole cluster heal` ends it first"
             )
 
     def net_node(self, name: str, label: str, ports: list[int], host: str, verb: str) -> NetNode:
@@ -176,6 +179,17 @@ class StateDir(Generic[S]):
         if pid is None or proc.state() is ProcState.STOPPED:
             raise ClusterError(f"cannot {verb} {label}: it is not running")
         return NetNode(name, label, pid, tuple(ports), host)
+
+    def running_net_nodes(
+        self, every: list[tuple[str, str, list[int]]], host: str
+    ) -> list[NetNode]:
+        """The nodes of `every` (name, label, ports) whose process runs (or is paused)."""
+        out = []
+        for name, label, ports in every:
+            proc = self.process(name)
+            if proc.pid is not None and proc.state() is not ProcState.STOPPED:
+                out.append(NetNode(name, label, proc.pid, tuple(ports), host))
+        return out
 
     def process(self, name: str) -> ManagedProcess:
         """The ManagedProcess of the node `name` (one object per name)."""

@@ -17,17 +17,19 @@ import fcntl
 import os
 import shlex
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.net import host, record, watchdog
-from kconsole.cluster.net.record import NodeFault
+from kconsole.cluster.net.record import NodeFault, involved
 from kconsole.cluster.net.rules import (
     CGROUP_ROOT,
     HOOK,
+    Cut,
+    Peer,
     append_rule,
     cgroup_path,
     chain_name,
@@ -38,11 +40,15 @@ from kconsole.cluster.net.rules import (
     delete_rule,
     flush_chain,
     insert_jump,
+    iptables,
     isolate_rules,
     jump_spec,
     list_chain,
     new_chain,
+    partition_rules,
+    sub_chain,
 )
+from kconsole.cluster.values import SIDES, NetLinks
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,54 @@ class NetNode:
     pid: int
     ports: tuple[int, ...]
     host: str  # the address it listens on (127.0.0.1)
+
+
+@dataclass(frozen=True)
+class Links:
+    """What a partition cuts a node from: `peers` (nodes of the cluster), with `clients`
+    every process that is not one of `nodes` (all the cluster's running nodes), and `one_way`
+    only what the node sends. `words`: the sides as the user named them."""
+
+    peers: tuple[NetNode, ...]
+    nodes: tuple[NetNode, ...]
+    clients: bool = False
+    one_way: bool = False
+    words: str = ""
+
+
+def links_for(
+    me: NetNode,
+    links: NetLinks,
+    nodes: list[NetNode],
+    groups: dict[str, list[str] | str],
+    resolve: Callable[[str], str],
+) -> Links:
+    """The partition `links` names, for node `me`: `nodes` are the cluster's running nodes,
+    `groups` the node names each role side stands for (a side missing from it is refused with
+    its message: `groups[side]` a str), `resolve` the node name of a node side (ClusterError
+    when there is none). Stopped nodes are not on any side (they send nothing)."""
+    running = {n.name: n for n in nodes}
+    names: list[str] = []
+    for side in links.sides:
+        if side == "clients":
+            continue
+        if side in SIDES:
+            group = groups.get(side)
+            if not isinstance(group, list):
+                raise ClusterError(str(group))
+            names += group
+        else:
+            name = resolve(side)
+            if name == me.name:
+                raise ClusterError(f"partition {me.label} from itself? ({side!r} is {me.label})")
+            if name not in running:
+                raise ClusterError(f"--from {side}: it is not running (nothing to cut)")
+            names.append(name)
+    peers = tuple(running[n] for n in dict.fromkeys(names) if n in running and n != me.name)
+    clients = "clients" in links.sides
+    if not peers and not clients:
+        raise ClusterError(f"partition {me.label} {links.words}: no running node is on that side")
+    return Links(peers, tuple(nodes), clients, links.one_way, links.words)
 
 
 class NetFaults:
@@ -86,12 +140,7 @@ class NetFaults:
         host.refuse_if_missing(f"isolate {node.label}")
         with self._locked():
             faults = self.in_force()
-            if node.name in faults:
-                raise ClusterError(
-                    f"{node.label} is already isolated (since "
-                    f"{time.strftime('%H:%M:%S', time.localtime(faults[node.name].since))}); "
-                    "heal it first"
-                )
+            self._refuse_held([node], faults)
             try:
                 specs = self._apply(node, faults)
             except BaseException as exc:
@@ -114,6 +163,143 @@ class NetFaults:
             f"{'s' if len(node.ports) > 1 else ''} {ports} dropped: {len(specs)} rules in "
             f"{self.chain}{guarded})"
         )
+
+    @staticmethod
+    def _refuse_held(nodes: list[NetNode], faults: dict[str, NodeFault]) -> None:
+        """ClusterError when a node in `nodes` is held by a fault in force (its own, or one
+        that moved it into our cgroups): one network fault per node at a time."""
+        for node in nodes:
+            for fault in faults.values():
+                if node.name in involved(fault):
+                    since = time.strftime("%H:%M:%S", time.localtime(fault.since))
+                    whose = "" if fault.node == node.name else f" on {fault.node}"
+                    raise ClusterError(
+                        f"{node.label} is already in a network fault ({fault.fault}{whose}, "
+                        f"since {since}); heal it first"
+                    )
+
+    # -- partition --------------------------------------------------------------------------
+    def partition(self, node: NetNode, links: Links, guard: int | None = None) -> str:
+        """Cut `node` off from `links` only (both directions unless one-way); what was done,
+        once verified. With `guard`, a watchdog heals it if that process ends first."""
+        host.refuse_if_missing(f"partition {node.label}")
+        if not links.peers and not links.clients:
+            raise ClusterError(f"partition {node.label} from what? (nothing on the other side)")
+        with self._locked():
+            faults = self.in_force()
+            movers = self._movers(node, links)
+            self._refuse_held(movers, faults)
+            try:
+                specs = self._apply_partition(node, links, movers, faults)
+            except BaseException as exc:
+                try:
+                    self._heal_locked(node.name, self.in_force().get(node.name))
+                except Exception as undo:
+                    raise ClusterError(
+                        f"{exc}; undoing it failed too: {undo} (run `kconsole cluster heal --all`)"
+                    ) from exc
+                raise
+            if guard is not None:
+                faults = self.in_force()
+                pid = watchdog.start(guard, self.state_dir, node.name)
+                faults[node.name] = replace(faults[node.name], guard=guard, watchdog=pid)
+                record.save(self.state_dir, self.tag, faults)
+        guarded = f"; healed by a watchdog if process {guard} ends first" if guard else ""
+        way = "what it sends only" if links.one_way else "both ways"
+        rules = f"{specs} rules in {self.chain}"
+        return f"{node.label} partitioned {links.words} ({way}: {rules}{guarded})"
+
+    @staticmethod
+    def _movers(node: NetNode, links: Links) -> list[NetNode]:
+        """The nodes moved into our cgroups: the node and its peers (with clients: every node,
+        so that a socket outside the cluster's cgroups is a client's)."""
+        out = [node, *links.peers]
+        if links.clients:
+            out += [n for n in links.nodes if n.name not in {m.name for m in out}]
+        return out
+
+    def _move_in(self, root: Path, node: NetNode) -> tuple[str, str]:
+        """Move `node` into its cgroup of ours; (ours, where it was)."""
+        origin = host.cgroup_of(node.pid)
+        if origin is None:
+            raise ClusterError(f"{node.label} (pid {node.pid}) is not running")
+        ours = cgroup_path(self.tag, node.name)
+        (root / ours).mkdir(parents=True, exist_ok=True)
+        host.move(node.pid, root / ours)
+        if host.cgroup_of(node.pid) != f"/{ours}":
+            raise ClusterError(
+                f"{node.label} (pid {node.pid}) did not move to cgroup /{ours} "
+                f"(it is in {host.cgroup_of(node.pid)})"
+            )
+        return ours, origin
+
+    def _apply_partition(
+        self, node: NetNode, links: Links, movers: list[NetNode], faults: dict[str, NodeFault]
+    ) -> int:
+        """Move, record, add the rules, read them back; how many rules."""
+        root = host.cgroup2_mount()
+        assert root is not None  # refuse_if_missing said so before
+        # Recorded before the first move: a crash half-way leaves what to move back.
+        faults[node.name] = NodeFault(
+            node.name, "partition", node.pid, time.time(), cgroup_path(self.tag, node.name),
+            host.cgroup_of(node.pid) or "/", links=links.words,
+        )  # fmt: skip
+        record.save(self.state_dir, self.tag, faults)
+        moved: dict[str, list[str]] = {}
+        origin = "/"
+        for m in movers:
+            ours, was = self._move_in(root, m)
+            if m.name == node.name:
+                origin = was
+            else:
+                moved[m.name] = [ours, was]
+            faults[node.name] = replace(faults[node.name], origin=origin, moved=dict(moved))
+            record.save(self.state_dir, self.tag, faults)
+        # Listed after the moves: a connection opened since is in its node's cgroup already.
+        owners = {
+            end: n.name
+            for n in links.nodes
+            if n.name != node.name
+            for end in host.local_ends(n.pid)
+        }
+        conns = tuple(
+            (c, owners.get((c.remote_ip, c.remote_port), "")) for c in host.tcp_ends(node.pid)
+        )
+        cut = Cut(
+            node.name, node.host, node.ports,
+            tuple(Peer(p.name, p.ports) for p in links.peers),
+            clients=links.clients, one_way=links.one_way, conns=conns,
+        )  # fmt: skip
+        main, own = partition_rules(self.tag, cut)
+        specs = [r.spec(self.tag, node.name) for r in main]
+        own_specs = [r.spec(self.tag, node.name) for r in own]
+        chain = sub_chain(self.tag, node.name) if own else ""
+        faults[node.name] = replace(
+            faults[node.name], rules=specs, chain=chain, chain_rules=own_specs
+        )
+        record.save(self.state_dir, self.tag, faults)  # before any rule
+        if not host.holds(list_chain(self.tag)):
+            host.must(new_chain(self.tag))
+        if chain:
+            host.must(iptables("-N", chain))
+            for spec in own_specs:
+                host.must(iptables("-A", chain, *spec))
+        for spec in specs:
+            host.must(append_rule(self.tag, spec))
+        if not host.holds(check_rule(HOOK, jump_spec(self.tag))):
+            host.must(insert_jump(self.tag))
+        absent = [s for s in specs if not host.holds(check_rule(self.chain, s))]
+        absent += [s for s in own_specs if not host.holds(check_rule(chain, s))]
+        if absent or not host.holds(check_rule(HOOK, jump_spec(self.tag))):
+            what = f"{len(absent)} of its rules" if absent else f"the jump from {HOOK}"
+            raise ClusterError(f"partitioning {node.label}: {what} not found when read back")
+        listed = len(self._node_lines(node.name)) + len(self._lines_of(chain))
+        if listed != len(specs) + len(own_specs):
+            raise ClusterError(
+                f"partitioning {node.label}: {listed} rules of it are listed, "
+                f"not {len(specs) + len(own_specs)}"
+            )
+        return listed
 
     def _apply(self, node: NetNode, faults: dict[str, NodeFault]) -> list[list[str]]:
         """Move, record, add the rules, read them back; the rules' specs."""
@@ -186,8 +372,8 @@ class NetFaults:
             for name, fault in self.in_force().items():
                 said = self._heal_locked(name, fault)
                 out.append(f"{name} healed ({said})")
-            # Whatever no record names (a crash between two steps): the chain is ours.
-            if host.holds(list_chain(self.tag)):
+            # Whatever no record names (a crash between two steps): the chains are ours.
+            if host.holds(list_chain(self.tag)) or self._sub_chains():
                 n = len(self._chain_lines())
                 self._remove_chain()
                 out.append(f"{self.chain} removed ({n} unrecorded rules)")
@@ -204,6 +390,12 @@ class NetFaults:
             host.must(delete_rule(self.chain, shlex.split(line)[2:]))
         if lines:
             done.append(f"{len(lines)} rules removed from {self.chain}")
+        chain = fault.chain if fault is not None and fault.chain else sub_chain(self.tag, name)
+        if self._chain_exists(chain):
+            n = len(self._lines_of(chain))
+            host.must(iptables("-F", chain))
+            host.must(iptables("-X", chain))
+            done.append(f"{chain} removed ({n} rules)")
         if host.holds(list_chain(self.tag)) and not self._chain_lines():
             self._remove_chain()
             done.append(f"the chain and its jump from {HOOK} removed")
@@ -213,13 +405,17 @@ class NetFaults:
         if root is not None and (root / ours).exists():
             self._remove_cgroups(root, ours, origin)
             done.append(f"back in cgroup {origin}")
+        for other, (theirs, was) in (fault.moved if fault is not None else {}).items():
+            if root is not None and (root / theirs).exists():
+                self._remove_cgroups(root, theirs, was)
+                done.append(f"{other} back in cgroup {was}")
         if fault is not None:
             if fault.watchdog is not None and fault.watchdog != os.getpid():
                 watchdog.stop(fault.watchdog)  # healed first: nothing left for it to do
             faults = self.in_force()
             faults.pop(name, None)
             record.save(self.state_dir, self.tag, faults)
-            done.append(f"isolated for {time.time() - fault.since:.1f} s")
+            done.append(f"{fault.fault} for {time.time() - fault.since:.1f} s")
         # Read back: nothing of the node is left.
         if self._node_lines(name):
             raise ClusterError(f"healing {name}: rules of it are still in {self.chain}")
@@ -229,10 +425,29 @@ class NetFaults:
 
     def _chain_lines(self) -> list[str]:
         """The rules of our chain as `iptables -S` lists them ([] when it is not there)."""
-        done = host.run(list_chain(self.tag))
+        return self._lines_of(self.chain)
+
+    @staticmethod
+    def _lines_of(chain: str) -> list[str]:
+        """The rules of `chain` as `iptables -S` lists them ([] when it is not there)."""
+        if not chain:
+            return []
+        done = host.run(iptables("-S", chain))
         if done.returncode != 0:
             return []
-        return [ln for ln in done.stdout.splitlines() if ln.startswith(f"-A {self.chain} ")]
+        return [ln for ln in done.stdout.splitlines() if ln.startswith(f"-A {chain} ")]
+
+    @staticmethod
+    def _chain_exists(chain: str) -> bool:
+        return bool(chain) and host.holds(iptables("-S", chain))
+
+    def _sub_chains(self) -> list[str]:
+        """The nodes' own chains of this cluster that exist (KCONSOLE-TAG-*)."""
+        done = host.run(iptables("-S"))
+        if done.returncode != 0:
+            return []
+        prefix = f"-N {self.chain}-"
+        return [ln[3:] for ln in done.stdout.splitlines() if ln.startswith(prefix)]
 
     def _node_lines(self, name: str) -> list[str]:
         """The rules of our chain that carry node `name`'s comment."""
@@ -244,8 +459,12 @@ class NetFaults:
         deleted. Nothing else is touched."""
         while host.holds(check_rule(HOOK, jump_spec(self.tag))):
             host.must(delete_rule(HOOK, jump_spec(self.tag)))
-        host.must(flush_chain(self.tag))
-        host.must(delete_chain(self.tag))
+        if host.holds(list_chain(self.tag)):
+            host.must(flush_chain(self.tag))
+            host.must(delete_chain(self.tag))
+        for chain in self._sub_chains():  # nothing jumps to them now
+            host.must(iptables("-F", chain))
+            host.must(iptables("-X", chain))
 
     @staticmethod
     def _remove_cgroups(root: Path, ours: str, origin: str) -> None:

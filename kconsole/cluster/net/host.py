@@ -133,3 +133,28 @@ def tcp_conns(pid: int, listening: tuple[int, ...]) -> list[Conn]:
         if local is not None and remote is not None:
             out.append(Conn(local, c.laddr.port, remote, c.raddr.port))
     return sorted(set(out), key=lambda c: (c.remote_port, c.local_port))
+
+
+def tcp_ends(pid: int) -> list[Conn]:
+    """Every IPv4 TCP connection the process has open, accepted ones included."""
+    try:
+        conns = psutil.Process(pid).net_connections(kind="tcp")
+    except psutil.Error as exc:
+        raise ClusterError(f"cannot list the connections of pid {pid}: {exc}") from exc
+    out = []
+    for c in conns:
+        if not c.raddr or c.status == psutil.CONN_LISTEN:
+            continue
+        local, remote = _ipv4(c.laddr.ip), _ipv4(c.raddr.ip)
+        if local is not None and remote is not None:
+            out.append(Conn(local, c.laddr.port, remote, c.raddr.port))
+    return sorted(set(out), key=lambda c: (c.remote_port, c.local_port))
+
+
+def local_ends(pid: int) -> set[tuple[str, int]]:
+    """The (IPv4 address, port) of every TCP socket the process holds (set() once it is gone)."""
+    try:
+        conns = psutil.Process(pid).net_connections(kind="tcp")
+    except psutil.Error:
+        return set()
+    return {(ip, c.laddr.port) for c in conns if (ip := _ipv4(c.laddr.ip)) is not None}

@@ -27,12 +27,24 @@ class NodeFault:
     rules: list[list[str]] = field(default_factory=list)  # each as `iptables -A CHAIN` takes it
     guard: int | None = None  # the process whose end heals it (a drill's), if any
     watchdog: int | None = None  # the process that heals it then (net.watchdog)
+    # A partition's: what it cuts, in words ('from zookeeper', 'from broker 2, one way')
+    links: str = ""
+    # The other nodes it moved into cgroups of ours: name -> [our cgroup, where it came from]
+    moved: dict[str, list[str]] = field(default_factory=dict)
+    chain: str = ""  # the node's own chain (a partition from clients), "" none
+    chain_rules: list[list[str]] = field(default_factory=list)  # as `iptables -A CHAIN` takes
+
+
+def involved(fault: NodeFault) -> set[str]:
+    """The nodes a fault holds: its own and those it moved into our cgroups."""
+    return {fault.node, *fault.moved}
 
 
 def described(fault: NodeFault) -> str:
     """The fault in force, in words: 'isolate since 10:47:03 (7 rules)'."""
     since = time.strftime("%H:%M:%S", time.localtime(fault.since))
-    return f"{fault.fault} since {since} ({len(fault.rules)} rules)"
+    what = f"{fault.fault} {fault.links}" if fault.links else fault.fault
+    return f"{what} since {since} ({len(fault.rules) + len(fault.chain_rules)} rules)"
 
 
 def record_path(state_dir: Path) -> Path:

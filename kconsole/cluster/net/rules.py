@@ -47,11 +47,19 @@ class Rule:
     """One rule of a fault: what it matches, and what is done to those packets."""
 
     match: tuple[str, ...]
-    action: str = DROP
+    action: str = DROP  # DROP, RETURN, a chain of ours, or "CONNMARK --set-xmark M/MASK"
 
     def spec(self, tag: str, node: str) -> list[str]:
         """The rule as iptables takes it after `-A CHAIN` (or -C, -D), with its comment."""
-        return [*self.match, "-m", "comment", "--comment", comment(tag, node), "-j", self.action]
+        return [
+            *self.match,
+            "-m",
+            "comment",
+            "--comment",
+            comment(tag, node),
+            "-j",
+            *self.action.split(),
+        ]
 
 
 @dataclass(frozen=True)
@@ -94,6 +102,166 @@ def isolate_rules(
             )
         )
     return rules
+
+
+def sub_chain(tag: str, node: str) -> str:
+    """A node's own chain under the cluster's (a partition from its clients needs RETURNs, which
+    must end only that fault's rules): KCONSOLE-TAG-b2, -c1001, -n1, -zk (at most 28)."""
+    short = {"broker": "b", "controller": "c", "node": "n"}
+    kind, _, num = node.partition("-")
+    return f"{chain_name(tag)}-{short.get(kind, kind[:2])}{num}"[:28]
+
+
+def conn_mark(tag: str) -> str:
+    """The connection mark of the cluster's one-way cuts, as VALUE/MASK: the high 16 bits only
+    (from the tag), so the low bits any other user of connection marks keeps are untouched."""
+    return f"0x{int(tag[:4], 16) or 1:04x}0000/0xffff0000"
+
+
+def _conn_match(src_port: int, dst_port: int, host_ip: str) -> tuple[str, ...]:
+    return (
+        "-p",
+        "tcp",
+        "-s",
+        host_ip,
+        "--sport",
+        str(src_port),
+        "-d",
+        host_ip,
+        "--dport",
+        str(dst_port),
+    )
+
+
+@dataclass(frozen=True)
+class Peer:
+    """A node on the other side of a partition: its cgroup (ours, once moved) and ports."""
+
+    name: str
+    ports: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Cut:
+    """What a partition cuts: `node` (listening on `ports` at `host`) from `peers` and, with
+    `clients`, from every process that is not a node of the cluster; `one_way`: only what the
+    node sends is dropped. `conns`: the node's connections open before the moves, each with
+    the node that holds its other end ("" a client's), as (Conn, owner)."""
+
+    node: str
+    host: str
+    ports: tuple[int, ...]
+    peers: tuple[Peer, ...]
+    clients: bool = False
+    one_way: bool = False
+    conns: tuple[tuple[Conn, str], ...] = ()
+
+
+def partition_rules(tag: str, cut: Cut) -> tuple[list[Rule], list[Rule]]:
+    """The rules of a partition: (in the cluster's chain, in the node's own chain).
+
+    New connections are told apart by the cgroup of the socket that sends (every node on
+    either side is moved into its own cgroup first): the node's to a peer's ports, a peer's to
+    the node's ports. Connections opened before the moves keep their old cgroup: each gets an
+    exact rule per direction cut. One-way: the node's packets only; what a peer or client
+    sends to the node's ports marks the connection, and the node's answers on a marked
+    connection are dropped. Clients: what reaches the node's ports from a socket outside the
+    cluster's cgroups goes through the node's own chain, where the cluster's own connections
+    opened before the moves RETURN and the rest is dropped (or marked)."""
+    me = cgroup_path(tag, cut.node)
+    mark = conn_mark(tag)
+    marking = f"CONNMARK --set-xmark {mark}"
+    main: list[Rule] = []
+    own: list[Rule] = []
+    cut_in = marking if cut.one_way else DROP  # what is done to what is sent to the node
+    for peer in cut.peers:
+        for port in peer.ports:  # the node's new connections to the peer
+            main.append(
+                Rule(
+                    (
+                        "-p",
+                        "tcp",
+                        "-m",
+                        "cgroup",
+                        "--path",
+                        me,
+                        "-d",
+                        cut.host,
+                        "--dport",
+                        str(port),
+                    )
+                )
+            )
+        for port in cut.ports:  # the peer's new connections to the node
+            main.append(
+                Rule(
+                    (
+                        "-p",
+                        "tcp",
+                        "-m",
+                        "cgroup",
+                        "--path",
+                        cgroup_path(tag, peer.name),
+                        "-d",
+                        cut.host,
+                        "--dport",
+                        str(port),
+                    ),
+                    cut_in,
+                )
+            )
+    names = {p.name for p in cut.peers}
+    for conn, owner in cut.conns:
+        if (owner in names) or (cut.clients and not owner):
+            main.append(Rule(_conn_match(conn.local_port, conn.remote_port, conn.local_ip)))
+            if not cut.one_way:
+                main.append(Rule(_conn_match(conn.remote_port, conn.local_port, conn.remote_ip)))
+    if cut.clients:
+        chain = sub_chain(tag, cut.node)
+        for port in cut.ports:
+            main.append(
+                Rule(
+                    (
+                        "-p",
+                        "tcp",
+                        "-m",
+                        "cgroup",
+                        "!",
+                        "--path",
+                        cgroup_path(tag),
+                        "-d",
+                        cut.host,
+                        "--dport",
+                        str(port),
+                    ),
+                    chain,
+                )
+            )
+        for conn, owner in cut.conns:
+            if owner:  # a node's connection opened before its move: not a client's
+                own.append(
+                    Rule(_conn_match(conn.remote_port, conn.local_port, conn.remote_ip), "RETURN")
+                )
+        own.append(Rule(("-p", "tcp"), cut_in))
+    if cut.one_way:
+        for port in cut.ports:
+            main.append(
+                Rule(
+                    (
+                        "-p",
+                        "tcp",
+                        "-s",
+                        cut.host,
+                        "--sport",
+                        str(port),
+                        "-m",
+                        "connmark",
+                        "--mark",
+                        mark,
+                    )
+                )
+            )
+    return main, own
 
 
 def iptables(*args: str) -> list[str]:
