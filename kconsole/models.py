@@ -534,6 +534,13 @@ class ClusterSnapshot:
     # While the cluster cannot be reached and it is the local cluster, not running: how to
     # start it ("" otherwise). Last: positional construction keeps its order.
     start_hint: str = ""
+    # The local cluster's network faults in force (kconsole.cluster.net), by node id: what is
+    # cut and since when, in words ("partition from zookeeper since 13:34:06 (4 rules)").
+    net_faults: tuple[tuple[int, str], ...] = ()
+
+    def net_fault(self, node_id: int) -> str | None:
+        """The network fault in force on `node_id`, in words (None: none)."""
+        return next((what for nid, what in self.net_faults if nid == node_id), None)
 
     # -- lookups ------------------------------------------------------------------------
     # Indexes are built on first use and kept with the (immutable) snapshot: a flag per

@@ -23,6 +23,10 @@ class EventKind(StrEnum):
     # ZooKeeper mode: a broker's own log says it gave up the controller role (a zombie
     # controller, cut from ZooKeeper, does so only once it reaches ZooKeeper again).
     CONTROLLER_RESIGNED = "controller-resigned"
+    # A network fault (kconsole.cluster.net) put in force on a node, and healed: from the
+    # local cluster's record, whoever applied it (a key, a drill, the command line).
+    NET_FAULT = "net-fault"
+    NET_HEALED = "net-healed"
     BROKER_FENCED = "broker-fenced"  # KRaft: no heartbeat within broker.session.timeout.ms
     BROKER_UNFENCED = "broker-unfenced"
     VOTER_LAGGING = "voter-lagging"  # KRaft: a controller not caught up with the leader
@@ -68,6 +72,7 @@ class Event:
     def severity(self) -> str:
         """'bad', 'good' or 'info': for colouring."""
         if self.kind in (
+            EventKind.NET_FAULT,
             EventKind.BROKER_LEFT,
             EventKind.CONTROLLER_LOST,
             EventKind.ISR_SHRANK,
@@ -81,6 +86,7 @@ class Event:
         if self.kind is EventKind.BROKER_STATE and self.new != BrokerState.UP.value:
             return "bad"
         if self.kind in (
+            EventKind.NET_HEALED,
             EventKind.BROKER_JOINED,
             EventKind.ISR_EXPANDED,
             EventKind.PARTITION_ONLINE,
@@ -168,6 +174,8 @@ def diff(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[Event]:
         # controller id is the metadata's, which on KRaft is a random broker.
         events.extend(_controller_events(ts, old, new, "controller", "broker", "active controller"))
 
+    events.extend(_net_fault_events(ts, old, new))
+
     # Topics that came or went; only partitions of a topic that is there, whole, before and
     # after (the same incarnation) have partition events.
     topic_events, unsteady = _topic_events(ts, old, new)
@@ -253,6 +261,22 @@ def _topic_events(
                 )
             )
     return events, unsteady
+
+
+def _net_fault_events(ts: float, old: ClusterSnapshot, new: ClusterSnapshot) -> list[Event]:
+    """A network fault put in force on a node, or healed (the local cluster's record)."""
+    if old.net_faults == new.net_faults:
+        return []
+    was, now = dict(old.net_faults), dict(new.net_faults)
+    out = []
+    for nid in sorted(set(was) | set(now)):
+        if nid in now and was.get(nid) != now[nid]:
+            text = f"NETWORK FAULT on node {nid}: {now[nid]}"
+            out.append(Event(ts, EventKind.NET_FAULT, text, nid, new=now[nid]))
+        elif nid in was and nid not in now:
+            text = f"network fault on node {nid} healed (was: {was[nid]})"
+            out.append(Event(ts, EventKind.NET_HEALED, text, nid, old=was[nid]))
+    return out
 
 
 def _controller_events(

@@ -626,7 +626,7 @@ def _zk_mode_broker(text: str, what: str, extra: str = "", *, docker: bool = Fal
     raise ClusterError(f"{what} is a broker id{(' ' + extra) if extra else ''}, not {text!r}")
 
 
-def _broker_command(action: BrokerAction) -> click.Command:
+def broker_command(action: BrokerAction) -> click.Command:
     heal = action is BrokerAction.HEAL
     partition = action is BrokerAction.PARTITION
 
@@ -740,7 +740,7 @@ def _heal_every(door: Commands, node: str | None, yes: bool, chosen: str) -> Non
 
 
 for _primitive in PRIMITIVES:  # each fault's and each heal's (kconsole.faults)
-    cluster.add_command(_broker_command(_primitive.action))
+    cluster.add_command(broker_command(_primitive.action))
 
 
 @cluster.command()

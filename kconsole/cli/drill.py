@@ -7,8 +7,10 @@ from pathlib import Path
 
 import click
 
+from kconsole.cli.cluster import broker_command
 from kconsole.cli.common import EXIT_ERROR, commands, confirmation, fail
 from kconsole.cli.main import main
+from kconsole.cluster.values import BrokerAction
 from kconsole.errors import ClusterError
 from kconsole.faults import FAULT_KINDS, fault_names
 
@@ -156,3 +158,9 @@ def drill_run(
         sys.exit(3)
     if not report.restored:
         sys.exit(EXIT_ERROR)
+
+
+# `kconsole drill heal [NODE | --all]`: a drill's fault that outlived it (the watchdog heals one
+# whose process was killed; this is for the rest), the same command as `kconsole cluster heal`
+# on the local cluster of the configured state dir.
+drill.add_command(broker_command(BrokerAction.HEAL))

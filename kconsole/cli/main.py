@@ -209,6 +209,7 @@ def _run_console(ctx: click.Context, settings: Settings) -> None:
         proc_states=door.broker_states(),
         controller_states=door.controller_states(),
         start_hint=door.start_hint,
+        net_faults=door.network_faults(),
     )
     from kconsole.ui.app import make_app
 
@@ -243,6 +244,7 @@ def describe(ctx: click.Context, as_json: bool) -> None:
         proc_states=door.broker_states(),
         controller_states=door.controller_states(),
         start_hint=door.start_hint,
+        net_faults=door.network_faults(),
     )
     snap = observer.read_once()
     if as_json:

@@ -171,6 +171,13 @@ class Commands(ReassignCommands):
         states = getattr(control, "controller_states", None) if control is not None else None
         return states if callable(states) else None
 
+    def network_faults(self) -> Callable[[], dict[int, str]] | None:
+        """How to read the network faults in force, node id -> in words (None: a control
+        without network faults)."""
+        control = self._control()
+        read = getattr(control, "network_faults", None) if control is not None else None
+        return read if callable(read) else None
+
     def resolve_node(self, text: str) -> int | None:
         """The node id `text` names as the broker control knows its nodes (the docker backend
         on a KRaft project: `2`, `controller:1001`; ClusterError naming them when it is none);

@@ -107,10 +107,12 @@ class DrillRunner:
         self.confirm = confirm
         # KRaft controllers' process states too: a killed one is "down" on the timeline at once
         states = getattr(control, "controller_states", None)
+        faults = getattr(control, "network_faults", None)
         self.observer = ClusterObserver(
             settings,
             proc_states=control.states,
             controller_states=states if callable(states) else None,
+            net_faults=faults if callable(faults) else None,
         )
         self._latest: ClusterSnapshot | None = None
         self._changed = threading.Condition()

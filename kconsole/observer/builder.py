@@ -79,6 +79,7 @@ class SnapshotBuilder:
         self.seq = 0
         self.reachable: dict[int, bool] = {}
         self.start_hint = ""  # how to start the local cluster while it cannot be reached
+        self.net_faults: tuple[tuple[int, str], ...] = ()  # the backend's, as last read
         # When a registration was first seen (this builder's clock): brokers that joined while
         # it watched, not those already there at its first build.
         self._joined_at: dict[int, float] = {}
@@ -264,6 +265,7 @@ class SnapshotBuilder:
             partitions_gen=self._gen,
             partition_changes=self._changes,
             start_hint=self.start_hint,
+            net_faults=self.net_faults,
         )
 
     def controllers(self, now: float) -> tuple[ControllerStatus, ...]:

@@ -63,6 +63,7 @@ log = logging.getLogger(__name__)
 OnUpdate = Callable[[ClusterSnapshot, tuple[Event, ...]], None]
 StatesFn = Callable[[], dict[int, ProcState]]
 HintFn = Callable[[], str]
+NetFaultsFn = Callable[[], dict[int, str]]
 # The longest a consumer-group poll waits for a burst of ZooKeeper changes to be read.
 GROUPS_HOLD_S = 2.0
 # KRaft: DescribeQuorum (and DescribeCluster) this often; small answers whatever the partitions.
@@ -96,6 +97,7 @@ class ClusterObserver:
         clock: Callable[[], float] = time.time,
         history: int = 2000,
         start_hint: HintFn | None = None,
+        net_faults: NetFaultsFn | None = None,
     ):
         self.settings = settings
         self.clock = clock
@@ -105,6 +107,8 @@ class ClusterObserver:
         self.controller_states_fn = controller_states
         # While nothing answers: how to start the cluster if it is the local one, not running.
         self.start_hint_fn = start_hint
+        # The local cluster's network faults in force (read with the process states).
+        self.net_faults_fn = net_faults
         self._probed_at = -REFUSAL_PROBE_EVERY_S  # when the login was last probed (monotonic)
         self.builder = SnapshotBuilder(use_zookeeper=bool(settings.zookeeper))
         self.events: deque[Event] = deque(maxlen=history)
@@ -138,7 +142,7 @@ class ClusterObserver:
             ("groups", self._groups_loop),
             ("quorum", self._quorum_loop),
         ]
-        if self.proc_states_fn is not None or self.controller_states_fn is not None:
+        if self.proc_states_fn or self.controller_states_fn or self.net_faults_fn:
             loops.append(("backend", self._backend_loop))
         for name, target in loops:
             t = threading.Thread(target=target, name=f"kconsole-{name}", daemon=True)
@@ -629,6 +633,16 @@ class ClusterObserver:
                 if states != getattr(self.builder, attr):
                     changed = True
                     setattr(self.builder, attr, states)
+        if self.net_faults_fn is not None:
+            try:
+                faults = tuple(sorted(self.net_faults_fn().items()))
+            except Exception:  # its record unreadable: said by `cluster status`, not here
+                log.debug("network faults", exc_info=True)
+            else:
+                with self._lock:
+                    if faults != self.builder.net_faults:
+                        changed = True
+                        self.builder.net_faults = faults
         return changed
 
     def _backend_loop(self) -> None:

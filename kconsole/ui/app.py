@@ -91,6 +91,8 @@ class KConsoleApp(BrokerActions, JobActions, ElectionActions):
     """Events seen so far, newest first, at most MAX_EVENTS."""
     job_runs: reactive[tuple[JobRun, ...]] = reactive((), always_update=True, repaint=False)
     """Every job run the manager knows, oldest first (polled every second)."""
+    jobs_read = False
+    """job_runs has been read at least once (before that, no runs means "not read yet")."""
     now: reactive[float] = reactive(0.0, repaint=False)
     """clock() at the last tick or snapshot: every age on screen is measured against it."""
 

@@ -11,18 +11,24 @@ from typing import TYPE_CHECKING
 from textual import work
 from textual.app import App
 
-from kconsole.cluster.values import BrokerAction, ProcState
+from kconsole.cluster.values import BrokerAction, NetLinks, ProcState
 from kconsole.commands import Commands
 from kconsole.drills import kraft
 from kconsole.errors import ClusterError
 from kconsole.faults import fault_of, primitive
-from kconsole.impact import blast_radius
+from kconsole.impact import blast_radius, partition_lines
 from kconsole.models import BrokerConfig, BrokerState, ClusterMode, ClusterSnapshot
 from kconsole.source import EventRecorder, Observer
 from kconsole.timeline import Event, EventKind
 from kconsole.ui.drill import ActionRun
 from kconsole.ui.messages import BrokerActionDone, EventsLogged
-from kconsole.ui.screens.actions import BrokerChooser, ConfirmBrokerAction, target_name
+from kconsole.ui.screens.actions import (
+    BrokerChooser,
+    ConfirmBrokerAction,
+    NetChoice,
+    NetworkChooser,
+    target_name,
+)
 
 ACTIONS_GROUP = "broker-actions"
 
@@ -51,6 +57,8 @@ class BrokerActions(App[None]):
         available, _ = self.commands.broker_actions_available()
         if action == "broker_actions_unavailable":
             return not available  # never None: the fallback itself is never shown
+        if action == "network" and self.commands.network_faults() is None:
+            return None  # a backend without network faults (docker: not yet)
         return True if available else None
 
     def action_broker_actions_unavailable(self) -> None:
@@ -118,12 +126,30 @@ class BrokerActions(App[None]):
             return "quorum leader" if snap.controller.id == broker_id else "voter"
         return "controller" if snap is not None and snap.controller.id == broker_id else ""
 
-    def _impact_lines(self, action: BrokerAction, broker_id: int) -> list[str]:
+    def _impact_lines(
+        self, action: BrokerAction, broker_id: int, links: NetLinks | None = None
+    ) -> list[str]:
         """The blast radius in words: on KRaft a controller's from the quorum's timers, a
-        broker's with fencing instead of a ZooKeeper session."""
+        broker's with fencing instead of a ZooKeeper session; a partition's by what it cuts."""
         snap = self.snapshot
         assert snap is not None
         cfg = self.predictions_config
+        if links is not None and not self._controller_only(broker_id):
+            ctl = snap.controller.id
+            reaches = (
+                "quorum" not in links.sides
+                if snap.mode is ClusterMode.KRAFT
+                else ctl in (None, broker_id)
+                or not ({"brokers", str(ctl), f"broker:{ctl}"} & set(links.sides))
+            )
+            return partition_lines(
+                blast_radius(snap, action, broker_id),
+                links.sides,
+                kraft=snap.mode is ClusterMode.KRAFT,
+                session_timeout_ms=cfg.session_timeout_ms,
+                replica_lag_ms=cfg.replica_lag_time_max_ms,
+                reaches_controller=reaches,
+            )
         if snap.mode is ClusterMode.KRAFT and self._controller_only(broker_id):
             return kraft.prediction_lines(snap, action.value, (broker_id,), cfg)
         impact = blast_radius(snap, action, broker_id)
@@ -145,10 +171,30 @@ class BrokerActions(App[None]):
 
         self.push_screen(BrokerChooser(broker_id, role, node), chosen)
 
+    def choose_network_fault(self, broker_id: int) -> None:
+        """Ask which network fault to put on `broker_id` (or heal the one in force), then
+        confirm it with its blast radius and do it."""
+        snap = self.snapshot
+        kraft = snap is not None and snap.mode is ClusterMode.KRAFT
+        in_force = snap.net_fault(broker_id) if snap is not None else None
+        role = self._role(broker_id)
+
+        def chosen(choice: NetChoice | None) -> None:
+            if choice is not None:
+                action, links = choice
+                self.request_broker_action(action, broker_id, role, links=links)
+
+        self.push_screen(NetworkChooser(broker_id, role, kraft=kraft, in_force=in_force), chosen)
+
     def request_broker_action(
-        self, action: BrokerAction, broker_id: int, role: str | None = None
+        self,
+        action: BrokerAction,
+        broker_id: int,
+        role: str | None = None,
+        links: NetLinks | None = None,
     ) -> None:
-        """Run `action` on `broker_id`; a destructive one only after its confirmation."""
+        """Run `action` on `broker_id`; a destructive one only after its confirmation
+        (`links`: what a partition cuts it from)."""
         if self.commands is None:
             return
         available, _ = self.commands.broker_actions_available()
@@ -162,26 +208,33 @@ class BrokerActions(App[None]):
         if self.snapshot is None:
             self.notify("no snapshot of the cluster yet: nothing to confirm against")
             return
-        lines = self._impact_lines(action, broker_id)
+        lines = self._impact_lines(action, broker_id, links)
 
         def confirmed(ok: bool | None) -> None:
             if ok:
-                self._start(action, broker_id, confirmed=True)
+                self._start(action, broker_id, confirmed=True, links=links)
 
-        self.push_screen(ConfirmBrokerAction(action, broker_id, lines, role), confirmed)
+        self.push_screen(ConfirmBrokerAction(action, broker_id, lines, role, links), confirmed)
 
-    def _start(self, action: BrokerAction, broker_id: int, *, confirmed: bool) -> None:
+    def _start(
+        self,
+        action: BrokerAction,
+        broker_id: int,
+        *,
+        confirmed: bool,
+        links: NetLinks | None = None,
+    ) -> None:
         name = target_name(broker_id, self._role(broker_id)).split(" (")[0]
-        text = f"{action.value} {name}"
+        text = f"{action.value} {name}" + (f" {links.words}" if links is not None else "")
         event = Event(self.clock(), EventKind.ACTION, text, broker=broker_id, new=action.value)
         # The snapshot just before the fault is what the drill's measurements replay over.
         run = ActionRun(action, broker_id, event, self.snapshot)
         self.actions.append(run)
         self.notify(f"{text}…", timeout=3, markup=False)
-        self._run_action(run, confirmed)
+        self._run_action(run, confirmed, links)
 
     @work(thread=True, exit_on_error=False, group=ACTIONS_GROUP)
-    def _run_action(self, run: ActionRun, confirmed: bool) -> None:
+    def _run_action(self, run: ActionRun, confirmed: bool, links: NetLinks | None = None) -> None:
         # A worker thread: no widgets, no reactives, only post_message.
         commands = self.commands
         assert commands is not None
@@ -198,7 +251,9 @@ class BrokerActions(App[None]):
                 self.call_from_thread(self.notify, message, timeout=6, markup=False)
 
         try:
-            outcome = commands.broker(run.action, run.broker_id, confirm, progress=progress)
+            outcome = commands.broker(
+                run.action, run.broker_id, confirm, progress=progress, links=links
+            )
         except ClusterError as exc:
             self.post_message(BrokerActionDone(run, False, exc.message))
         except Exception as exc:  # a backend bug must not take the console down

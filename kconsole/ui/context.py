@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from textual.dom import DOMNode
 
-from kconsole.cluster.values import BrokerAction
+from kconsole.cluster.values import BrokerAction, NetLinks
 from kconsole.commands import Commands
 from kconsole.commands.views import JobsView, ReassignView
 from kconsole.config import Settings
@@ -39,6 +39,7 @@ class ConsoleState(Protocol):
     snapshot: ClusterSnapshot | None
     events: tuple[LoggedEvent, ...]
     job_runs: tuple[JobRun, ...]
+    jobs_read: bool
     now: float
     timeline: deque[LoggedEvent]
     lag_history: dict[str, deque[int]]
@@ -71,8 +72,13 @@ class ConsoleActions(Protocol):
     @property
     def jobs_available(self) -> bool: ...
     def request_broker_action(
-        self, action: BrokerAction, broker_id: int, role: str | None = None
+        self,
+        action: BrokerAction,
+        broker_id: int,
+        role: str | None = None,
+        links: NetLinks | None = None,
     ) -> None: ...
+    def choose_network_fault(self, broker_id: int) -> None: ...
     def choose_broker_action(self, broker_id: int, role: str) -> None: ...
     def refuse_broker_action(self, action: BrokerAction, broker_id: int) -> None: ...
     def action_broker_actions_unavailable(self) -> None: ...

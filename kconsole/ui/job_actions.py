@@ -28,6 +28,7 @@ class JobActions(App[None]):
 
     if TYPE_CHECKING:
         commands: Commands | None
+        jobs_read: bool
         jobs_view: JobsView | None
         job_runs: tuple[JobRun, ...]
         job_logs: dict[str, tuple[str, ...]]
@@ -123,6 +124,7 @@ class JobActions(App[None]):
             self.log.warning(message.error)
             return
         self.job_logs = message.logs
+        self.jobs_read = True
         self.job_runs = message.runs
 
     def request_job_start(self, job: str, options: dict[str, object], detached: bool) -> None:

@@ -109,10 +109,18 @@ def broker_rows(snap: ClusterSnapshot | None) -> Rows:
             KeyCell(f"{b.id} ★" if is_controller else str(b.id), row_key=str(b.id)),
             fmt.cell(b.address, "") if b.port else fmt.cell(fmt.NONE, fmt.DIM),
             fmt.cell(b.rack or fmt.NONE, fmt.DIM if b.rack is None else ""),
-            fmt.cell(b.state.value, fmt.BROKER_STATE_STYLE.get(b.state, fmt.PLAIN)),
+            state_cell(snap, b),
             *count_cells(snap, b),
         ]
     return rows
+
+
+def state_cell(snap: ClusterSnapshot, b: Broker) -> Text:
+    """A broker's state; "· cut" while a network fault is in force on it (its process runs:
+    the state alone would say "up" while nobody, or some, can reach it)."""
+    if snap.net_fault(b.id) is not None:
+        return fmt.cell(f"{b.state.value} · cut", fmt.BAD)
+    return fmt.cell(b.state.value, fmt.BROKER_STATE_STYLE.get(b.state, fmt.PLAIN))
 
 
 def count_cells(snap: ClusterSnapshot, b: Broker) -> list[Text]:
@@ -140,7 +148,7 @@ def kraft_broker_rows(snap: ClusterSnapshot) -> Rows:
         rows[str(b.id)] = [
             KeyCell(f"{b.id} ★" if b.id == leader else str(b.id), row_key=str(b.id)),
             fmt.cell("combined" if combined else "broker", fmt.NOTE if combined else ""),
-            fmt.cell(b.state.value, fmt.BROKER_STATE_STYLE.get(b.state, fmt.PLAIN)),
+            state_cell(snap, b),
             fencing_cell(b),
             fmt.cell(b.address, "") if b.port else dash,
             fmt.cell(b.rack or fmt.NONE, fmt.DIM if b.rack is None else ""),
@@ -161,6 +169,8 @@ def kraft_broker_rows(snap: ClusterSnapshot) -> Rows:
             snap.quorum is not None and snap.quorum.error
         ):  # as last read (or not fetching yet): not known to be so
             state = fmt.cell(state.plain + "?", fmt.WARN)
+        if snap.net_fault(cid) is not None:
+            state = fmt.cell(f"{state.plain} · cut", fmt.BAD)
         rows[str(cid)] = [
             KeyCell(f"{cid} ★" if is_leader else str(cid), row_key=str(cid)),
             fmt.cell("controller", fmt.NOTE),

@@ -82,15 +82,21 @@ class FakeControl:
 
     def __init__(self, error: str = "") -> None:
         self.calls: list[tuple[BrokerAction, int]] = []
+        self.links: list[object] = []  # each partition's sides, as the door passed them
         self.error = error
 
     def states(self) -> dict[int, ProcState]:
         return {}
 
+    def network_faults(self) -> dict[int, str]:
+        return {}  # it has network faults (none in force): the console's n key is enabled
+
     def act(
         self, action: BrokerAction, broker_id: int, progress: object = None, links: object = None
     ) -> str:
         self.calls.append((action, broker_id))
+        if links is not None:
+            self.links.append(links)
         if self.error:
             raise ClusterError(self.error)
         return f"broker {broker_id}: {action.value} done (fake)"

@@ -9,13 +9,13 @@ from pathlib import Path
 
 from textual.widgets import Input, Static
 
-from kconsole.cluster.values import BrokerAction
+from kconsole.cluster.values import BrokerAction, NetLinks
 from kconsole.commands import Commands
 from kconsole.impact import blast_radius
 from kconsole.models import BrokerState
 from kconsole.timeline import EventKind
 from kconsole.ui.app import KConsoleApp
-from kconsole.ui.screens.actions import BrokerChooser, ConfirmBrokerAction
+from kconsole.ui.screens.actions import BrokerChooser, ConfirmBrokerAction, NetworkChooser
 from kconsole.ui.screens.main import MainScreen
 from kconsole.ui.screens.timeline import TimelineScreen
 from kconsole.ui.widgets.table import KeyedTable
@@ -38,6 +38,7 @@ from tests.ui.pilots import (
     notices,
     rendered,
     screen_after,
+    wait_for_screen,
 )
 
 SIZE = (120, 40)
@@ -310,3 +311,57 @@ class TestTimeline:
             assert "| fault -> new controller | 6.30 |" in md
             assert "| 2027-01-15T08:00:07.300+00:00 | +6.300 | broker-left |" in md
             assert any(str(files[0]) in n and str(files[1]) in n for n in notices(app))
+
+
+class TestNetworkFaultKey:
+    """Issue 37: n on the brokers pane opens the network faults of the node under the cursor;
+    a partition is confirmed with its blast radius by side (the typed id), then goes through
+    the command layer with the sides chosen."""
+
+    async def test_n_z_partitions_from_zookeeper_after_the_typed_id(self) -> None:
+        app, control = controlled_app()
+        async with driving(app, B.healthy(), size=SIZE) as pilot:
+            await select_broker(pilot, 2)
+            await pilot.press("n")
+            await wait_for_screen(pilot, NetworkChooser)
+            await pilot.press("o", "o", "z")  # one way on, then off again: both ways
+            await wait_for_screen(pilot, ConfirmBrokerAction)
+            dialog = app.screen
+            assert isinstance(dialog, ConfirmBrokerAction)
+            assert "from zookeeper" in str(dialog.query_one("#confirm-dialog").border_title)
+            shown = impact(dialog)
+            assert "ZooKeeper expires its session (zookeeper.session.timeout.ms" in shown
+            assert control.calls == []
+            await pilot.press("2", "enter")
+            await wait_for_actions(pilot)
+            assert control.calls == [(BrokerAction.PARTITION, 2)]
+            assert control.links == [NetLinks(("zookeeper",), one_way=False)]
+            assert action_events(app) == ["partition broker 2 from zookeeper"]
+
+    async def test_one_way_from_the_brokers_and_escape_cancels(self) -> None:
+        app, control = controlled_app()
+        async with driving(app, B.healthy(), size=SIZE) as pilot:
+            await select_broker(pilot, 3)
+            await pilot.press("n", "escape")
+            await wait_for_screen(pilot, MainScreen)
+            await pilot.press("n", "o", "b")
+            await wait_for_screen(pilot, ConfirmBrokerAction)
+            await pilot.press("3", "enter")
+            await wait_for_actions(pilot)
+            assert control.links == [NetLinks(("brokers",), one_way=True)]
+            assert action_events(app) == ["partition broker 3 from brokers, one way"]
+
+    async def test_a_node_with_a_fault_in_force_offers_only_its_heal(self) -> None:
+        cut = dataclasses.replace(
+            B.healthy(), net_faults=((2, "isolate since 10:47:03 (4 rules)"),)
+        )
+        app, control = controlled_app()
+        async with driving(app, cut, size=SIZE) as pilot:
+            await select_broker(pilot, 2)
+            await pilot.press("n")
+            await wait_for_screen(pilot, NetworkChooser)
+            await pilot.press("z", "i")  # refused: one fault per node
+            assert isinstance(app.screen, NetworkChooser)
+            await pilot.press("h")  # a heal takes nothing away: no confirmation
+            await wait_for_actions(pilot)
+            assert control.calls == [(BrokerAction.HEAL, 2)]

@@ -56,11 +56,16 @@ def manager(tmp_path: Path) -> Iterator[JobManager]:
         assert not [r.run_id for r in m.runs() if r.active]
 
 
-async def open_jobs(app: KConsoleApp, pilot: object) -> JobsScreen:
+async def open_jobs(app: KConsoleApp, pilot: Pilot[Any], *, read: bool = True) -> JobsScreen:
+    """The jobs screen, open; with `read`, once the runs were read (as a user sees the screen
+    before using it: keys pressed before that may find the focus moved to the runs)."""
     feed(app, load("healthy"))
     await app.push_screen(JobsScreen())
     screen = app.screen
     assert isinstance(screen, JobsScreen)
+    if read and app.jobs_view is not None:
+        await wait_for(pilot, lambda: app.jobs_read)
+        await pilot.pause()
     return screen
 
 
@@ -389,7 +394,7 @@ async def test_runs_read_after_the_screen_opened_take_the_focus(tmp_path: Path) 
     jobs = LateRuns(state_dir, set())
     app = jobs_app(jobs)
     async with app.run_test(size=SIZE) as pilot:
-        screen = await open_jobs(app, pilot)
+        screen = await open_jobs(app, pilot, read=False)
         await pilot.pause()
         assert not app.job_runs and app.focused is screen.query_one("#job-specs", DataTable)
         assert "Job" in border_title(app, "#job-detail")

@@ -39,6 +39,7 @@ MUTATING_CLI = {
     "cluster isolate": "broker.isolate",
     "cluster partition": "broker.partition",
     "cluster heal": "broker.heal",
+    "drill heal": "broker.heal",
     "produce": "produce",
     "drill run": "drill.run",
     "jobs start": "job.start",
@@ -76,6 +77,7 @@ MUTATING_BINDINGS = {
     ("BrokersTable", "broker"): "broker.*",
     ("BrokersTable", "refused"): "broker.*",  # the fallback of a disabled key: refused, logged
     ("BrokerChooser", "choose"): "broker.*",
+    ("NetworkChooser", "choose"): "broker.*",  # isolate, partition (confirmed next), heal
     ("ProduceScreen", "send"): "produce",
     ("TailScreen", "restart"): "tail.group",  # with a group typed in the bar
     ("JobsScreen", "stop_run"): "job.stop",
@@ -117,6 +119,9 @@ READING_BINDINGS = {
     ("ReassignScreen", "generate"),
     ("ReassignScreen", "import_plan"),
     ("BrokerChooser", "cancel"),
+    ("BrokersTable", "network"),  # opens the network faults' chooser
+    ("NetworkChooser", "cancel"),
+    ("NetworkChooser", "one_way"),  # a choice in the chooser, not the cluster
     ("ConfirmBrokerAction", "cancel"),
     ("FilterInput", "clear"),
     ("GroupScreen", "close"),
@@ -260,6 +265,7 @@ CLI_ARGS = {
         "--yes",
     ],
     "cluster heal": ["cluster", "--state-dir", "{dir}", "heal", "2"],
+    "drill heal": ["drill", "heal", "2"],
     "produce": ["produce", "-t", "test-topic", "-v", "x"],
     "drill run": [
         "drill",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.kraft.cluster import KRaftCluster, Progress, node_label
 from kconsole.cluster.logs import Truncation, tail_lines, truncations
+from kconsole.cluster.net.record import described
 from kconsole.cluster.values import BrokerAction, NetLinks, ProcState
 
 # How far back a broker's log is read for truncations (a drill's minutes of INFO lines).
@@ -42,6 +43,11 @@ class KRaftNodeControl:
                 log = self.cluster.proc_dir(n.name) / "server.log"
                 out += truncations(tail_lines(log, LOG_LINES), since)
         return sorted(out, key=lambda t: t.ts)
+
+    def network_faults(self) -> dict[int, str]:
+        """Node id -> the network fault in force on it, in words (its state dir's record)."""
+        faults = self.cluster.net_faults().in_force()
+        return {self.cluster.node_named(name).node_id: described(f) for name, f in faults.items()}
 
     def states(self) -> dict[int, ProcState]:
         """Process state per broker id (combined nodes included)."""

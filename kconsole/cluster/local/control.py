@@ -5,6 +5,7 @@ from __future__ import annotations
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.local.cluster import LocalCluster, Progress
 from kconsole.cluster.logs import Truncation, resignations, tail_lines, truncations
+from kconsole.cluster.net.record import described
 from kconsole.cluster.values import BrokerAction, NetLinks, ProcState
 
 # How far back a broker's log is read for a resignation (a drill's minutes of INFO lines).
@@ -46,6 +47,11 @@ class LocalBrokerControl:
             lines = tail_lines(self.cluster.log_path(f"broker-{bid}"), RESIGN_LINES)
             out += truncations(lines, since)
         return sorted(out, key=lambda t: t.ts)
+
+    def network_faults(self) -> dict[int, str]:
+        """Node id -> the network fault in force on it, in words (its state dir's record)."""
+        faults = self.cluster.net_faults().in_force()
+        return {int(name.split("-", 1)[1]): described(f) for name, f in faults.items()}
 
     def states(self) -> dict[int, ProcState]:
         return {

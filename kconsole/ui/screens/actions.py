@@ -16,7 +16,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-from kconsole.cluster.values import BrokerAction, ProcState
+from kconsole.cluster.values import BrokerAction, NetLinks, ProcState
 from kconsole.faults import fault_of, keyed, primitive
 from kconsole.ui import format as fmt
 from kconsole.ui.widgets.footer import KeyBar
@@ -93,6 +93,90 @@ class BrokerChooser(ModalScreen[BrokerAction | None]):
         self.dismiss(None)
 
 
+NetChoice = tuple[BrokerAction, NetLinks | None]
+
+
+class NetworkChooser(ModalScreen[NetChoice | None]):
+    """Which network fault to put on one node: isolate it, or partition it from ZooKeeper (the
+    quorum on KRaft), the other brokers or its clients (o: one way); h heals the one in force.
+    A fault is confirmed next, with its blast radius."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("i", "choose('isolate')", "Isolate", id="net-isolate"),
+        Binding("z", "choose('zookeeper')", "From ZooKeeper", id="net-zookeeper"),
+        Binding("q", "choose('quorum')", "From the quorum", id="net-quorum"),
+        Binding("b", "choose('brokers')", "From brokers", id="net-brokers"),
+        Binding("c", "choose('clients')", "From clients", id="net-clients"),
+        Binding("o", "one_way", "One way", id="net-one-way"),
+        Binding("h", "choose('heal')", "Heal", id="net-heal"),
+        Binding("escape", "cancel", "Cancel", id="net-cancel"),
+    ]
+
+    def __init__(self, broker_id: int, role: str, *, kraft: bool, in_force: str | None) -> None:
+        super().__init__()
+        self.broker_id = broker_id
+        self.role = role
+        self.kraft = kraft
+        self.in_force = in_force  # the fault in force on it, in words (None: none)
+        self.one_way = False
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        side = str(parameters[0]) if parameters else ""
+        if action == "choose" and side == "heal":
+            return self.in_force is not None
+        if action in ("choose", "one_way") and self.in_force is not None:
+            return False  # one fault per node: heal it first
+        if action == "choose" and side in ("zookeeper", "quorum"):
+            return side == ("quorum" if self.kraft else "zookeeper")
+        return True
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="chooser-dialog") as dialog:
+            dialog.border_title = "network fault on " + target_name(self.broker_id, self.role)
+            dialog.border_subtitle = "escape cancels"
+            yield Static(self._choices(), id="chooser-choices")
+        yield KeyBar()
+
+    def _choices(self) -> Group:
+        if self.in_force is not None:
+            return Group(
+                Text.assemble(("in force: ", fmt.BAD), self.in_force),
+                Text.assemble(("h", "bold #f0b429"), ("  heal: remove its rules", "")),
+            )
+        table = Table.grid(padding=(0, 2))
+        table.add_column(style="bold #f0b429", no_wrap=True)
+        table.add_column(style="bold", no_wrap=True)
+        table.add_column(style=fmt.DIM)
+        table.add_row("i", "isolate", "nothing it sends arrives, nothing reaches its ports")
+        if self.kraft:
+            table.add_row("q", "from the quorum", "cut from the controllers: fenced, a zombie")
+        else:
+            table.add_row("z", "from ZooKeeper", "its session expires: a zombie until healed")
+        table.add_row("b", "from the brokers", "cut from the other brokers, clients still reach it")
+        table.add_row("c", "from clients", "producers and consumers lose it, the cluster does not")
+        way = "on: only what it sends is dropped" if self.one_way else "off: both directions"
+        table.add_row("o", "one way", way)
+        return Group(table)
+
+    def action_one_way(self) -> None:
+        """Cut only what the node sends (a partition), or both directions."""
+        self.one_way = not self.one_way
+        self.query_one("#chooser-choices", Static).update(self._choices())
+
+    def action_choose(self, what: str) -> None:
+        """Isolate, a partition from one side, or heal."""
+        if what == "isolate":
+            self.dismiss((BrokerAction.ISOLATE, None))
+        elif what == "heal":
+            self.dismiss((BrokerAction.HEAL, None))
+        else:
+            self.dismiss((BrokerAction.PARTITION, NetLinks((what,), self.one_way)))
+
+    def action_cancel(self) -> None:
+        """Do nothing."""
+        self.dismiss(None)
+
+
 class ConfirmBrokerAction(ModalScreen[bool]):
     """The blast radius of a destructive action; typing the broker's id confirms it."""
 
@@ -101,22 +185,32 @@ class ConfirmBrokerAction(ModalScreen[bool]):
     ]
 
     def __init__(
-        self, action: BrokerAction, broker_id: int, impact: list[str], role: str = ""
+        self,
+        action: BrokerAction,
+        broker_id: int,
+        impact: list[str],
+        role: str = "",
+        links: NetLinks | None = None,
     ) -> None:
         super().__init__()
         self.action = action
         self.broker_id = broker_id
         self.impact = impact
         self.role = role
+        self.links = links  # a partition's sides
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-dialog") as dialog:
-            dialog.border_title = f"{self.action.value} {target_name(self.broker_id, self.role)}?"
+            cut = f" {self.links.words}" if self.links is not None else ""
+            dialog.border_title = (
+                f"{self.action.value} {target_name(self.broker_id, self.role)}{cut}?"
+            )
             dialog.border_subtitle = "escape cancels"
             yield Static(
                 Text.assemble(
                     (f"{self.action.value} ", "bold"),
                     (target_name(self.broker_id, self.role).split(" (")[0], "bold"),
+                    (f" {self.links.words}" if self.links is not None else "", "bold"),
                     (f": {what(self.action, self.role)}", fmt.DIM),
                 ),
                 id="confirm-what",

@@ -254,9 +254,9 @@ class JobsScreen(Screen[None]):
         self._known: set[str] = set()  # the runs listed so far (one new among them: selected)
         self.fitted_width = 0  # the jobs table's width "what it does" was last fitted to
         self._layout = RUN_LAYOUTS[0]  # the runs table's columns and run ids, as fitted
-        # Opened with no runs listed (e.g. before the first read of them came back): the jobs
-        # table has the focus only for want of runs, and the runs table takes it from there
-        # when runs are listed.
+        # Opened before the first read of the runs came back (later under load): the jobs
+        # table has the focus only for want of runs, and the runs table takes it when that
+        # read lists some.
         self._runs_awaited = False
 
     def on_mount(self) -> None:
@@ -274,7 +274,7 @@ class JobsScreen(Screen[None]):
         subscribe(self, "job_runs", self.redraw, init=True)
         subscribe(self, "snapshot", self.redraw, init=False)
         (runs if runs.row_count else specs).focus()
-        self._runs_awaited = not runs.row_count
+        self._runs_awaited = not view.jobs_read
 
     def on_unmount(self) -> None:
         state(self).show_job_logs = False
@@ -322,7 +322,7 @@ class JobsScreen(Screen[None]):
                 cells = layout_cells(run, view.snapshot, self._layout)
                 for col, value in zip(self._layout[0], cells, strict=True):
                     table.update_cell(run.run_id, col, value, update_width=True)
-        if wanted:
+        if view.jobs_read:
             self._runs_awaited = False
         active = sum(1 for r in runs if r.active)
         set_border(

@@ -171,7 +171,7 @@ class MainScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield HeaderLine(id="header")
         with Horizontal(id="top"):
-            with Pane(title="Brokers", sources=CLUSTER_SOURCES, id="brokers-pane"):
+            with Pane(title="Brokers", sources=CLUSTER_SOURCES, id="brokers-pane", note=_cut_line):
                 yield BrokersTable(id="brokers")
             with Pane(
                 title="Controller",
@@ -387,7 +387,18 @@ def _brokers_title(snap: ClusterSnapshot | None) -> str:
                 colour = "$warning" if name == "unknown" else "$error"
                 controllers += f"[dim],[/] [{colour}]{n} {name}[/]"
             parts.append(controllers)
+    if snap.net_faults:
+        parts.append(f"[$error]{len(snap.net_faults)} cut[/]")
     return "Brokers " + " · ".join(parts) if parts else "Brokers [dim]none[/]"
+
+
+def _cut_line(snap: ClusterSnapshot | None) -> str | None:
+    """While a network fault is in force: which node, what is cut, since when, and how it
+    ends; None (no subtitle) when none is."""
+    if snap is None or not snap.net_faults:
+        return None
+    said = "; ".join(f"node {nid}: {escape(what)}" for nid, what in snap.net_faults)
+    return f"[$error]NETWORK FAULT[/] {said} · heal: kconsole cluster heal"
 
 
 def _partitions_title(

@@ -5,5 +5,5 @@ from __future__ import annotations
 
 # Actions of the broker keys, wherever they are bound. Each key also has a hidden fallback
 # binding to UNAVAILABLE, reached only while the action is disabled: it says why.
-BROKER_ACTIONS = ("broker", "leader_actions", "controller_actions")
+BROKER_ACTIONS = ("broker", "leader_actions", "controller_actions", "network")
 UNAVAILABLE = "app.broker_actions_unavailable"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import replace
 
 from rich.cells import cell_len
@@ -84,9 +85,13 @@ class Pane(Vertical):
         sources: tuple[SourceName, ...] = (),
         id: str | None = None,
         kraft_sources: tuple[SourceName, ...] | None = None,
+        note: Callable[[ClusterSnapshot | None], str | None] | None = None,
     ) -> None:
         super().__init__(*children, id=id, classes="pane")
         self.sources = sources
+        # A line of the pane's own for the bottom border, after the staleness (markup; None:
+        # nothing): the brokers pane's network faults in force.
+        self.note = note
         self.kraft_sources = sources if kraft_sources is None else kraft_sources
         """What the pane shows comes from these on a KRaft cluster (the quorum pane)."""
         self.border_title = title
@@ -134,6 +139,9 @@ class Pane(Vertical):
             subtitle = escape(stale_text(health, view.now))
         elif health is not None and health.degraded:
             subtitle = escape(f"degraded: {health.error}")
+        note = self.note(view.snapshot) if self.note is not None else None
+        if note:
+            subtitle = f"{subtitle} · {note}" if subtitle else note
         set_border(self, subtitle=subtitle)
 
 

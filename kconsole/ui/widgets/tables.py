@@ -49,6 +49,14 @@ class BrokersTable(KeyedTable):
             tooltip="Move every replica off the selected broker (propose, check, execute)",
             id="broker-drain",
         ),
+        Binding(
+            "n",
+            "network",
+            "Network",
+            tooltip="Network faults on the selected node: isolate it, or cut it from ZooKeeper "
+            "(the quorum), the other brokers or its clients; heal",
+            id="broker-network",
+        ),
         # Reached only while the keys above are disabled: the command layer refuses (and logs)
         # that action and says why, instead of the key doing nothing.
         *(Binding(p.key, f"refused('{p.name}')", show=False) for p in keyed()),
@@ -66,6 +74,14 @@ class BrokersTable(KeyedTable):
         broker_id = int(key)
         chosen = state(self).key_action(BrokerAction(action), broker_id)
         actions(self).request_broker_action(chosen, broker_id)
+
+    def action_network(self) -> None:
+        """Choose a network fault for the node under the cursor (or heal the one in force)."""
+        key = self.cursor_key
+        if key is None:
+            self.notify("no broker selected")
+            return
+        actions(self).choose_network_fault(int(key))
 
     def action_drain(self) -> None:
         """Open the reassignment screen on draining the broker under the cursor."""
@@ -105,6 +121,7 @@ class BrokersTable(KeyedTable):
                 snap.quorum,
                 snap.controllers,
                 snap.never_answered,
+                snap.net_faults,
                 size,
             )
         if inputs is not None and inputs == self._synced:
