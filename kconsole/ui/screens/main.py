@@ -398,7 +398,7 @@ def _cut_line(snap: ClusterSnapshot | None) -> str | None:
     if snap is None or not snap.net_faults:
         return None
     said = "; ".join(f"node {nid}: {escape(what)}" for nid, what in snap.net_faults)
-    return f"[$error]NETWORK FAULT[/] {said} · heal: kconsole cluster heal"
+    return f"[$error]NETWORK FAULT[/] {said} · n, h heals (or kconsole cluster heal)"
 
 
 def _partitions_title(
