@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kconsole.cluster.values import BrokerAction
+from kconsole.cluster.values import BrokerAction, NetLinks
 from kconsole.faults import fault_of, primitive
 from kconsole.models import ClusterSnapshot
 
@@ -116,9 +116,7 @@ def partition_lines(
     registered (ZooKeeper; on KRaft the quorum), it leaves the cluster as a crashed node does
     (impact.lines) while it keeps answering whoever still reaches it; cut from the other
     brokers or clients only, it stays registered: no leader moves."""
-    leaves = "quorum" in sides if kraft else "zookeeper" in sides
-    leaves = leaves or (kraft and any(s.startswith("controller:") for s in sides))
-    if leaves:
+    if NetLinks(sides).cuts_membership(kraft):
         what = (
             "the quorum fences it"
             if kraft

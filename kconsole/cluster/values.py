@@ -65,6 +65,14 @@ class NetLinks:
             )
         return cls(sides, one_way)
 
+    def cuts_membership(self, kraft: bool) -> bool:
+        """Whether the node is cut from what keeps it a member of the cluster: ZooKeeper (its
+        session), or on KRaft the quorum (its heartbeats; a named controller counts). Else it
+        stays registered and unfenced, and keeps every leadership it has."""
+        if kraft:
+            return "quorum" in self.sides or any(s.startswith("controller:") for s in self.sides)
+        return "zookeeper" in self.sides
+
     @property
     def words(self) -> str:
         """'from zookeeper, broker:2' (', one way' when so)."""

@@ -324,6 +324,7 @@ def measure_drill(
     targets: Sequence[int],
     restore: Event | None,
     cfg: BrokerConfig,
+    stays: bool = False,
 ) -> tuple[list[Measurement], list[str]]:
     """The measurements of a drill on any nodes: the quorum's when a voter was hit, a broker's
     when the (first) target is a broker; a combined node gets both."""
@@ -336,5 +337,13 @@ def measure_drill(
             before, events, fault=fault, targets=targets, restore=restore, cfg=cfg
         )
     if targets and (not voter or before.broker(targets[0]) is not None):
-        out += measure(before, events, fault=fault, target=targets[0], restore=restore, config=cfg)
+        out += measure(
+            before,
+            events,
+            fault=fault,
+            target=targets[0],
+            restore=restore,
+            config=cfg,
+            stays=stays,
+        )
     return out, notes

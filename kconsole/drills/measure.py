@@ -143,6 +143,10 @@ class Replay:
         return all(self.leader.get(tp) == r[0] for tp, r in self.replicas.items() if r)
 
 
+# What a partition that leaves the node a member predicts of its leaving.
+STAYS = "never: it stays a member (ZooKeeper or the quorum still reaches it)"
+
+
 def measure(
     before: ClusterSnapshot,
     events: Sequence[Event],
@@ -151,9 +155,12 @@ def measure(
     target: int,
     restore: Event | None = None,
     config: BrokerConfig | None = None,
+    stays: bool = False,
 ) -> list[Measurement]:
-    """Durations of one drill. `fault` and `restore` are the ACTION events of the drill."""
-    drill = _Drill(before, events, fault, target, config or BrokerConfig())
+    """Durations of one drill. `fault` and `restore` are the ACTION events of the drill;
+    `stays`: the fault leaves the node a member (a partition that does not cut it from
+    ZooKeeper or the quorum): it is predicted to stay registered and keep its leaderships."""
+    drill = _Drill(before, events, fault, target, config or BrokerConfig(), stays)
     out = [
         drill.broker_fenced(),
         drill.broker_gone(),
@@ -177,7 +184,9 @@ class _Drill:
         fault: Event,
         target: int,
         cfg: BrokerConfig,
+        stays: bool = False,
     ) -> None:
+        self.stays = stays
         self.before = before
         self.events = events
         self.fault = fault
@@ -216,7 +225,9 @@ class _Drill:
         return Measurement(
             "fault -> broker fenced",
             fenced,
-            "about a second: controlled shutdown, then the controller fences it"
+            STAYS
+            if self.stays
+            else "about a second: controlled shutdown, then the controller fences it"
             if self.graceful
             else f"~{cfg.session_timeout_ms / 1000:g} s: no heartbeat for {self.session} "
             f"(heartbeats every {cfg.heartbeat_interval_ms} ms)",
@@ -230,7 +241,9 @@ class _Drill:
         return Measurement(
             "fault -> broker gone from ZooKeeper",
             self.first(lambda e: e.kind is EventKind.BROKER_LEFT and e.broker == target),
-            "when it has shut down: its session closes last, after controlled shutdown and "
+            STAYS
+            if self.stays
+            else "when it has shut down: its session closes last, after controlled shutdown and "
             "the log flush (about a second; longer for the controller or on a busy machine)"
             if self.graceful
             else f"~{cfg.session_timeout_ms / 1000:.0f} s: when its session expires "
@@ -248,7 +261,9 @@ class _Drill:
             self.first(
                 lambda e: e.kind is EventKind.CONTROLLER_CHANGED and e.new not in (None, target)
             ),
-            "as soon as it is gone from ZooKeeper (/controller is ephemeral)",
+            STAYS
+            if self.stays
+            else "as soon as it is gone from ZooKeeper (/controller is ephemeral)",
         )
 
     def leaders_moved(self, restore: Event | None) -> Measurement | None:
@@ -287,7 +302,9 @@ class _Drill:
         return Measurement(
             f"fault -> every partition it led ({len(led)}) has a leader again",
             max(moved.values()) if not stuck else None,
-            "< 1 s: controlled shutdown moves leadership before the process exits"
+            STAYS
+            if self.stays
+            else "< 1 s: controlled shutdown moves leadership before the process exits"
             if self.graceful
             else f"~{cfg.session_timeout_ms / 1000:.0f} s + election ({self.session})",
             "" if not stuck else why_stuck,
@@ -315,7 +332,13 @@ class _Drill:
             ):
                 dropped[tp] = e.ts - fault.ts
         lag_s, sess_s = cfg.replica_lag_time_max_ms / 1000, cfg.session_timeout_ms / 1000
-        if self.graceful:
+        if self.stays:
+            predicted = (
+                f"{lag_s:.0f}-{lag_s * 1.5:.0f} s where a leader it is cut from drops it "
+                f"(replica.lag.time.max.ms = {cfg.replica_lag_time_max_ms}, checked every half of "
+                "it); never where its leader is on its side"
+            )
+        elif self.graceful:
             predicted = "< 1 s: removed from every ISR during controlled shutdown"
         elif self.silent and lag_s < sess_s:
             predicted = f"~{lag_s:.0f} s: replica.lag.time.max.ms = {cfg.replica_lag_time_max_ms}"

@@ -635,6 +635,8 @@ class DrillRunner:
             targets=plan.targets,
             restore=fault.restore,
             cfg=plan.config,
+            stays=self.spec.links is not None
+            and not self.spec.links.cuts_membership(plan.is_kraft),
         )
         zombie = zombie_measurements(events, fault.restore, resigned)
         explained = self._explain(audit, result, before, events, fault)

@@ -228,7 +228,7 @@ class BrokerActions(App[None]):
         text = f"{action.value} {name}" + (f" {links.words}" if links is not None else "")
         event = Event(self.clock(), EventKind.ACTION, text, broker=broker_id, new=action.value)
         # The snapshot just before the fault is what the drill's measurements replay over.
-        run = ActionRun(action, broker_id, event, self.snapshot)
+        run = ActionRun(action, broker_id, event, self.snapshot, links=links)
         self.actions.append(run)
         self.notify(f"{text}…", timeout=3, markup=False)
         self._run_action(run, confirmed, links)

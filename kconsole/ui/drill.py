@@ -14,11 +14,11 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from kconsole.cluster.values import BrokerAction
+from kconsole.cluster.values import BrokerAction, NetLinks
 from kconsole.drills.kraft import measure_drill
 from kconsole.drills.measure import Frame, Measurement, Replay
 from kconsole.faults import primitive
-from kconsole.models import BrokerConfig, ClusterSnapshot
+from kconsole.models import BrokerConfig, ClusterMode, ClusterSnapshot
 from kconsole.timeline import Event, EventKind
 from kconsole.ui import format as fmt
 from kconsole.ui.rows import Columns, KeyCell, LoggedEvent, Rows
@@ -36,6 +36,7 @@ class ActionRun:
     before: ClusterSnapshot | None  # the snapshot just before it (what measure() replays over)
     ok: bool | None = None  # None while the backend is still working on it
     outcome: str = ""
+    links: NetLinks | None = None  # a partition's sides
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class Drill:
     target: int
     before: ClusterSnapshot
     restore: Event | None = None
+    links: NetLinks | None = None  # a partition's sides
 
     def measurements(
         self, events: Sequence[Event], config: BrokerConfig | None = None
@@ -58,6 +60,8 @@ class Drill:
             targets=(self.target,),
             restore=self.restore,
             cfg=config or BrokerConfig(),
+            stays=self.links is not None
+            and not self.links.cuts_membership(self.before.mode is ClusterMode.KRAFT),
         )[0]
 
 
@@ -78,7 +82,7 @@ def latest_drill(runs: Sequence[ActionRun]) -> Drill | None:
             ),
             None,
         )
-        return Drill(run.event, run.broker_id, run.before, restore)
+        return Drill(run.event, run.broker_id, run.before, restore, run.links)
     return None
 
 

@@ -395,6 +395,8 @@ def test_a_leader_cut_from_its_followers_keeps_its_role_and_acks_all_fails_not_l
     print(f"\nlongest wait for an ack by partition: {waits}; failed {report.audit.failed_by_code}")
     assert waits[p] > 12.0, waits
     assert any("AlterPartition" in line for line in report.impact), report.impact
+    gone = next(m for m in report.measurements if m.name.startswith("fault -> broker gone"))
+    assert gone.seconds is None and gone.predicted.startswith("never: it stays a member"), gone
     heal = next(e for e in report.events if e.kind is EventKind.ACTION and e.new == "heal")
     assert (EventKind.BROKER_LEFT, b) not in [(e.kind, e.broker) for e in report.events]
     before_heal = [

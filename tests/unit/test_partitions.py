@@ -28,7 +28,7 @@ from kconsole.cluster.net.rules import (
 from kconsole.cluster.values import BrokerAction, NetLinks
 from kconsole.drills.audit import Lost
 from kconsole.drills.losses import explain_losses
-from kconsole.drills.measure import zombie_measurements
+from kconsole.drills.measure import STAYS, measure, zombie_measurements
 from kconsole.drills.spec import DrillError, DrillSpec
 from kconsole.drills.workload import Acked
 from kconsole.impact import Impact, blast_radius, partition_lines
@@ -303,3 +303,25 @@ def test_the_blast_radius_follows_the_sides() -> None:
         "its clients lose it (the cluster sees nothing): producers and consumers of the "
         "partitions it leads fail until it is healed, no leader moves"
     ]
+
+
+def test_a_partition_that_keeps_the_node_a_member_predicts_it_stays() -> None:
+    """Cut from the brokers only, it stays registered and keeps its leaderships: the drill
+    predicts that (not a session expiry), and measures what happened against it."""
+    before = healthy()
+    fault = Event(before.taken_at, EventKind.ACTION, "partition broker 2", 2, new="partition")
+    heal = Event(before.taken_at + 15, EventKind.ACTION, "heal broker 2", 2, new="heal")
+    stays = {m.name: m for m in measure(before, [fault, heal], fault=fault, target=2,
+                                         restore=heal, stays=True)}  # fmt: skip
+    gone = stays["fault -> broker gone from ZooKeeper"]
+    assert gone.seconds is None and gone.predicted == STAYS
+    led = next(m for n, m in stays.items() if n.startswith("fault -> every partition it led"))
+    assert led.predicted == STAYS
+    isr = next(m for n, m in stays.items() if n.startswith("fault -> out of every ISR"))
+    assert isr.predicted.startswith("10-15 s where a leader it is cut from drops it")
+    left = {m.name: m for m in measure(before, [fault, heal], fault=fault, target=2, restore=heal)}
+    assert "session expires" in left["fault -> broker gone from ZooKeeper"].predicted
+    assert NetLinks.parse("brokers").cuts_membership(kraft=False) is False
+    assert NetLinks.parse("zookeeper,brokers").cuts_membership(kraft=False) is True
+    assert NetLinks.parse("controller:1001").cuts_membership(kraft=True) is True
+    assert NetLinks.parse("brokers,clients").cuts_membership(kraft=True) is False
