@@ -3,6 +3,7 @@
     .venv/bin/python bench/console_failover.py [--runs 5] [--kill-runs 3]
     .venv/bin/python bench/console_failover.py --security sasl-scram|ssl-mtls [--runs 5] ...
     .venv/bin/python bench/console_failover.py --compose [--runs 5] [--kill-runs 3] [--idle 30]
+    sudo .venv/bin/python bench/console_failover.py --runs 0 --kill-runs 0 --isolate-runs 5
 
 Starts its own throw-away 3-broker cluster and always takes it down again: by default the local
 cluster, on free ports in a temporary dir (bench/_cluster.py); with --compose the docker compose
@@ -20,11 +21,14 @@ cluster's client config too. ZooKeeper is not secured in either mode. Each run:
   1. the victim is the current leader of test-topic/0 on the app's snapshot;
   2. t0, then `stop_broker` (SIGTERM, controlled shutdown) or `kill_broker` (SIGKILL) on a thread,
      so the app's loop keeps running (compose: `docker stop` / `docker kill` of its container);
+     --isolate-runs: the network fault `isolate` instead (iptables, kconsole.cluster.net; local
+     cluster, as root), whose new leaders come after ZooKeeper expires the victim's session;
   3. every 10 ms: has the partitions table (rows keyed "test-topic/<p>") got, in the leader cell
      of every partition the victim led, a leader that is neither the victim nor offline?
      Also recorded: when ZooKeeper said so (our own kazoo watch on each partition's state znode),
      when the app's snapshot said so, and when the stop/kill call returned (the process exited);
-  4. the broker is started again, ISR waited for (with a deadline), a preferred-leader election
+  4. the broker is started again (an isolated one healed: it registers again by itself), ISR
+     waited for (with a deadline), a preferred-leader election
      puts every leader back, and the screen is waited for before the next run.
 
 With --compose it also measures what the compose mode costs a user: `compose up -d` to every
@@ -199,10 +203,15 @@ class LocalTarget(Target):
     def act(self, action: str, victim: int) -> None:
         if action == "stop":
             self.cluster.stop_broker(victim)
+        elif action == "isolate":
+            self.cluster.isolate_broker(victim)
         else:
             self.cluster.kill_broker(victim)
 
     def start(self, victim: int) -> None:
+        if self.cluster.net_faults().in_force():
+            self.cluster.heal_broker(victim)
+            return  # it registers again by itself: wait_isr_full waits for it
         self.cluster.start_broker(victim, timeout=120.0)
 
     def wait_isr_full(self, deadline: float) -> None:
@@ -523,6 +532,7 @@ async def drive(
             await check_sources(app, target)
             plan = [("stop", i) for i in range(1, args.runs + 1)]
             plan += [("kill", i) for i in range(1, args.kill_runs + 1)]
+            plan += [("isolate", i) for i in range(1, args.isolate_runs + 1)]
             for action, n in plan:
                 run = await one_run(app, observer, target, zk, stalls, action, n, args.timeout)
                 runs.append(run)
@@ -575,6 +585,13 @@ def summary(name: str, runs: list[Run]) -> list[str]:
     return out
 
 
+ACTION_WORDS = {
+    "stop": "SIGTERM ({via}stop)",
+    "kill": "SIGKILL ({via}kill)",
+    "isolate": "isolate (iptables)",
+}
+
+
 def report(
     runs: list[Run], restores: list[float], args: argparse.Namespace, revision: str, ports: str
 ) -> None:
@@ -605,14 +622,18 @@ def report(
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in runs:
         print(
-            f"| {r.n} | {f'SIGTERM ({via}stop)' if r.action == 'stop' else f'SIGKILL ({via}kill)'} "
+            f"| {r.n} | {ACTION_WORDS.get(r.action, r.action).format(via=via)} "
             f"| {r.victim} | {'yes' if r.was_controller else 'no'} "
             f"| {','.join(map(str, r.partitions))} | {s3(r.exited_s)} | {s3(r.zk_s)} "
             f"| {s3(r.published_s)} | {s3(r.snapshot_s)} | **{s3(r.screen_s)}** "
             f"| {ms(r.screen_s - r.zk_s)} | {r.stall_ms:.0f} |"
         )
     print()
-    for action, name in (("stop", f"{via}stop (SIGTERM)"), ("kill", f"{via}kill (SIGKILL)")):
+    for action, name in (
+        ("stop", f"{via}stop (SIGTERM)"),
+        ("kill", f"{via}kill (SIGKILL)"),
+        ("isolate", "isolate (iptables: its session expires)"),
+    ):
         sel = [r for r in runs if r.action == action]
         if sel:
             print("\n".join(summary(name, sel)))
@@ -671,6 +692,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5, help="stop (SIGTERM) runs")
     ap.add_argument("--kill-runs", type=int, default=3, help="kill (SIGKILL) runs")
+    ap.add_argument(
+        "--isolate-runs",
+        type=int,
+        default=0,
+        help="isolate (network fault, iptables; local cluster, as root) runs",
+    )
     ap.add_argument("--timeout", type=float, default=90.0, help="per-run deadline, seconds")
     ap.add_argument(
         "--compose", action="store_true", help="the docker compose cluster, not the local one"
@@ -691,6 +718,10 @@ def main() -> None:
     args = ap.parse_args()
     if args.compose and args.security != "plaintext":
         ap.error("--security is for the local cluster (not --compose)")
+    if args.compose and args.isolate_runs:
+        ap.error(
+            "--isolate-runs is for the local cluster (the docker backend has no network faults yet)"
+        )
     # librdkafka complains loudly while a broker is down; keep stderr to progress lines.
     logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
     revision = code_revision()

@@ -399,6 +399,26 @@ def section_failover(smoke: bool, charts: Path) -> Section:
     return s
 
 
+def section_network(smoke: bool, charts: Path) -> Section:
+    """A network fault (isolate, iptables) on a partition leader: fault -> new leaders on the
+    screen, Kafka's own time (its session expiry, then the election) subtracted."""
+    out, path = script(
+        "console_failover.py", "--runs", "0", "--kill-runs", "0", "--isolate-runs", "5"
+    )
+    runs = json.loads(path.read_text())
+    zk = [r["zk_s"] * 1000 for r in runs]
+    screen = [r["screen_s"] * 1000 for r in runs]
+    own = [b - a for a, b in zip(zk, screen, strict=True)]
+    s = Section("Network fault observed: a partition leader isolated (iptables, headless console)")
+    s.figures += [
+        Figure("isolate: Kafka's own time (fault -> ZooKeeper names new leaders)", "ms", zk),
+        Figure("isolate: fault -> new leaders on screen", "ms", screen),
+        Figure("isolate: kconsole's share (screen - ZooKeeper)", "ms", own, 250.0),
+    ]
+    s.text = out
+    return s
+
+
 SECURED = (("sasl-scram", "SASL/SCRAM"), ("ssl-mtls", "mTLS"))  # console_failover.py --security
 
 
@@ -688,6 +708,7 @@ SECTIONS: dict[str, Callable[[bool, Path], Section]] = {
     "terminal-scale": section_terminal_scale,
     "terminal-scale-nice": section_terminal_scale_nice,
     "failover": section_failover,
+    "network": section_network,
     "secured-failover": section_secured_failover,
     "compose-failover": section_compose_failover,
     "kraft-failover": section_kraft_failover,
