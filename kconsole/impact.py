@@ -111,11 +111,20 @@ def partition_lines(
     session_timeout_ms: int | None,
     replica_lag_ms: int,
     reaches_controller: bool = True,
+    rate: int | None = None,
 ) -> list[str]:
     """The blast radius of a partition, by what it cuts the node from. Cut from what keeps it
     registered (ZooKeeper; on KRaft the quorum), it leaves the cluster as a crashed node does
     (impact.lines) while it keeps answering whoever still reaches it; cut from the other
     brokers or clients only, it stays registered: no leader moves."""
+    if rate is not None:
+        return [
+            f"its links {', '.join(sides)} capped at {rate:,} B/s each way (what exceeds it is "
+            "dropped, TCP backs off): it stays a member and keeps its leaderships",
+            f"where it follows a leader across those links and cannot keep up, it drops out of "
+            f"that partition's ISR once it is replica.lag.time.max.ms = {replica_lag_ms} ms "
+            "behind (checked every half of that), and rejoins once caught up after the heal",
+        ]
     if NetLinks(sides).cuts_membership(kraft):
         what = (
             "the quorum fences it"

@@ -628,7 +628,8 @@ def _zk_mode_broker(text: str, what: str, extra: str = "", *, docker: bool = Fal
 
 def broker_command(action: BrokerAction) -> click.Command:
     heal = action is BrokerAction.HEAL
-    partition = action is BrokerAction.PARTITION
+    slow = action is BrokerAction.SLOW
+    partition = action is BrokerAction.PARTITION or slow
 
     @click.argument("node", required=not heal)
     @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
@@ -640,6 +641,7 @@ def broker_command(action: BrokerAction) -> click.Command:
         every: bool = False,
         cut_from: str | None = None,
         one_way: bool = False,
+        rate: int | None = None,
     ) -> None:
         # The backend chosen (--backend, KCONSOLE_BACKEND or the config): docker acts on the
         # compose project's broker containers, none refuses; local and auto on the local
@@ -653,7 +655,8 @@ def broker_command(action: BrokerAction) -> click.Command:
             links = None
             if partition:
                 try:
-                    links = NetLinks.parse(cut_from or "", one_way)
+                    sides = cut_from or ("brokers" if slow else "")
+                    links = NetLinks.parse(sides, one_way, rate if slow else None)
                 except ValueError as exc:
                     raise ClusterError(str(exc)) from None
             if chosen in ("docker", "none"):
@@ -704,6 +707,22 @@ def broker_command(action: BrokerAction) -> click.Command:
             help="Heal every node with a network fault recorded in force (one heal each).",
         )
         return click.command(action.value, help=doc)(every(command))
+    if slow:
+        sides = click.option(
+            "--from",
+            "cut_from",
+            metavar="SIDES",
+            help="Whose links to slow, comma-separated: zookeeper, quorum, brokers, clients, "
+            "or nodes (2, broker:2, controller:1001). Default: brokers.",
+        )
+        rate = click.option(
+            "--rate",
+            type=int,
+            required=True,
+            metavar="BYTES",
+            help="Bytes per second each way on those links; what exceeds it is dropped.",
+        )
+        return click.command(action.value, help=doc)(sides(rate(command)))
     if partition:
         sides = click.option(
             "--from",

@@ -47,6 +47,13 @@ def drill() -> None:
     is_flag=True,
     help="--fault partition: drop only what the target sends on those links.",
 )
+@click.option(
+    "--slow-rate",
+    type=int,
+    metavar="BYTES",
+    help="--fault slow: bytes per second each way on the target's links to --from (default: "
+    "the brokers); what exceeds it is dropped.",
+)
 @click.option("--acks", type=click.Choice(["all", "1", "0"]), default="all", show_default=True)
 @click.option(
     "--duration",
@@ -97,6 +104,7 @@ def drill_run(
     target: str,
     cut_from: str | None,
     one_way: bool,
+    slow_rate: int | None,
     acks: str,
     duration: float,
     restore_after: float,
@@ -119,8 +127,12 @@ def drill_run(
     try:
         if one_way and cut_from is None:
             raise ClusterError("--one-way is a partition's: give --from too")
+        if (slow_rate is not None) is not (fault == "slow"):
+            raise ClusterError("--fault slow takes --slow-rate BYTES (and only it does)")
+        if fault == "slow" and cut_from is None:
+            cut_from = "brokers"
         try:
-            links = NetLinks.parse(cut_from, one_way) if cut_from is not None else None
+            links = NetLinks.parse(cut_from, one_way, slow_rate) if cut_from is not None else None
         except ValueError as exc:
             raise ClusterError(str(exc)) from None
         spec = DrillSpec(

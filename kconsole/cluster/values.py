@@ -20,6 +20,7 @@ class BrokerAction(StrEnum):
     # Network faults (kconsole.cluster.net): the process runs, its packets are dropped.
     ISOLATE = "isolate"  # iptables: what it sends and what is sent to its ports
     PARTITION = "partition"  # iptables: only its links to some (NetLinks)
+    SLOW = "slow"  # iptables hashlimit: its links to some carry at most a rate (NetLinks.rate)
     HEAL = "heal"  # remove its rules
 
 
@@ -34,6 +35,8 @@ class ProcState(StrEnum):
 # The sides a partition names by their role (a node is named as the commands name it: 2,
 # broker:2, controller:1001).
 SIDES = ("zookeeper", "quorum", "brokers", "clients")
+# A slow link's rate, bytes per second: below a TCP segment per second nothing gets through.
+MIN_RATE, MAX_RATE = 1_500, 1_000_000_000
 
 
 @dataclass(frozen=True)
@@ -43,9 +46,10 @@ class NetLinks:
 
     sides: tuple[str, ...]
     one_way: bool = False
+    rate: int | None = None  # a slow fault's: bytes per second each way (None: cut)
 
     @classmethod
-    def parse(cls, text: str, one_way: bool = False) -> NetLinks:
+    def parse(cls, text: str, one_way: bool = False, rate: int | None = None) -> NetLinks:
         """`--from zookeeper,broker:2` as given (ValueError says what is wrong)."""
         sides = tuple(dict.fromkeys(w.strip().lower() for w in text.split(",") if w.strip()))
         if not sides:
@@ -63,12 +67,21 @@ class NetLinks:
                 f"--from: {side!r} is not {', '.join(SIDES)} or a node (2, broker:2, "
                 "controller:1001)"
             )
-        return cls(sides, one_way)
+        if rate is not None and not MIN_RATE <= rate <= MAX_RATE:
+            raise ValueError(
+                f"--rate is bytes per second, {MIN_RATE:,} to {MAX_RATE:,}, not {rate:,}"
+            )
+        if rate is not None and one_way:
+            raise ValueError("--one-way is a partition's: a slow link is slow both ways")
+        return cls(sides, one_way, rate)
 
     def cuts_membership(self, kraft: bool) -> bool:
         """Whether the node is cut from what keeps it a member of the cluster: ZooKeeper (its
         session), or on KRaft the quorum (its heartbeats; a named controller counts). Else it
-        stays registered and unfenced, and keeps every leadership it has."""
+        stays registered and unfenced, and keeps every leadership it has. A slow link (a rate)
+        cuts nothing."""
+        if self.rate is not None:
+            return False
         if kraft:
             return "quorum" in self.sides or any(s.startswith("controller:") for s in self.sides)
         return "zookeeper" in self.sides
@@ -76,4 +89,5 @@ class NetLinks:
     @property
     def words(self) -> str:
         """'from zookeeper, broker:2' (', one way' when so)."""
-        return "from " + ", ".join(self.sides) + (", one way" if self.one_way else "")
+        said = "from " + ", ".join(self.sides) + (", one way" if self.one_way else "")
+        return said + (f" at {self.rate:,} B/s" if self.rate is not None else "")

@@ -490,7 +490,7 @@ class Commands(ReassignCommands):
         from kconsole.drills.runner import DrillRunner
 
         def act(action: BrokerAction, broker_id: int) -> str:
-            links = spec.links if action is BrokerAction.PARTITION else None
+            links = spec.links if action in (BrokerAction.PARTITION, BrokerAction.SLOW) else None
             return self.broker(action, broker_id, yes, via="drill.run", links=links)
 
         def run() -> DrillReport:

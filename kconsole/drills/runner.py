@@ -425,6 +425,7 @@ class DrillRunner:
                     session_timeout_ms=plan.config.session_timeout_ms,
                     replica_lag_ms=plan.config.replica_lag_time_max_ms,
                     reaches_controller=self._reaches_controller(at, plan.target),
+                    rate=spec.links.rate,
                 ),
             ]
         if not plan.is_kraft:

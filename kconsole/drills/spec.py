@@ -59,6 +59,8 @@ class DrillSpec:
                 f"--fault {self.fault} cuts only some links: say which with --from "
                 f"({', '.join(SIDES)} or nodes, comma-separated)"
             )
+        if self.links is not None and (self.links.rate is not None) is not (self.fault == "slow"):
+            raise DrillError("--slow-rate is --fault slow's, and --fault slow needs it")
         if self.links is not None and not fault_kind(self.fault).needs_links:
             raise DrillError(
                 f"--from and --one-way are a partition's; --fault {self.fault} takes neither"

@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from kconsole.cluster.values import BrokerAction
 from kconsole.faults.kind import FaultKind, Primitive
-from kconsole.faults.network import HEAL, ISOLATE, ISOLATE_FAULT, PARTITION, PARTITION_FAULT
+from kconsole.faults.network import (
+    HEAL,
+    ISOLATE,
+    ISOLATE_FAULT,
+    PARTITION,
+    PARTITION_FAULT,
+    SLOW,
+    SLOW_FAULT,
+)
 from kconsole.faults.process import (
     KILL,
     KILL_FAULT,
@@ -41,9 +49,20 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
     PAUSE_FAULT,
     ISOLATE_FAULT,
     PARTITION_FAULT,
+    SLOW_FAULT,
 )
 # Every primitive a backend implements, in the order keys, choosers and commands list them.
-PRIMITIVES: tuple[Primitive, ...] = (STOP, KILL, PAUSE, RESUME, START, ISOLATE, PARTITION, HEAL)
+PRIMITIVES: tuple[Primitive, ...] = (
+    STOP,
+    KILL,
+    PAUSE,
+    RESUME,
+    START,
+    ISOLATE,
+    PARTITION,
+    SLOW,
+    HEAL,
+)
 
 
 def fault_names() -> tuple[str, ...]:

@@ -97,3 +97,42 @@ PARTITION_FAULT = FaultKind(
     targets=NODE_TARGETS,
     needs_links=True,
 )
+
+
+SLOW_NOTE = (
+    "A slow fault drops what exceeds a rate (bytes per second, each way) on the links named, "
+    "with iptables' hashlimit: a policer, not a queue, so TCP sees losses and backs off. No "
+    "latency is added (this kernel has no netem). The node keeps running and stays a member."
+)
+
+SLOW = Primitive(
+    BrokerAction.SLOW,
+    destructive=True,
+    summary="slow a node's links to some of the others (iptables hashlimit: a rate cap)",
+    what="cap its links named at a rate: what exceeds it is dropped",
+    how="iptables hashlimit on the named links, the process keeps running, asks first",
+    words="slow bandwidth throttle rate lag follower hashlimit",
+    cli_help="Slow a node's links to some of the others to --rate bytes per second each way "
+    "(--from, default: the other brokers; iptables hashlimit drops what exceeds it, no latency "
+    "is added). A follower that cannot keep up drops out of the ISR after "
+    "replica.lag.time.max.ms. Needs root, iptables and a cgroup v2 hierarchy.",
+    docker="",  # not yet: the docker backend refuses it
+    controller_what="cap its links named at a rate",
+)
+
+SLOW_FAULT = FaultKind(
+    "slow",
+    apply=SLOW,
+    heal=HEAL,
+    signal="iptables hashlimit: its links to --from (default: the brokers) capped at "
+    "--slow-rate bytes/s (needs root)",
+    done="slowed (its links named capped at a rate): it falls behind, it is not gone",
+    leaves=ProcState.RUNNING,
+    graceful=False,
+    bounded_by=("replica.lag.time.max.ms",),
+    caveat=SLOW_NOTE,
+    restart="",
+    rejoin="seconds: once healed, its links carry their full rate and it catches up",
+    targets=NODE_TARGETS,
+    needs_links=True,
+)

@@ -149,6 +149,7 @@ class BrokerActions(App[None]):
                 session_timeout_ms=cfg.session_timeout_ms,
                 replica_lag_ms=cfg.replica_lag_time_max_ms,
                 reaches_controller=reaches,
+                rate=links.rate,
             )
         if snap.mode is ClusterMode.KRAFT and self._controller_only(broker_id):
             return kraft.prediction_lines(snap, action.value, (broker_id,), cfg)

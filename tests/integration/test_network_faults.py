@@ -491,3 +491,49 @@ def test_a_kraft_broker_cut_from_the_quorum_is_fenced_then_unfenced(
     assert control.act(BrokerAction.HEAL, b).startswith(f"broker {b} healed (")
     wait_until(lambda: fenced() is False, 60, f"broker {b} unfenced")
     print(f"\nKRaft partition broker {b} from the quorum: fenced after {fenced_s:.1f} s")
+
+
+def test_a_slow_follower_drops_out_of_the_isr_and_back(
+    zk_net: LocalCluster, zk: KazooClient
+) -> None:
+    """slow: a follower whose links to the other brokers carry 2,000 B/s cannot keep up with
+    the workload; its leaders drop it from their ISRs once it is replica.lag.time.max.ms behind
+    (as the drill predicts), it stays registered all along, and after the heal it catches up
+    and is back in every ISR. acks=all: nothing acknowledged is lost."""
+    cluster = zk_net
+    b, _ = leader_not_controller(zk, cluster.spec.broker_ids)
+    followed = [q for q in range(4) if int(partition_state(zk, TEST_TOPIC, q)["leader"]) != b]
+    assert followed, "it leads every test-topic partition"
+    spec = DrillSpec(
+        fault="slow",
+        target=f"broker:{b}",
+        acks="all",
+        duration_s=24,
+        restore_after_s=20,
+        settle_timeout_s=90,
+        wait_preferred=False,
+        rate=400,
+        warmup_s=1.5,
+        links=NetLinks.parse("brokers", rate=2000),
+    )
+    door = Commands(LocalBrokerControl(cluster), settings=settings_for(cluster))
+    report = door.drill_run(spec, yes)
+    assert report.ok and report.settled, report.audit.markdown()
+    heal = next(e for e in report.events if e.kind is EventKind.ACTION and e.new == "heal")
+    dropped = [
+        e
+        for e in report.events
+        if e.kind is EventKind.ISR_SHRANK
+        and e.topic == TEST_TOPIC
+        and e.partition in followed
+        and b not in list(e.new or ())  # type: ignore[call-overload]
+        and e.ts < heal.ts
+    ]
+    print(f"\nslow broker {b}: out of {len(dropped)} followed ISR(s) before the heal, after "
+          f"{[round(e.ts - report.fault_at, 1) for e in dropped]} s")  # fmt: skip
+    assert dropped, "a follower capped at 2,000 B/s stayed in every ISR"
+    assert all(e.ts - report.fault_at >= 9.0 for e in dropped)  # replica.lag.time.max.ms 10 s
+    assert (EventKind.BROKER_LEFT, b) not in [(e.kind, e.broker) for e in report.events]
+    out = next(m for m in report.measurements if m.name.startswith("fault -> out of every ISR"))
+    assert out.predicted.startswith("10-15 s"), out.predicted
+    assert all(b in partition_state(zk, TEST_TOPIC, q)["isr"] for q in range(4))

@@ -38,6 +38,7 @@ MUTATING_CLI = {
     "cluster start": "broker.start",
     "cluster isolate": "broker.isolate",
     "cluster partition": "broker.partition",
+    "cluster slow": "broker.slow",
     "cluster heal": "broker.heal",
     "drill heal": "broker.heal",
     "produce": "produce",
@@ -201,6 +202,7 @@ class TestRegistry:
             "broker.pause",
             "broker.isolate",
             "broker.partition",
+            "broker.slow",
             "cluster.purge",
             "drill.run",
             "reassign.execute",
@@ -266,6 +268,7 @@ CLI_ARGS = {
     ],
     "cluster heal": ["cluster", "--state-dir", "{dir}", "heal", "2"],
     "drill heal": ["drill", "heal", "2"],
+    "cluster slow": ["cluster", "--state-dir", "{dir}", "slow", "2", "--rate", "2000", "--yes"],
     "produce": ["produce", "-t", "test-topic", "-v", "x"],
     "drill run": [
         "drill",

@@ -43,7 +43,7 @@ def test_every_primitive_is_declared_once_and_each_fault_heals_with_a_harmless_o
     keys = [p.key for p in keyed()]
     assert len(keys) == len(set(keys)) and all(len(k) == 1 for k in keys)
     with pytest.raises(KeyError, match="stop, kill, pause"):
-        fault_kind("slow")
+        fault_kind("flaky")
 
 
 def test_a_repeated_key_heals_only_where_the_fault_says_so() -> None:
@@ -88,11 +88,11 @@ def test_the_drill_spec_and_the_export_read_the_list(monkeypatch: pytest.MonkeyP
     """A kind added to the list is a fault to the drill spec and to the timeline's export
     without either of them changing (the keys and commands are built from it at import)."""
     with pytest.raises(DrillError, match="--fault must be one of stop, kill, pause, isolate"):
-        DrillSpec(fault="slow", target="controller")
-    extra = replace(fault_kind("kill"), name="slow")
+        DrillSpec(fault="flaky", target="controller")
+    extra = replace(fault_kind("kill"), name="flaky")
     monkeypatch.setattr("kconsole.faults.FAULT_KINDS", (*FAULT_KINDS, extra))
-    assert DrillSpec(fault="slow", target="controller").fault == "slow"
-    fault = Event(2.0, EventKind.ACTION, "slow broker 2", broker=2, new="slow")
+    assert DrillSpec(fault="flaky", target="controller").fault == "flaky"
+    fault = Event(2.0, EventKind.ACTION, "flaky broker 2", broker=2, new="flaky")
     restore = Event(3.0, EventKind.ACTION, "start broker 2", broker=2, new="start")
     assert latest_fault([fault, restore]) is fault
 

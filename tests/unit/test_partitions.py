@@ -143,10 +143,10 @@ def net(machine: FakeMachine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     return NetFaults(state)
 
 
-def links(sides: str, one_way: bool = False) -> Links:
+def links(sides: str, one_way: bool = False, rate: int | None = None) -> Links:
     return links_for(
         B2,
-        NetLinks.parse(sides, one_way),
+        NetLinks.parse(sides, one_way, rate),
         [ZK, B1, B2, B3],
         {
             "zookeeper": ["zookeeper"],
@@ -325,3 +325,45 @@ def test_a_partition_that_keeps_the_node_a_member_predicts_it_stays() -> None:
     assert NetLinks.parse("zookeeper,brokers").cuts_membership(kraft=False) is True
     assert NetLinks.parse("controller:1001").cuts_membership(kraft=True) is True
     assert NetLinks.parse("brokers,clients").cuts_membership(kraft=True) is False
+
+
+def test_slow_caps_each_direction_at_the_rate_with_one_bucket_each() -> None:
+    """slow: the partition's matches, each dropping only what exceeds the rate; what the node
+    sends shares one hashlimit bucket, what it receives another."""
+    fetch = Conn("127.0.0.1", 40100, "127.0.0.1", 30094)
+    cut = Cut(
+        "broker-2", "127.0.0.1", (30093,), (Peer("broker-3", (30094,)),), rate=2000,
+        conns=((fetch, "broker-3"),),
+    )  # fmt: skip
+    main, own = partition_rules(TAG, cut)
+    assert own == [] and all(r.action == "DROP" for r in main)
+    limits = [r.match[r.match.index("hashlimit") - 1 :] for r in main]
+    assert all("--hashlimit-above" in m and "2000b/s" in m for m in limits)
+    names = [m[m.index("--hashlimit-name") + 1] for m in limits]
+    # the node's new connection out, a peer's in, its fetch out, the fetch's answers in
+    assert names == ["kcabcd12b2o", "kcabcd12b2i", "kcabcd12b2o", "kcabcd12b2i"]
+    assert all(len(n) <= 15 for n in names)
+    assert NetLinks.parse("brokers", rate=2000).words == "from brokers at 2,000 B/s"
+    assert NetLinks.parse("brokers", rate=2000).cuts_membership(kraft=False) is False
+    with pytest.raises(ValueError, match="bytes per second"):
+        NetLinks.parse("brokers", rate=10)
+    with pytest.raises(ValueError, match="both ways"):
+        NetLinks.parse("brokers", one_way=True, rate=2000)
+    with pytest.raises(DrillError, match="--slow-rate"):
+        DrillSpec("slow", "broker:2", links=NetLinks.parse("brokers"))
+    with pytest.raises(DrillError, match="--slow-rate"):
+        DrillSpec("partition", "broker:2", links=NetLinks.parse("brokers", rate=2000))
+
+
+def test_a_slow_fault_is_recorded_as_slow_and_healed_like_the_others(
+    net: NetFaults,
+    machine: FakeMachine,  # noqa: F811
+) -> None:
+    said = net.partition(B2, links("brokers", rate=2000))
+    assert said.startswith("broker 2 slowed from brokers at 2,000 B/s (what exceeds 2,000 B/s")
+    (fault,) = record.load(net.state_dir).values()
+    assert fault.fault == "slow" and "slow from brokers at 2,000 B/s since" in record.described(
+        fault
+    )
+    assert net.heal("broker-2", "broker 2").startswith("broker 2 healed (")
+    assert machine.kconsole_rules() == []

@@ -76,7 +76,9 @@ _ENGINE_ERRORS: tuple[type[Exception], ...] = (
 ENGINE_ERRORS = _ENGINE_ERRORS  # for the other modules that talk to the engine (images)
 
 # Network faults: the local cluster's only, for now; refused before anything is asked.
-NOT_YET = frozenset({BrokerAction.ISOLATE, BrokerAction.PARTITION, BrokerAction.HEAL})
+NOT_YET = frozenset(
+    {BrokerAction.ISOLATE, BrokerAction.PARTITION, BrokerAction.SLOW, BrokerAction.HEAL}
+)
 # Which actions fit which container status (the engine's State.Status).
 _FITS: dict[str, frozenset[BrokerAction]] = {
     "running": frozenset({BrokerAction.STOP, BrokerAction.KILL, BrokerAction.PAUSE}),

@@ -98,9 +98,12 @@ class KRaftNodeControl:
             return f"{what} resumed (SIGCONT)"
         if action is BrokerAction.ISOLATE:
             return c.isolate_node(node.name, guard=self.guard)
-        if action is BrokerAction.PARTITION:
-            if links is None:
-                raise ClusterError("a partition names what it cuts the node from (--from)")
+        if action in (BrokerAction.PARTITION, BrokerAction.SLOW):
+            if links is None or (links.rate is not None) is not (action is BrokerAction.SLOW):
+                raise ClusterError(
+                    "a partition names what it cuts the node from (--from), a slow fault its "
+                    "rate too (--rate)"
+                )
             return c.partition_node(node.name, links, guard=self.guard)
         if action is BrokerAction.HEAL:
             return c.heal_node(node.name)

@@ -73,6 +73,12 @@ class Links:
     clients: bool = False
     one_way: bool = False
     words: str = ""
+    rate: int | None = None  # slow: bytes per second each way (None: cut)
+
+    @property
+    def fault(self) -> str:
+        """The fault these links make: slow (a rate) or partition."""
+        return "slow" if self.rate is not None else "partition"
 
 
 def links_for(
@@ -107,7 +113,7 @@ def links_for(
     clients = "clients" in links.sides
     if not peers and not clients:
         raise ClusterError(f"partition {me.label} {links.words}: no running node is on that side")
-    return Links(peers, tuple(nodes), clients, links.one_way, links.words)
+    return Links(peers, tuple(nodes), clients, links.one_way, links.words, links.rate)
 
 
 class NetFaults:
@@ -182,9 +188,9 @@ class NetFaults:
     def partition(self, node: NetNode, links: Links, guard: int | None = None) -> str:
         """Cut `node` off from `links` only (both directions unless one-way); what was done,
         once verified. With `guard`, a watchdog heals it if that process ends first."""
-        host.refuse_if_missing(f"partition {node.label}")
+        host.refuse_if_missing(f"{links.fault} {node.label}")
         if not links.peers and not links.clients:
-            raise ClusterError(f"partition {node.label} from what? (nothing on the other side)")
+            raise ClusterError(f"{links.fault} {node.label} from what? (nothing on the other side)")
         with self._locked():
             faults = self.in_force()
             movers = self._movers(node, links)
@@ -205,8 +211,11 @@ class NetFaults:
                 faults[node.name] = replace(faults[node.name], guard=guard, watchdog=pid)
                 record.save(self.state_dir, self.tag, faults)
         guarded = f"; healed by a watchdog if process {guard} ends first" if guard else ""
-        way = "what it sends only" if links.one_way else "both ways"
         rules = f"{specs} rules in {self.chain}"
+        if links.rate is not None:
+            way = f"what exceeds {links.rate:,} B/s each way is dropped"
+            return f"{node.label} slowed {links.words} ({way}: {rules}{guarded})"
+        way = "what it sends only" if links.one_way else "both ways"
         return f"{node.label} partitioned {links.words} ({way}: {rules}{guarded})"
 
     @staticmethod
@@ -241,7 +250,7 @@ class NetFaults:
         assert root is not None  # refuse_if_missing said so before
         # Recorded before the first move: a crash half-way leaves what to move back.
         faults[node.name] = NodeFault(
-            node.name, "partition", node.pid, time.time(), cgroup_path(self.tag, node.name),
+            node.name, links.fault, node.pid, time.time(), cgroup_path(self.tag, node.name),
             host.cgroup_of(node.pid) or "/", links=links.words,
         )  # fmt: skip
         record.save(self.state_dir, self.tag, faults)
@@ -268,7 +277,7 @@ class NetFaults:
         cut = Cut(
             node.name, node.host, node.ports,
             tuple(Peer(p.name, p.ports) for p in links.peers),
-            clients=links.clients, one_way=links.one_way, conns=conns,
+            clients=links.clients, one_way=links.one_way, conns=conns, rate=links.rate,
         )  # fmt: skip
         main, own = partition_rules(self.tag, cut)
         specs = [r.spec(self.tag, node.name) for r in main]

@@ -155,6 +155,19 @@ class Cut:
     clients: bool = False
     one_way: bool = False
     conns: tuple[tuple[Conn, str], ...] = ()
+    rate: int | None = None  # slow: what exceeds this many bytes/s each way is dropped
+
+
+def limit(tag: str, node: str, way: str, rate: int) -> tuple[str, ...]:
+    """A hashlimit match: packets over `rate` bytes/s (burst: a second of it) of node's `way`
+    ('o' what it sends, 'i' what it receives). Every rule of one way shares the one bucket its
+    name gives (a hashlimit without a mode keeps one entry per name)."""
+    kind, _, num = node.partition("-")
+    name = f"kc{tag[:6]}{kind[:1]}{num}{way}"[:15]  # hashlimit names: 15 characters at most
+    return (
+        "-m", "hashlimit", "--hashlimit-above", f"{rate}b/s",
+        "--hashlimit-burst", f"{max(rate, 3000)}b", "--hashlimit-name", name,
+    )  # fmt: skip
 
 
 def partition_rules(tag: str, cut: Cut) -> tuple[list[Rule], list[Rule]]:
@@ -167,100 +180,47 @@ def partition_rules(tag: str, cut: Cut) -> tuple[list[Rule], list[Rule]]:
     sends to the node's ports marks the connection, and the node's answers on a marked
     connection are dropped. Clients: what reaches the node's ports from a socket outside the
     cluster's cgroups goes through the node's own chain, where the cluster's own connections
-    opened before the moves RETURN and the rest is dropped (or marked)."""
+    opened before the moves RETURN and the rest is dropped (or marked). Slow (`cut.rate`): the
+    same matches, each dropping only what exceeds the rate (a bucket per direction)."""
     me = cgroup_path(tag, cut.node)
     mark = conn_mark(tag)
-    marking = f"CONNMARK --set-xmark {mark}"
+    cut_in = f"CONNMARK --set-xmark {mark}" if cut.one_way else DROP  # to the node's ports
+    # slow: over the rate only (what the node sends, what it receives: a bucket each)
+    out_ = limit(tag, cut.node, "o", cut.rate) if cut.rate else ()
+    in_ = limit(tag, cut.node, "i", cut.rate) if cut.rate else ()
+    tcp = ("-p", "tcp")
     main: list[Rule] = []
     own: list[Rule] = []
-    cut_in = marking if cut.one_way else DROP  # what is done to what is sent to the node
     for peer in cut.peers:
+        them = cgroup_path(tag, peer.name)
         for port in peer.ports:  # the node's new connections to the peer
-            main.append(
-                Rule(
-                    (
-                        "-p",
-                        "tcp",
-                        "-m",
-                        "cgroup",
-                        "--path",
-                        me,
-                        "-d",
-                        cut.host,
-                        "--dport",
-                        str(port),
-                    )
-                )
-            )
+            match = (*tcp, "-m", "cgroup", "--path", me, "-d", cut.host, "--dport", str(port))
+            main.append(Rule((*match, *out_)))
         for port in cut.ports:  # the peer's new connections to the node
-            main.append(
-                Rule(
-                    (
-                        "-p",
-                        "tcp",
-                        "-m",
-                        "cgroup",
-                        "--path",
-                        cgroup_path(tag, peer.name),
-                        "-d",
-                        cut.host,
-                        "--dport",
-                        str(port),
-                    ),
-                    cut_in,
-                )
-            )
+            match = (*tcp, "-m", "cgroup", "--path", them, "-d", cut.host, "--dport", str(port))
+            main.append(Rule((*match, *in_), cut_in))
     names = {p.name for p in cut.peers}
     for conn, owner in cut.conns:
         if (owner in names) or (cut.clients and not owner):
-            main.append(Rule(_conn_match(conn.local_port, conn.remote_port, conn.local_ip)))
+            sent = _conn_match(conn.local_port, conn.remote_port, conn.local_ip)
+            main.append(Rule((*sent, *out_)))
             if not cut.one_way:
-                main.append(Rule(_conn_match(conn.remote_port, conn.local_port, conn.remote_ip)))
+                got = _conn_match(conn.remote_port, conn.local_port, conn.remote_ip)
+                main.append(Rule((*got, *in_)))
     if cut.clients:
         chain = sub_chain(tag, cut.node)
+        outside = ("-m", "cgroup", "!", "--path", cgroup_path(tag))
         for port in cut.ports:
-            main.append(
-                Rule(
-                    (
-                        "-p",
-                        "tcp",
-                        "-m",
-                        "cgroup",
-                        "!",
-                        "--path",
-                        cgroup_path(tag),
-                        "-d",
-                        cut.host,
-                        "--dport",
-                        str(port),
-                    ),
-                    chain,
-                )
-            )
+            main.append(Rule((*tcp, *outside, "-d", cut.host, "--dport", str(port)), chain))
         for conn, owner in cut.conns:
             if owner:  # a node's connection opened before its move: not a client's
-                own.append(
-                    Rule(_conn_match(conn.remote_port, conn.local_port, conn.remote_ip), "RETURN")
-                )
-        own.append(Rule(("-p", "tcp"), cut_in))
+                back = _conn_match(conn.remote_port, conn.local_port, conn.remote_ip)
+                own.append(Rule(back, "RETURN"))
+        own.append(Rule((*tcp, *in_), cut_in))
     if cut.one_way:
         for port in cut.ports:
-            main.append(
-                Rule(
-                    (
-                        "-p",
-                        "tcp",
-                        "-s",
-                        cut.host,
-                        "--sport",
-                        str(port),
-                        "-m",
-                        "connmark",
-                        "--mark",
-                        mark,
-                    )
-                )
-            )
+            answer = (*tcp, "-s", cut.host, "--sport", str(port), "-m", "connmark", "--mark", mark)
+            main.append(Rule(answer))
     return main, own
 
 
