@@ -23,7 +23,7 @@ from kconsole.cluster.backends import LocalBrokerControl
 from kconsole.cluster.local.cluster import LocalCluster
 from kconsole.cluster.settings import TEST_TOPIC
 from kconsole.cluster.tail import StartAt
-from kconsole.cluster.values import BrokerAction
+from kconsole.cluster.values import BrokerAction, NetLinks
 from kconsole.commands import REGISTRY, AuditLog, Commands, ReadOnlyError, yes
 from kconsole.config import Settings
 from kconsole.drills.spec import DrillSpec
@@ -62,6 +62,12 @@ RECIPES: dict[str, Callable[[Commands, World], Any]] = {
     "broker.resume": lambda c, w: c.broker(BrokerAction.RESUME, 2, yes),
     "broker.start": lambda c, w: c.broker(BrokerAction.START, 2, yes),
     "broker.isolate": lambda c, w: c.broker(BrokerAction.ISOLATE, 2, yes),
+    "broker.partition": lambda c, w: c.broker(
+        BrokerAction.PARTITION, 2, yes, links=NetLinks.parse("zookeeper")
+    ),
+    "broker.slow": lambda c, w: c.broker(
+        BrokerAction.SLOW, 2, yes, links=NetLinks.parse("brokers", rate=2000)
+    ),
     "broker.heal": lambda c, w: c.broker(BrokerAction.HEAL, 2, yes),
     "cluster.up": lambda c, w: c.cluster_up(timeout=30),
     "cluster.down": lambda c, w: c.cluster_down(),
