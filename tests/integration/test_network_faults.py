@@ -84,6 +84,18 @@ def leader_not_controller(zk: KazooClient, brokers: list[int]) -> tuple[int, int
     raise AssertionError("every test-topic partition is led by the controller")
 
 
+def fencing_of(cluster: KRaftCluster, b: int) -> bool | None:
+    """Whether the controllers have broker `b` fenced, asked of the other brokers: a client
+    bootstrapped with a cut one too waits for its connection to time out whenever it picks it."""
+    others = ",".join(
+        f"{cluster.spec.host}:{port}"
+        for bid, port in cluster.spec.broker_ports().items()
+        if bid != b
+    )
+    with broker_admin(others, 2000, cluster.kafka_python_security()) as admin:
+        return broker_fencing(admin).get(b)
+
+
 def still_talks() -> bool:
     """A TCP connection on loopback that is not the cluster's works (the machine's other
     traffic is never touched)."""
@@ -221,17 +233,9 @@ def test_isolate_a_kraft_broker_fences_it_then_heal(kraft_net: KRaftCluster) -> 
     b = cluster.spec.broker_ids[-1]
     node = cluster.node_of(b)
     chain = chain_name(cluster_tag(cluster.state_dir))
-    # Asked of the other brokers: a client bootstrapped with the isolated one too waits for
-    # its connection to time out whenever it picks that one.
-    others = ",".join(
-        f"{cluster.spec.host}:{port}"
-        for bid, port in cluster.spec.broker_ports().items()
-        if bid != b
-    )
 
     def fenced() -> bool | None:
-        with broker_admin(others, 2000, cluster.kafka_python_security()) as admin:
-            return broker_fencing(admin).get(b)
+        return fencing_of(cluster, b)
 
     t0 = time.monotonic()
     said = control.act(BrokerAction.ISOLATE, b)
@@ -471,15 +475,9 @@ def test_a_kraft_broker_cut_from_the_quorum_is_fenced_then_unfenced(
     cluster = kraft_net
     control = KRaftNodeControl(cluster)
     b = cluster.spec.broker_ids[0]
-    others = ",".join(
-        f"{cluster.spec.host}:{port}"
-        for bid, port in cluster.spec.broker_ports().items()
-        if bid != b
-    )
 
     def fenced() -> bool | None:
-        with broker_admin(others, 2000, cluster.kafka_python_security()) as admin:
-            return broker_fencing(admin).get(b)
+        return fencing_of(cluster, b)
 
     t0 = time.monotonic()
     said = control.act(BrokerAction.PARTITION, b, links=NetLinks.parse("quorum"))

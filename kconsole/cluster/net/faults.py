@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypeVar
 
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.net import host, record, watchdog
@@ -49,6 +50,8 @@ from kconsole.cluster.net.rules import (
     sub_chain,
 )
 from kconsole.cluster.values import SIDES, NetLinks
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -147,21 +150,7 @@ class NetFaults:
         with self._locked():
             faults = self.in_force()
             self._refuse_held([node], faults)
-            try:
-                specs = self._apply(node, faults)
-            except BaseException as exc:
-                try:  # undo whatever was done
-                    self._heal_locked(node.name, self.in_force().get(node.name))
-                except Exception as undo:
-                    raise ClusterError(
-                        f"{exc}; undoing it failed too: {undo} (run `kconsole cluster heal --all`)"
-                    ) from exc
-                raise
-            if guard is not None:
-                faults = self.in_force()
-                pid = watchdog.start(guard, self.state_dir, node.name)
-                faults[node.name] = replace(faults[node.name], guard=guard, watchdog=pid)
-                record.save(self.state_dir, self.tag, faults)
+            specs = self._guarded(node.name, lambda: self._apply(node, faults), guard)
         ports = ", ".join(map(str, node.ports))
         guarded = f"; healed by a watchdog if process {guard} ends first" if guard else ""
         return (
@@ -169,6 +158,26 @@ class NetFaults:
             f"{'s' if len(node.ports) > 1 else ''} {ports} dropped: {len(specs)} rules in "
             f"{self.chain}{guarded})"
         )
+
+    def _guarded(self, name: str, apply: Callable[[], T], guard: int | None) -> T:
+        """`apply` node `name`'s fault (under the lock): undone when it fails half-way; with
+        `guard`, a watchdog heals it if that process ends first."""
+        try:
+            done = apply()
+        except BaseException as exc:
+            try:  # undo whatever was done
+                self._heal_locked(name, self.in_force().get(name))
+            except Exception as undo:
+                raise ClusterError(
+                    f"{exc}; undoing it failed too: {undo} (run `kconsole cluster heal --all`)"
+                ) from exc
+            raise
+        if guard is not None:
+            faults = self.in_force()
+            pid = watchdog.start(guard, self.state_dir, name)
+            faults[name] = replace(faults[name], guard=guard, watchdog=pid)
+            record.save(self.state_dir, self.tag, faults)
+        return done
 
     @staticmethod
     def _refuse_held(nodes: list[NetNode], faults: dict[str, NodeFault]) -> None:
@@ -195,21 +204,9 @@ class NetFaults:
             faults = self.in_force()
             movers = self._movers(node, links)
             self._refuse_held(movers, faults)
-            try:
-                specs = self._apply_partition(node, links, movers, faults)
-            except BaseException as exc:
-                try:
-                    self._heal_locked(node.name, self.in_force().get(node.name))
-                except Exception as undo:
-                    raise ClusterError(
-                        f"{exc}; undoing it failed too: {undo} (run `kconsole cluster heal --all`)"
-                    ) from exc
-                raise
-            if guard is not None:
-                faults = self.in_force()
-                pid = watchdog.start(guard, self.state_dir, node.name)
-                faults[node.name] = replace(faults[node.name], guard=guard, watchdog=pid)
-                record.save(self.state_dir, self.tag, faults)
+            specs = self._guarded(
+                node.name, lambda: self._apply_partition(node, links, movers, faults), guard
+            )
         guarded = f"; healed by a watchdog if process {guard} ends first" if guard else ""
         rules = f"{specs} rules in {self.chain}"
         if links.rate is not None:
@@ -314,17 +311,7 @@ class NetFaults:
         """Move, record, add the rules, read them back; the rules' specs."""
         root = host.cgroup2_mount()
         assert root is not None  # refuse_if_missing said so before
-        origin = host.cgroup_of(node.pid)
-        if origin is None:
-            raise ClusterError(f"{node.label} (pid {node.pid}) is not running")
-        ours = cgroup_path(self.tag, node.name)
-        (root / ours).mkdir(parents=True, exist_ok=True)
-        host.move(node.pid, root / ours)
-        if host.cgroup_of(node.pid) != f"/{ours}":
-            raise ClusterError(
-                f"{node.label} (pid {node.pid}) did not move to cgroup /{ours} "
-                f"(it is in {host.cgroup_of(node.pid)})"
-            )
+        ours, origin = self._move_in(root, node)
         # Listed after the move: a connection opened since is in the node's cgroup already.
         conns = host.tcp_conns(node.pid, node.ports)
         rules = isolate_rules(self.tag, node.name, node.host, node.ports, tuple(conns))
