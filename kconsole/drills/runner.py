@@ -536,14 +536,13 @@ class DrillRunner:
             f"workload stopped: {len(result.acked)} acked, "
             f"{sum(result.failed_by_code.values())} failed, {len(result.unknown)} unknown"
         )
-        until = {(a.key, a.seq) for a in result.acked}
         back = read_back(
             self.settings,
             spec.topic,
             result.run_id,
             start_offsets=starts,
             timeout_s=60,
-            until=until,
+            until=result.acked,
         )
         audit = check(
             result.acked,
@@ -643,8 +642,17 @@ class DrillRunner:
         explained = self._explain(audit, result, before, events, fault)
         measurements = [fault.held, *measurements, *zombie]
         notes += more
-        if not back.complete:
-            notes.append("read-back did not reach every high watermark before its deadline")
+        if back.unfinished:
+            notes.append(
+                "read-back did not reach the high watermark of partition(s) "
+                + ", ".join(map(str, back.unfinished))
+                + f" before its deadline ({back.elapsed_s:.0f} s)"
+            )
+        elif back.missing_until:
+            notes.append(
+                f"read-back: {back.missing_until} acknowledged record(s) were neither read nor "
+                f"read past before its deadline ({back.elapsed_s:.0f} s)"
+            )
         notes.append(
             "Durations are as kconsole observed them ("
             + ("metadata quorum polls" if plan.is_kraft else "ZooKeeper watches")

@@ -8,8 +8,9 @@ unique throw-away one is set; with assign() and no commits it never exists on th
 from __future__ import annotations
 
 import json
+import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +18,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 
 from kconsole.cluster.security.clients import groupless_consumer_config
 from kconsole.config import Settings
-from kconsole.drills.audit import Consumed
+from kconsole.drills.audit import Acked, Consumed
 
 
 @dataclass(frozen=True)
@@ -25,9 +26,10 @@ class ReadBack:
     """The records of one run read from a topic, and whether the read got to the end."""
 
     records: tuple[Consumed, ...]
-    complete: bool  # every partition read to its high watermark (and `until` all seen)
+    complete: bool  # every partition read to its high watermark, `until` seen or given up on
     unfinished: tuple[int, ...]  # partitions short of their high watermark at the deadline
-    missing_until: int  # (key, seq) of `until` not seen at the deadline
+    missing_until: int  # of `until`: neither seen nor given up on at the deadline
+    not_waited: int  # of `until`: given up on (read past, or beyond an end standing still)
     high_watermarks: dict[int, int]
     other: int  # messages of other runs or not ours at all, skipped
     elapsed_s: float
@@ -77,21 +79,26 @@ def read_back(
     *,
     start_offsets: Mapping[int, int] | None = None,
     timeout_s: float = 30.0,
-    until: set[tuple[str, int]] | None = None,
+    until: Iterable[Acked] | None = None,
+    still_s: float = 5.0,
     clock: Callable[[], float] = time.monotonic,
 ) -> ReadBack:
     """Read every partition from `start_offsets` (or the beginning) to its high watermark.
 
-    With `until`, keep reading (re-asking for the watermarks) until each of those (key, seq)
+    With `until` (acknowledged records), keep reading (re-asking for the watermarks) until each
     has been seen: after a leader change the new leader's high watermark can lag for a moment,
-    so an acked record may not be readable yet. Ends at the deadline either way.
+    so an acked record may not be readable yet. Not waited for (the audit calls them lost):
+    one whose partition was read past the offset it was acknowledged at (that offset holds
+    another record now: it was truncated), and one beyond a high watermark that was read to and
+    has stood still for `still_s` (the log was truncated below it; call this once producers
+    stopped and the replicas caught up, as a drill does). Ends at the deadline either way.
     """
     started = clock()
     deadline = started + timeout_s
     consumer = Consumer(verifier_config(settings_or_config))
     records: list[Consumed] = []
     other = 0
-    wanted = set(until or ())
+    wanted = _Wanted(until or ())
     try:
         parts = partitions_of(consumer, topic, max(1.0, timeout_s / 3))
         starts = dict(start_offsets or {})
@@ -99,6 +106,7 @@ def read_back(
         next_offset = {p: starts.get(p, 0) for p in parts}
         targets = _watermarks(consumer, topic, parts, deadline, clock)
         asked_at = clock()
+        ends = {p: (hw, asked_at) for p, hw in targets.items()}  # each end, and since when
         while True:
             # A partition whose watermark is not known yet counts as behind.
             behind = [p for p in parts if next_offset[p] < targets.get(p, next_offset[p] + 1)]
@@ -108,6 +116,9 @@ def read_back(
                 # At the end (or an end unknown) with `until` not all seen: the end may move.
                 targets.update(_watermarks(consumer, topic, parts, deadline, clock))
                 asked_at = clock()
+                for part, hw in targets.items():
+                    if part not in ends or ends[part][0] != hw:
+                        ends[part] = (hw, asked_at)
             for msg in consumer.consume(num_messages=500, timeout=0.2):
                 if msg.error() is not None:
                     continue  # transient (leader moving); librdkafka keeps fetching
@@ -121,6 +132,10 @@ def read_back(
                     continue
                 records.append(rec)
                 wanted.discard((rec.key, rec.seq))
+            wanted.passed(next_offset)
+            for part, (hw, since) in ends.items():
+                if next_offset[part] >= hw and asked_at - since >= still_s:
+                    wanted.passed({part: sys.maxsize})  # the end stands still: nothing more comes
     finally:
         consumer.close()
     unfinished = tuple(p for p in parts if next_offset[p] < targets.get(p, next_offset[p] + 1))
@@ -129,10 +144,46 @@ def read_back(
         complete=not unfinished and not wanted,
         unfinished=unfinished,
         missing_until=len(wanted),
+        not_waited=wanted.not_waited,
         high_watermarks=dict(targets),
         other=other,
         elapsed_s=clock() - started,
     )
+
+
+class _Wanted:
+    """The acknowledged records not read back yet, by partition in offset order, so those
+    whose offset was read past are dropped without a scan of them all."""
+
+    def __init__(self, acked: Iterable[Acked]) -> None:
+        self._keys: set[tuple[str, int]] = set()
+        self.not_waited = 0
+        self._by_part: dict[int, list[tuple[int, str, int]]] = {}
+        for a in acked:
+            self._keys.add((a.key, a.seq))
+            if a.offset >= 0:  # acks=0: the broker never said where; waited for by key only
+                self._by_part.setdefault(a.partition, []).append((a.offset, a.key, a.seq))
+        for offsets in self._by_part.values():
+            offsets.sort(reverse=True)  # lowest last: popped first
+
+    def __bool__(self) -> bool:
+        return bool(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def discard(self, key: tuple[str, int]) -> None:
+        self._keys.discard(key)
+
+    def passed(self, next_offset: Mapping[int, int]) -> None:
+        """Stop waiting for those at an offset below where `next_offset` says reading got."""
+        for p, reached in next_offset.items():
+            offsets = self._by_part.get(p, [])
+            while offsets and offsets[-1][0] < reached:
+                _, key, seq = offsets.pop()
+                if (key, seq) in self._keys:
+                    self._keys.discard((key, seq))
+                    self.not_waited += 1
 
 
 def _watermarks(

@@ -66,7 +66,7 @@ def test_acks_all_every_acked_record_read_back_once_in_order(healthy: LocalClust
         result.run_id,
         start_offsets=before,
         timeout_s=30,
-        until={(a.key, a.seq) for a in result.acked},
+        until=result.acked,
     )
     assert rb.complete, rb
     seen = Counter((c.key, c.seq) for c in rb.records)

@@ -311,3 +311,95 @@ def test_partitions_of_gives_up_at_its_deadline_and_at_once_on_other_errors() ->
     with pytest.raises(KafkaException):
         partitions_of(denied, "t", 5.0)  # type: ignore[arg-type]
     assert denied.asked == 1
+
+
+class _Msg:
+    def __init__(self, partition: int, offset: int, value: bytes) -> None:
+        self._p, self._o, self._v = partition, offset, value
+
+    def error(self) -> None:
+        return None
+
+    def partition(self) -> int:
+        return self._p
+
+    def offset(self) -> int:
+        return self._o
+
+    def value(self) -> bytes:
+        return self._v
+
+
+class _LogConsumer:
+    """A consumer over a fixed log per partition, as after a truncation: the offset the
+    producer was told (acks=1) now holds a record the new leader took meanwhile."""
+
+    def __init__(self, logs: dict[int, list[bytes]]) -> None:
+        self.logs = logs
+        self.pos: dict[int, int] = {}
+
+    def list_topics(self, topic: str, timeout: float) -> _Metadata:
+        return _Metadata({topic: _Topic(dict.fromkeys(self.logs))})
+
+    def assign(self, tps: list[object]) -> None:
+        self.pos = {tp.partition: 0 for tp in tps}  # type: ignore[attr-defined]
+
+    def get_watermark_offsets(self, tp: object, timeout: float) -> tuple[int, int]:
+        return 0, len(self.logs[tp.partition])  # type: ignore[attr-defined]
+
+    def consume(self, num_messages: int, timeout: float) -> list[_Msg]:
+        out = []
+        for p, log in self.logs.items():
+            while self.pos[p] < len(log) and len(out) < num_messages:
+                out.append(_Msg(p, self.pos[p], log[self.pos[p]]))
+                self.pos[p] += 1
+        if not out:
+            time.sleep(min(timeout, 0.01))
+        return out
+
+    def close(self) -> None:
+        pass
+
+
+def test_read_back_does_not_wait_for_an_acked_record_whose_offset_it_read_past(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The negative control's read-back: records acknowledged by a leader alone and truncated
+    are not waited for to the deadline once their offsets hold other records; one acknowledged
+    beyond what the log holds is still waited for (the end may move)."""
+    import json
+
+    from kconsole.drills import verify
+    from kconsole.drills.audit import Acked
+
+    def rec(key: str, seq: int, run: str = "r1") -> bytes:
+        return json.dumps({"run": run, "key": key, "seq": seq}).encode()
+
+    # Partition 0: k0/0 at 0, then offset 1 was k0/1 (acked by the cut leader) and now holds
+    # k1/0 from the new leader. Partition 1 is fine.
+    logs = {0: [rec("k0", 0), rec("k1", 0), rec("k0", 2)], 1: [rec("k2", 0)]}
+    acked = [
+        Acked("k0", 0, 0, 0, 0.0, 0.0),
+        Acked("k0", 1, 0, 1, 0.0, 0.0),  # truncated: offset 1 was read past
+        Acked("k1", 0, 0, 1, 0.0, 0.0),
+        Acked("k0", 2, 0, 2, 0.0, 0.0),
+        Acked("k2", 0, 1, 0, 0.0, 0.0),
+    ]
+    monkeypatch.setattr(verify, "Consumer", lambda conf: _LogConsumer(logs))
+    back = verify.read_back({}, "t", "r1", timeout_s=5, until=acked)
+    assert back.complete and back.missing_until == 0, back
+    assert back.elapsed_s < 2.5  # not the deadline
+    assert {(c.key, c.seq) for c in back.records} == {("k0", 0), ("k1", 0), ("k0", 2), ("k2", 0)}
+
+    # Acknowledged at offset 3, the log holds 3 records: not read past, waited for.
+    later = [*acked, Acked("k0", 3, 0, 3, 0.0, 0.0)]
+    monkeypatch.setattr(verify, "Consumer", lambda conf: _LogConsumer(logs))
+    back = verify.read_back({}, "t", "r1", timeout_s=1, until=later)
+    assert not back.complete and back.missing_until == 1 and back.unfinished == ()
+    assert back.elapsed_s >= 1 and back.not_waited == 1  # k0/1, read past
+
+    # The same once the end has stood still for `still_s`: the log was truncated below it.
+    monkeypatch.setattr(verify, "Consumer", lambda conf: _LogConsumer(logs))
+    back = verify.read_back({}, "t", "r1", timeout_s=10, until=later, still_s=1)
+    assert back.complete and back.missing_until == 0 and back.not_waited == 2
+    assert 1 <= back.elapsed_s < 5
