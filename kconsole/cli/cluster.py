@@ -68,7 +68,7 @@ def cluster(ctx: click.Context, state_dir: Path | None) -> None:
         fail(ClusterError(local_only(sub, settings.compose_project)))
 
 
-_DOCKER_VERBS = "|".join(p.name for p in PRIMITIVES if p.docker)  # network faults: not yet
+_DOCKER_VERBS = "|".join(p.name for p in PRIMITIVES if p.docker or p.docker_net)
 _DOCKER_BROKERS = f"; its brokers: `kconsole --backend docker cluster {_DOCKER_VERBS} ID`"
 # The commands of the local cluster only, refused when the backend is docker.
 LOCAL_ONLY = ("up", "down", "status", "logs")
@@ -691,6 +691,8 @@ def broker_command(action: BrokerAction) -> click.Command:
         + "; a start waits until the broker registers in ZooKeeper, in"
         " KRaft until it is unfenced, a controller until it is back in the quorum)."
         if primitive(action).docker
+        else f" --backend docker: {primitive(action).docker_net}."
+        if primitive(action).docker_net
         else " The local cluster only: the docker backend refuses it (not yet)."
     )
     doc = (
@@ -740,14 +742,19 @@ def broker_command(action: BrokerAction) -> click.Command:
 
 
 def _heal_every(door: Commands, node: str | None, yes: bool, chosen: str) -> None:
-    """`cluster heal --all`: each node the local cluster's record has a network fault on,
-    healed through the door one by one."""
+    """`cluster heal --all`: each node with a network fault in force (the local cluster's
+    record; on the docker backend, the containers' namespaces), healed through the door one by
+    one."""
     try:
         if node is not None:
             raise ClusterError("give a NODE or --all, not both")
-        if chosen in ("docker", "none"):
-            raise ClusterError("network faults are the local cluster's only (--backend local)")
-        in_force = door.local_view().network_faults()
+        if chosen == "none":
+            raise ClusterError("no cluster backend: nothing holds a network fault")
+        if chosen == "docker":
+            read = door.network_faults()
+            in_force = read() if read is not None else {}
+        else:
+            in_force = door.local_view().network_faults()
         if not in_force:
             click.echo("no network fault in force")
             return

@@ -22,6 +22,9 @@ class Primitive:
     words: str  # the palette: other words that find it
     cli_help: str  # `kconsole cluster <name>`'s first sentence
     docker: str  # the docker verb that applies it to a node's container
+    # A network fault on the docker backend: how it is made there ("": not there, or no
+    # network fault).
+    docker_net: str = ""
     key: str = ""  # the key on the brokers pane and in the chooser ("": reached another way)
     label: str = ""  # the key's label in the footer
     tooltip: str = ""  # the key's tooltip on the brokers pane

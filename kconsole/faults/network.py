@@ -2,7 +2,8 @@
 quorum, brokers, clients or named nodes), both healed by heal. The process keeps running; the
 local cluster's backends drop its packets with iptables rules in the cluster's own chain,
 matching the node's cgroup and ports (kconsole.cluster.net, docs/network-faults.md). The docker
-backend refuses them (not yet)."""
+backend makes isolate and partition with iptables rules in the node's own container's network
+namespace (kconsole.cluster.docker.netfaults); it refuses slow (not yet)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,9 @@ ISOLATE = Primitive(
     words="network partition cut iptables netsplit",
     cli_help="Isolate a node (iptables drops what it sends and what is sent to its ports; the "
     "process keeps running). Needs root, iptables and a cgroup v2 hierarchy.",
-    docker="",  # not yet: the docker backend refuses it
+    docker="",  # no docker verb: see docker_net
+    docker_net="iptables rules in the node's container's own network namespace, made with "
+    "nsenter (needs the engine on this machine, and root)",
     controller_what="cut off the network: the other voters and the brokers lose it",
 )
 HEAL = Primitive(
@@ -37,6 +40,7 @@ HEAL = Primitive(
     words="unisolate reconnect network restore",
     cli_help="Heal a node's network fault (remove kconsole's rules for it, read back).",
     docker="",
+    docker_net="removes kconsole's rules from the node's container's network namespace",
 )
 
 ISOLATE_FAULT = FaultKind(
@@ -77,7 +81,9 @@ PARTITION = Primitive(
     cli_help="Partition a node from some of the others: --from zookeeper, quorum, brokers, "
     "clients or named nodes (iptables drops only those links, both ways unless --one-way; the "
     "process keeps running). Needs root, iptables and a cgroup v2 hierarchy.",
-    docker="",  # not yet: the docker backend refuses it
+    docker="",  # no docker verb: see docker_net
+    docker_net="iptables rules in the node's container's own network namespace, made with "
+    "nsenter (needs the engine on this machine, and root)",
     controller_what="cut only the links named from the other nodes",
 )
 

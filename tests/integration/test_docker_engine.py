@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -251,3 +252,64 @@ def test_kill_drill_loses_nothing(compose: Compose, zk: KazooClient, tmp_path: P
         if compose.status(2) != "running":
             compose.container("kafka-2").start()
         healthy(compose, zk)
+
+
+def kconsole_chains(compose: Compose) -> dict[str, list[str]]:
+    """Every KCONSOLE rule or chain in any container's network namespace of the project, read
+    with the host's iptables (what the docker backend's network faults make)."""
+    out = {}
+    for c in compose.engine.containers.list(
+        filters={"label": f"com.docker.compose.project={compose.project.name}"}
+    ):
+        pid = int(c.attrs["State"]["Pid"])
+        listed = subprocess.run(
+            ["nsenter", "--target", str(pid), "--net", "iptables", "-w", "5", "-S"],
+            capture_output=True, text=True, timeout=20, check=True,
+        ).stdout  # fmt: skip
+        ours = [ln for ln in listed.splitlines() if "KCONSOLE" in ln or "kconsole:" in ln]
+        if ours:
+            out[c.name] = ours
+    return out
+
+
+def test_partition_drill_the_controller_from_zookeeper_in_its_container(
+    compose: Compose, zk: KazooClient, tmp_path: Path
+) -> None:
+    """The docker backend's network faults: the active controller's container is partitioned
+    from ZooKeeper (iptables in its own namespace): ZooKeeper expires its session, another
+    broker becomes controller at a higher epoch, the old one resigns only after the heal (its
+    container's log says so), nothing acknowledged is lost with acks=all, and no rule is left
+    in any container."""
+    healthy(compose, zk)
+    old = json.loads(zk.get("/controller")[0])["brokerid"]
+    epoch = int(zk.get("/controller_epoch")[0])
+    report = tmp_path / "drill.json"
+    try:
+        res = compose.cli(
+            "drill", "run", "--yes", "--fault", "partition", "--target", "controller",
+            "--from", "zookeeper", "--duration", "14", "--restore-after", "11",
+            "--no-wait-preferred", "--report", str(report),
+            state_dir=tmp_path,
+        )  # fmt: skip
+        assert res.exit_code == 0, res.output
+        assert f"broker {old} partitioned from zookeeper (both ways: 2 rules in its container" in (
+            res.output
+        )
+        data = json.loads(report.read_text())
+        assert data["ok"] is True and data["target_broker"] == old, data["notes"]
+        assert data["audit"]["acked"] > 100 and not data["audit"]["lost"], data["audit"]
+        events = data["timeline"]["events"]
+        heal = next(e for e in events if e["kind"] == "action" and e["new"] == "heal")
+        changed = next(e for e in events if e["kind"] == "controller-changed")
+        resigned = [e for e in events if e["kind"] == "controller-resigned"]
+        assert changed["old"] == old and changed["new"] != old and changed["ts"] < heal["ts"]
+        assert int(zk.get("/controller_epoch")[0]) > epoch
+        # The zombie: it resigned after the heal, when it reached ZooKeeper again.
+        assert [e["broker"] for e in resigned] == [old] and resigned[0]["ts"] > heal["ts"]
+        assert kconsole_chains(compose) == {}
+    finally:
+        left = kconsole_chains(compose)
+        if left:
+            compose.cli("drill", "heal", "--all", "--yes", state_dir=tmp_path)
+        healthy(compose, zk)
+        assert left == {}, left

@@ -107,7 +107,7 @@ class Cluster:
 
         def read_back(settings: Settings, topic: str, run_id: str, **kw: Any) -> SimpleNamespace:
             cluster.steps.append(("read_back", kw["start_offsets"]))
-            return SimpleNamespace(records=(), complete=True)
+            return SimpleNamespace(records=(), complete=True, unfinished=(), missing_until=0)
 
         monkeypatch.setattr(runner_mod, "time", self.clock)
         monkeypatch.setattr(runner_mod, "ClusterObserver", Observer)

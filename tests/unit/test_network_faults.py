@@ -316,18 +316,75 @@ def test_an_isolate_drill_predicts_like_a_silent_fault_and_a_heal_starts_nothing
     assert early.note == "it never left ZooKeeper (healed before its session expired)"
 
 
-@pytest.mark.parametrize("action", ["isolate", "heal"])
-def test_the_docker_backend_refuses_network_faults_before_asking_the_engine(action: str) -> None:
+def test_the_docker_backend_refuses_slow_before_asking_the_engine() -> None:
     from kconsole.cluster.docker.control import DockerBrokerControl
-    from kconsole.cluster.values import BrokerAction
+    from kconsole.cluster.values import BrokerAction, NetLinks
 
     class NoEngine:
         def __getattr__(self, name: str) -> object:
             raise AssertionError(f"the engine was asked ({name})")
 
     control = DockerBrokerControl(NoEngine(), project="kconsole")
-    with pytest.raises(ClusterError, match="not available on the docker backend yet"):
-        control.act(BrokerAction(action), 2)
+    with pytest.raises(ClusterError, match="slow fault is not available on the docker backend"):
+        control.act(BrokerAction.SLOW, 2, links=NetLinks.parse("brokers", rate=100_000))
+
+
+def _ns_node(name: str, ip: str) -> object:
+    from kconsole.cluster.net.faults import NetNode
+
+    return NetNode(name, name.replace("-", " "), 100, (), ip)
+
+
+def test_a_container_fault_matches_addresses_in_its_own_namespace() -> None:
+    """The docker backend's rules (kconsole.cluster.net.netns): a partition drops what comes
+    from and goes to each peer's address; clients are everything that is not another node nor
+    loopback; one-way only what the node sends; isolate everything but loopback."""
+    from kconsole.cluster.net.netns import fault_rules
+
+    me, zk, b1, b3 = (
+        _ns_node(n, ip)
+        for n, ip in [("broker-2", "10.0.0.3"), ("zookeeper", "10.0.0.2"),
+                      ("broker-1", "10.0.0.5"), ("broker-3", "10.0.0.4")]
+    )  # fmt: skip
+    nodes = [me, zk, b1, b3]
+    assert fault_rules(me, peers=[zk]) == {  # type: ignore[arg-type]
+        "in": [["-s", "10.0.0.2", "-j", "DROP"]],
+        "out": [["-d", "10.0.0.2", "-j", "DROP"]],
+    }
+    assert fault_rules(me, peers=[zk, b1], one_way=True) == {  # type: ignore[arg-type]
+        "in": [],
+        "out": [["-d", "10.0.0.2", "-j", "DROP"], ["-d", "10.0.0.5", "-j", "DROP"]],
+    }
+    clients = fault_rules(me, peers=[zk], nodes=nodes, clients=True)  # type: ignore[arg-type]
+    assert clients["in"] == [
+        ["-s", "10.0.0.2", "-j", "DROP"],  # the peer cut
+        ["-s", "10.0.0.5", "-j", "RETURN"],  # the other nodes are not clients
+        ["-s", "10.0.0.4", "-j", "RETURN"],
+        ["!", "-i", "lo", "-j", "DROP"],  # the rest: the gateway the host's clients come from
+    ]
+    assert clients["out"][-1] == ["!", "-o", "lo", "-j", "DROP"]
+    assert fault_rules(me, isolate=True) == {  # type: ignore[arg-type]
+        "in": [["!", "-i", "lo", "-j", "DROP"]],
+        "out": [["!", "-o", "lo", "-j", "DROP"]],
+    }
+
+
+def test_a_container_fault_is_recorded_in_its_jump_rules() -> None:
+    """The namespace's rules are their own record: what, since when, whose watchdog, links."""
+    from kconsole.cluster.net.netns import jump_comment, parse_jump
+
+    text = jump_comment("abcd1234", "broker-2", "partition", 1796574060.924, "from zookeeper", 77)
+    assert (
+        text == "kconsole:abcd1234:broker-2 partition since=1796574060.924 guard=77 from zookeeper"
+    )
+    fault = parse_jump("broker-2", text, 6)
+    assert (fault.fault, fault.since, fault.guard, fault.links, fault.rules) == (
+        "partition", 1796574060.924, 77, "from zookeeper", 6,
+    )  # fmt: skip
+    assert fault.described().startswith("partition from zookeeper since ")
+    bare = parse_jump("broker-1", jump_comment("abcd1234", "broker-1", "isolate", 5.0, "", None), 2)
+    assert (bare.fault, bare.guard, bare.links) == ("isolate", None, "")
+    assert len(jump_comment("t", "n", "partition", 1.0, "x" * 400, 1)) == 255  # iptables' limit
 
 
 def test_cluster_down_heals_first_and_stops_anyway_when_it_cannot(

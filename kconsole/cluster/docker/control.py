@@ -30,17 +30,19 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Protocol
 
 import docker
 import requests
 
+from kconsole.cluster.docker.netfaults import DockerNetFaults
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.kraft import probes as kraft_probes
 from kconsole.cluster.kraft.cluster import QUORUM_GRACE_S, UNFENCED_LINE
 from kconsole.cluster.kraft.probes import QuorumState
+from kconsole.cluster.logs import Truncation, log_time, resignations, truncations
 from kconsole.cluster.settings import ZK_TICK_TIME_MS
 from kconsole.cluster.values import BrokerAction, NetLinks, ProcState
 
@@ -63,6 +65,10 @@ CALL_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 60
 
 _SERVICE_RE = re.compile(r"^kafka-(\d+)$")
+# A log4j line's stamp, and how many lines of a container's log a drill reads for resignations
+# and truncations (a drill's minutes of INFO lines).
+_LOG4J_STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\]")
+LOG_LINES = 20_000
 # A container killed by SIGKILL (docker kill, or docker stop running out of time).
 SIGKILL_EXIT = 137
 # Kafka's zookeeper.session.timeout.ms when the container's environment does not set it.
@@ -75,10 +81,10 @@ _ENGINE_ERRORS: tuple[type[Exception], ...] = (
 )
 ENGINE_ERRORS = _ENGINE_ERRORS  # for the other modules that talk to the engine (images)
 
-# Network faults: the local cluster's only, for now; refused before anything is asked.
-NOT_YET = frozenset(
-    {BrokerAction.ISOLATE, BrokerAction.PARTITION, BrokerAction.SLOW, BrokerAction.HEAL}
-)
+# Network faults: in each container's own namespace (kconsole.cluster.docker.netfaults); a
+# slow one not yet, refused before anything is asked.
+NOT_YET = frozenset({BrokerAction.SLOW})
+NETWORK = frozenset({BrokerAction.ISOLATE, BrokerAction.PARTITION, BrokerAction.HEAL})
 # Which actions fit which container status (the engine's State.Status).
 _FITS: dict[str, frozenset[BrokerAction]] = {
     "running": frozenset({BrokerAction.STOP, BrokerAction.KILL, BrokerAction.PAUSE}),
@@ -296,6 +302,8 @@ class DockerBrokerControl:
         self._monotonic = monotonic
         # KRaft nodes: how a start is verified (None: as far as the container runs, said so)
         self.kraft = kraft
+        self.guard: int | None = None  # see guard_network_faults
+        self._net: DockerNetFaults | None = None
 
     # -- discovery ------------------------------------------------------------------------
     @classmethod
@@ -475,9 +483,12 @@ class DockerBrokerControl:
     ) -> str:
         if action in NOT_YET:
             raise ClusterError(
-                f"cannot {action.value} node {broker_id}: network faults are not available on "
-                "the docker backend yet (the local cluster has them: --backend local)"
+                f"cannot {action.value} node {broker_id}: a slow fault is not available on "
+                "the docker backend yet (isolate and partition are; the local cluster has slow: "
+                "--backend local)"
             )
+        if action in NETWORK:
+            return self._network(action, broker_id, links)
         brokers = self._brokers()
         c = brokers.get(broker_id)
         what = f"broker {broker_id}"
@@ -506,6 +517,83 @@ class DockerBrokerControl:
                 f"docker could not {action.value} {what} (container {c.name}): "
                 f"{engine_message(exc)}"
             ) from exc
+
+    # -- network faults (kconsole.cluster.docker.netfaults) ----------------------------------
+    def guard_network_faults(self, pid: int) -> None:
+        """The network faults applied from now on are healed by a watchdog if process `pid`
+        (a drill's) ends before it heals them."""
+        self.guard = pid
+
+    def net_faults(self) -> DockerNetFaults:
+        if self._net is None:
+            self._net = DockerNetFaults(self)
+        return self._net
+
+    def network_faults(self) -> dict[int, str]:
+        """Node id -> the network fault in force on it, in words (its namespace's rules)."""
+        return self.net_faults().by_id()
+
+    def _network(self, action: BrokerAction, node_id: int, links: NetLinks | None) -> str:
+        net = self.net_faults()
+        try:
+            if action is BrokerAction.HEAL:
+                return net.heal(node_id)
+            if action is BrokerAction.ISOLATE:
+                return net.isolate(node_id, self.guard)
+            if links is None:
+                raise ClusterError("a partition names what it cuts the node from (--from)")
+            return net.partition(node_id, links, self.guard)
+        except _ENGINE_ERRORS as exc:
+            raise ClusterError(
+                f"docker could not {action.value} node {node_id}: {engine_message(exc)}"
+            ) from exc
+
+    def controller_resignations(self, since: float) -> list[tuple[float, int]]:
+        """(when, broker id) of each controller resignation the brokers' container logs show
+        at or after `since` (epoch seconds), oldest first."""
+        out = []
+        for bid, c in self._brokers().items():
+            lines, shift = self._log_lines(c)
+            out += [(ts + shift, n) for ts, n in resignations(lines, since - shift) if n == bid]
+        return sorted(out)
+
+    def truncations(self, since: float) -> list[Truncation]:
+        """Every log truncation by leader epoch the brokers' container logs show at or after
+        `since`."""
+        out = []
+        for c in self._brokers().values():
+            lines, shift = self._log_lines(c)
+            out += [replace(t, ts=t.ts + shift) for t in truncations(lines, since - shift)]
+        return sorted(out, key=lambda t: t.ts)
+
+    @staticmethod
+    def _log_lines(c: _Container) -> tuple[list[str], float]:
+        """The container's last log lines (log4j's own stamps, in the container's time zone),
+        and the seconds to add to a time read from them to get epoch seconds: the engine's
+        own UTC stamp of a line against log4j's, to the quarter hour (time zones)."""
+        raw = c.logs(tail=LOG_LINES, timestamps=True).decode("utf-8", "replace").splitlines()
+        lines, shift = [], None
+        for entry in raw:
+            stamp, _, line = entry.partition(" ")
+            lines.append(line)
+            m = _LOG4J_STAMP.match(line)
+            if shift is None and m is not None:
+                try:
+                    engine = datetime.fromisoformat(stamp[:26].rstrip("Z") + "+00:00")
+                except ValueError:
+                    continue
+                diff = engine.timestamp() - log_time(m.group(1), m.group(2))
+                shift = round(diff / 900) * 900
+        return lines, shift or 0.0
+
+    def _zookeeper(self) -> list[_Container]:
+        """The project's ZooKeeper container (none in KRaft mode)."""
+        filters = {"label": [f"{PROJECT_LABEL}={self.project}", f"{ROLE_LABEL}=zookeeper"]}
+        try:
+            found = self.client.containers.list(all=True, filters=filters, ignore_removed=True)
+        except _ENGINE_ERRORS as exc:
+            raise self._cannot_list(exc) from exc
+        return [c for c in found if c.labels.get(ROLE_LABEL) == "zookeeper"]
 
     def _do(
         self,

@@ -64,6 +64,27 @@ def refuse_if_missing(what: str) -> None:
         raise ClusterError(f"cannot {what}: network faults need " + "; ".join(lacking))
 
 
+def missing_ns() -> list[str]:
+    """What a fault in a container's own namespace needs and this machine lacks."""
+    out = []
+    if not is_root():
+        out.append("root (nsenter and iptables need it: run kconsole as root)")
+    if not iptables_found():
+        out.append("the iptables command (scripts/setup.sh installs it: apt-get install iptables)")
+    if shutil.which("nsenter") is None:
+        out.append("the nsenter command (util-linux: apt-get install util-linux)")
+    return out
+
+
+def refuse_if_missing_ns(what: str) -> None:
+    """ClusterError saying what is needed, before any effect, when something is missing."""
+    lacking = missing_ns()
+    if lacking:
+        raise ClusterError(
+            f"cannot {what}: network faults in a container need " + "; ".join(lacking)
+        )
+
+
 def run(argv: list[str]) -> subprocess.CompletedProcess[str]:
     """Run `argv` (an iptables command line), its outcome whatever it is."""
     return subprocess.run(

@@ -3,7 +3,8 @@ however it ended (SIGKILL included), the fault is healed, unless it was healed b
 heal stopped this watchdog) or another fault has replaced it.
 
 `start(guard, state_dir, node)` runs `python -m kconsole.cluster.net.watchdog GUARD STATE_DIR
-NODE` in a session of its own, so a signal to the drill's process group does not reach it."""
+NODE` in a session of its own, so a signal to the drill's process group does not reach it;
+kconsole.cluster.docker.netfaults runs its own the same way (`spawn`)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,13 @@ MODULE = "kconsole.cluster.net.watchdog"
 
 def start(guard: int, state_dir: Path, node: str) -> int:
     """The watchdog's pid: it heals `node` once process `guard` has ended."""
+    return spawn(MODULE, [str(guard), str(state_dir), node], node)
+
+
+def spawn(module: str, args: list[str], node: str) -> int:
+    """Run `python -m module *args` in a session of its own; its pid."""
     popen = subprocess.Popen(
-        [sys.executable, "-m", MODULE, str(guard), str(state_dir), node],
+        [sys.executable, "-m", module, *args],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -32,11 +38,11 @@ def start(guard: int, state_dir: Path, node: str) -> int:
     return popen.pid
 
 
-def stop(pid: int) -> None:
+def stop(pid: int, module: str = MODULE) -> None:
     """Stop the watchdog `pid`: only if it is one (a pid recycled by another process is left)."""
     try:
         proc = psutil.Process(pid)
-        if MODULE in " ".join(proc.cmdline()):
+        if module in " ".join(proc.cmdline()):
             proc.terminate()
     except psutil.Error:
         pass

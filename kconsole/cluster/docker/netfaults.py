@@ -1,0 +1,233 @@
+"""The docker backend's network faults: isolate, partition and heal a node of a compose project,
+with iptables rules in the node's own container's network namespace (kconsole.cluster.net.netns).
+
+Each container has its own address on the project's network, so a link is an address: a node
+cut from ZooKeeper drops what comes from and goes to the zookeeper container's address; cut from
+clients, everything that is not another node of the project (what the host's clients send
+through a published port arrives from the network's gateway). The engine must run on this
+machine: the rules are made with `nsenter` into the container's first process, which is checked
+to be the container's own (its cgroup names the container).
+
+Run as `python -m kconsole.cluster.docker.netfaults GUARD PROJECT NODE`, it is the watchdog of a
+drill's fault (kconsole.cluster.net.watchdog): once process GUARD has ended, it heals NODE's
+fault if GUARD still holds it."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kconsole.cluster.errors import ClusterError
+from kconsole.cluster.net import watchdog
+from kconsole.cluster.net.faults import NetNode, links_for
+from kconsole.cluster.net.netns import NsFault, NsFaults, fault_rules
+from kconsole.cluster.values import NetLinks
+
+if TYPE_CHECKING:
+    from kconsole.cluster.docker.control import DockerBrokerControl
+
+ZOOKEEPER = "zookeeper"
+MODULE = "kconsole.cluster.docker.netfaults"
+
+
+def project_tag(project: str) -> str:
+    """A short tag, stable for one compose project."""
+    return hashlib.sha256(f"docker:{project}".encode()).hexdigest()[:8]
+
+
+def node_name(role: str, node_id: int | None) -> str:
+    """broker-2, controller-1001, zookeeper: the names `--from` resolves to, as locally."""
+    return ZOOKEEPER if node_id is None else f"{role}-{node_id}"
+
+
+class DockerNetFaults:
+    """The network faults of one compose project's nodes."""
+
+    def __init__(self, control: DockerBrokerControl):
+        self.control = control
+        self.ns = NsFaults(project_tag(control.project))
+        self.watchdogs: dict[str, int] = {}  # node name -> the watchdog this process started
+
+    # -- the nodes ---------------------------------------------------------------------------
+    def nodes(self) -> dict[str, NetNode]:
+        """Every node of the project whose container runs (or is paused: its namespace is
+        there), by name: brokers, controllers and ZooKeeper."""
+        out = {}
+        for role, found in (
+            ("controller", self.control._controllers()),
+            ("broker", self.control._brokers()),
+        ):
+            for nid, c in found.items():
+                node = self._net_node(node_name(role, nid), f"{role} {nid}", c)
+                if node is not None:
+                    out[node.name] = node
+        for c in self.control._zookeeper():
+            node = self._net_node(ZOOKEEPER, "ZooKeeper", c)
+            if node is not None:
+                out[ZOOKEEPER] = node
+        return out
+
+    @staticmethod
+    def _net_node(name: str, label: str, c: Any) -> NetNode | None:
+        state = c.attrs.get("State") or {}
+        pid = int(state.get("Pid") or 0)
+        if c.status not in ("running", "paused") or pid <= 0:
+            return None
+        networks = (c.attrs.get("NetworkSettings") or {}).get("Networks") or {}
+        ips = [n.get("IPAddress") for n in networks.values() if n.get("IPAddress")]
+        if not ips:
+            return None
+        return NetNode(name, label, pid, (), ips[0])
+
+    def _node(self, node_id: int) -> NetNode:
+        """The running node `node_id` (a broker's id first, as the other actions take it)."""
+        nodes = self.nodes()
+        for role in ("broker", "controller"):
+            found = nodes.get(node_name(role, node_id))
+            if found is not None:
+                self._check_local(found)
+                return found
+        label = self.control.label(node_id)  # ClusterError when there is no such node
+        raise ClusterError(f"{label} is not running: its container has no network to cut")
+
+    def _check_local(self, node: NetNode) -> None:
+        """The container's process is on this machine (the engine is local): its cgroup names
+        the container. ClusterError saying what is needed otherwise."""
+        c = self._container(node.name)
+        try:
+            cgroup = Path(f"/proc/{node.pid}/cgroup").read_text()
+        except OSError:
+            cgroup = ""
+        if c is None or c.id not in cgroup:
+            raise ClusterError(
+                f"cannot reach {node.label}'s network namespace: its container's process "
+                f"{node.pid} is not on this machine (network faults on the docker backend need "
+                "the engine to run here, as root)"
+            )
+
+    def _container(self, name: str) -> Any:
+        if name == ZOOKEEPER:
+            found = self.control._zookeeper()
+            return found[0] if found else None
+        role, _, nid = name.partition("-")
+        pool = self.control._brokers() if role == "broker" else self.control._controllers()
+        return pool.get(int(nid))
+
+    # -- the faults --------------------------------------------------------------------------
+    def isolate(self, node_id: int, guard: int | None) -> str:
+        me = self._node(node_id)
+        n = self.ns.apply(me, "isolate", "", fault_rules(me, isolate=True), guard)
+        return f"{me.label} isolated ({self._said(me, n, guard)})"
+
+    def partition(self, node_id: int, links: NetLinks, guard: int | None) -> str:
+        if links.rate is not None:
+            raise ClusterError(
+                "slow is not available on the docker backend yet (the local cluster has it: "
+                "--backend local)"
+            )
+        me = self._node(node_id)
+        nodes = self.nodes()
+        cut = links_for(me, links, list(nodes.values()), self._groups(me, nodes), self._resolve)
+        matches = fault_rules(
+            me, peers=cut.peers, nodes=cut.nodes, clients=cut.clients, one_way=cut.one_way
+        )
+        n = self.ns.apply(me, "partition", links.words, matches, guard)
+        way = "what it sends only" if links.one_way else "both ways"
+        return f"{me.label} partitioned {links.words} ({way}: {self._said(me, n, guard)})"
+
+    def _said(self, me: NetNode, rules: int, guard: int | None) -> str:
+        said = f"{rules} rules in its container's namespace, address {me.host}"
+        if guard is not None:
+            self.watchdogs[me.name] = watchdog.spawn(
+                MODULE, [str(guard), self.control.project, me.name], me.name
+            )
+            said += f"; healed by a watchdog if process {guard} ends first"
+        return said
+
+    def _groups(self, me: NetNode, nodes: dict[str, NetNode]) -> dict[str, list[str] | str]:
+        controllers = [n for n in nodes if n.startswith("controller-") and n != me.name]
+        brokers = [n for n in nodes if n.startswith("broker-") and n != me.name]
+        kraft = bool(self.control._controllers())
+        return {
+            "brokers": brokers,
+            "zookeeper": "this compose project runs in KRaft mode: it has no ZooKeeper "
+            "(--from quorum cuts a node from the controllers)"
+            if kraft
+            else [ZOOKEEPER],
+            "quorum": controllers
+            if kraft
+            else "this compose project runs in ZooKeeper mode: it has no quorum "
+            "(--from zookeeper cuts a broker from ZooKeeper)",
+        }
+
+    def _resolve(self, side: str) -> str:
+        nid = self.control.resolve_node(side)
+        if nid is None:  # ZooKeeper mode: brokers by id alone
+            kind, sep, num = side.partition(":")
+            if kind == "controller" or not (num if sep else kind).isdigit():
+                raise ClusterError(
+                    f"--from {side}: this compose project runs in ZooKeeper mode: it has no "
+                    "controller nodes (--from zookeeper, or a broker id)"
+                )
+            nid = int(num if sep else kind)
+            if nid not in self.control._brokers():
+                raise ClusterError(f"--from {side}: no broker {nid} in this compose project")
+            return node_name("broker", nid)
+        return node_name("broker" if nid in self.control._brokers() else "controller", nid)
+
+    def heal(self, node_id: int) -> str:
+        nodes = self.nodes()
+        me = next(
+            (nodes[n] for n in (node_name("broker", node_id), node_name("controller", node_id))
+             if n in nodes),
+            None,
+        )  # fmt: skip
+        label = self.control.label(node_id)
+        if me is None:
+            return f"{label}: not running (a stopped container's network is gone with it)"
+        self._check_local(me)
+        said = self.ns.heal(me)
+        pid = self.watchdogs.pop(me.name, None)
+        if pid is not None:
+            watchdog.stop(pid, MODULE)
+        if not said:
+            return f"{label}: no network fault in force (nothing to heal)"
+        return f"{label} healed ({said})"
+
+    def in_force(self) -> dict[str, NsFault]:
+        """The faults in force, by node name, as the nodes' namespaces hold them."""
+        return self.ns.in_force(list(self.nodes().values()))
+
+    def by_id(self) -> dict[int, str]:
+        """Node id -> the fault in force on it, in words."""
+        return {
+            int(name.split("-", 1)[1]): f.described()
+            for name, f in self.in_force().items()
+            if name != ZOOKEEPER
+        }
+
+    def heal_if_held(self, name: str, guard: int) -> None:
+        """The watchdog's heal: node `name`'s fault, if process `guard` still holds it."""
+        nodes = self.nodes()
+        me = nodes.get(name)
+        if me is None:
+            return
+        fault = self.ns.in_force([me]).get(name)
+        if fault is not None and fault.guard == guard:
+            self.ns.heal(me)
+
+
+def main(argv: list[str]) -> int:
+    """The watchdog: GUARD PROJECT NODE."""
+    guard, project, name = int(argv[0]), argv[1], argv[2]
+    watchdog.wait_for_exit(guard)
+    from kconsole.cluster.docker.control import DockerBrokerControl
+
+    DockerNetFaults(DockerBrokerControl(None, project)).heal_if_held(name, guard)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
