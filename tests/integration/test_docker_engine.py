@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -313,3 +315,37 @@ def test_partition_drill_the_controller_from_zookeeper_in_its_container(
             compose.cli("drill", "heal", "--all", "--yes", state_dir=tmp_path)
         healthy(compose, zk)
         assert left == {}, left
+
+
+def test_a_container_fault_held_by_a_killed_process_is_healed_by_its_watchdog(
+    compose: Compose, zk: KazooClient, tmp_path: Path
+) -> None:
+    """The docker backend's faults outlive nothing either: a process holding one (a drill's
+    guard) is SIGKILLed, and its watchdog removes the rules from the container's namespace."""
+    healthy(compose, zk)
+    code = (
+        "import os, signal\n"
+        "from kconsole.cluster.docker.control import DockerBrokerControl\n"
+        "from kconsole.cluster.values import BrokerAction\n"
+        f"c = DockerBrokerControl(None, {compose.project.name!r})\n"
+        "c.guard_network_faults(os.getpid())\n"
+        "print(c.act(BrokerAction.ISOLATE, 3), flush=True)\n"
+        "signal.pause()  # holds the fault until the test SIGKILLs it\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        said = holder.stdout.readline() if holder.stdout else ""
+        assert f"healed by a watchdog if process {holder.pid} ends first" in said, said
+        assert list(kconsole_chains(compose)) == [compose.container("kafka-3").name]
+        holder.kill()
+        holder.wait(10)
+        t0 = time.monotonic()
+        wait_until(lambda: kconsole_chains(compose) == {}, 30, "the watchdog's heal")
+        print(f"\nwatchdog healed kafka-3 {time.monotonic() - t0:.2f} s after its holder died")
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(10)
+        if kconsole_chains(compose):
+            compose.cli("drill", "heal", "--all", "--yes", state_dir=tmp_path)
+        healthy(compose, zk)

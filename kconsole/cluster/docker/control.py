@@ -586,6 +586,43 @@ class DockerBrokerControl:
                 shift = round(diff / 900) * 900
         return lines, shift or 0.0
 
+    def running_entries(self) -> list[tuple[str, int | None, dict[str, Any]]]:
+        """(role, node id (None: ZooKeeper), the engine's list entry) of each running or
+        paused node container of the project, from one engine call (the list carries labels,
+        state and addresses; no inspect)."""
+        filters = {"label": [f"{PROJECT_LABEL}={self.project}"]}
+        try:
+            listed = self.client.api.containers(filters=filters)
+        except _ENGINE_ERRORS as exc:
+            raise self._cannot_list(exc) from exc
+        out: list[tuple[str, int | None, dict[str, Any]]] = []
+        for entry in listed:
+            labels = entry.get("Labels") or {}
+            role = labels.get(ROLE_LABEL)
+            if labels.get(PROJECT_LABEL) != self.project or role not in (*ROLES, "zookeeper"):
+                continue
+            if labels.get(ONEOFF_LABEL, "").lower() == "true":
+                continue
+            nid = (
+                None
+                if role == "zookeeper"
+                else broker_id_of(labels)
+                if role == "broker"
+                else node_id_of(labels)
+            )
+            if role != "zookeeper" and nid is None:
+                continue
+            out.append((str(role), nid, entry))
+        return out
+
+    def container_pid(self, container_id: str) -> int:
+        """The first process of a container, as the engine says (0: not running)."""
+        try:
+            state = self.client.api.inspect_container(container_id).get("State") or {}
+        except _ENGINE_ERRORS as exc:
+            raise ClusterError(f"cannot inspect container {container_id[:12]}: {exc}") from exc
+        return int(state.get("Pid") or 0)
+
     def _zookeeper(self) -> list[_Container]:
         """The project's ZooKeeper container (none in KRaft mode)."""
         filters = {"label": [f"{PROJECT_LABEL}={self.project}", f"{ROLE_LABEL}=zookeeper"]}

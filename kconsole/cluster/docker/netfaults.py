@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import sys
+import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.net import watchdog
@@ -30,6 +31,9 @@ if TYPE_CHECKING:
 
 ZOOKEEPER = "zookeeper"
 MODULE = "kconsole.cluster.docker.netfaults"
+# How often the namespaces are read for the faults in force (each read: one engine call and one
+# nsenter + iptables per running node, about 3 ms each).
+READ_EVERY_S = 5.0
 
 
 def project_tag(project: str) -> str:
@@ -49,37 +53,33 @@ class DockerNetFaults:
         self.control = control
         self.ns = NsFaults(project_tag(control.project))
         self.watchdogs: dict[str, int] = {}  # node name -> the watchdog this process started
+        self._pids: dict[str, int] = {}  # container id -> its first process, as last inspected
+        self._ids: dict[str, str] = {}  # node name -> its container's id
+        self._read: tuple[float, dict[int, str]] | None = None  # by_id's last read, and when
 
     # -- the nodes ---------------------------------------------------------------------------
     def nodes(self) -> dict[str, NetNode]:
         """Every node of the project whose container runs (or is paused: its namespace is
-        there), by name: brokers, controllers and ZooKeeper."""
+        there), by name: brokers, controllers and ZooKeeper. One engine call, plus an inspect
+        for a container whose first process is not known yet (or is no longer its own)."""
         out = {}
-        for role, found in (
-            ("controller", self.control._controllers()),
-            ("broker", self.control._brokers()),
-        ):
-            for nid, c in found.items():
-                node = self._net_node(node_name(role, nid), f"{role} {nid}", c)
-                if node is not None:
-                    out[node.name] = node
-        for c in self.control._zookeeper():
-            node = self._net_node(ZOOKEEPER, "ZooKeeper", c)
-            if node is not None:
-                out[ZOOKEEPER] = node
+        for role, nid, entry in self.control.running_entries():
+            cid = str(entry.get("Id") or "")
+            networks = (entry.get("NetworkSettings") or {}).get("Networks") or {}
+            ips = [n.get("IPAddress") for n in networks.values() if n.get("IPAddress")]
+            pid = self._pids.get(cid, 0)
+            if not ips or not cid:
+                continue
+            if not _is_of(pid, cid):
+                pid = self.control.container_pid(cid)
+                self._pids[cid] = pid
+            if pid <= 0:
+                continue
+            name = node_name(role, nid)
+            label = "ZooKeeper" if nid is None else f"{role} {nid}"
+            out[name] = NetNode(name, label, pid, (), str(ips[0]))
+            self._ids[name] = cid
         return out
-
-    @staticmethod
-    def _net_node(name: str, label: str, c: Any) -> NetNode | None:
-        state = c.attrs.get("State") or {}
-        pid = int(state.get("Pid") or 0)
-        if c.status not in ("running", "paused") or pid <= 0:
-            return None
-        networks = (c.attrs.get("NetworkSettings") or {}).get("Networks") or {}
-        ips = [n.get("IPAddress") for n in networks.values() if n.get("IPAddress")]
-        if not ips:
-            return None
-        return NetNode(name, label, pid, (), ips[0])
 
     def _node(self, node_id: int) -> NetNode:
         """The running node `node_id` (a broker's id first, as the other actions take it)."""
@@ -95,29 +95,17 @@ class DockerNetFaults:
     def _check_local(self, node: NetNode) -> None:
         """The container's process is on this machine (the engine is local): its cgroup names
         the container. ClusterError saying what is needed otherwise."""
-        c = self._container(node.name)
-        try:
-            cgroup = Path(f"/proc/{node.pid}/cgroup").read_text()
-        except OSError:
-            cgroup = ""
-        if c is None or c.id not in cgroup:
+        if not _is_of(node.pid, self._ids.get(node.name, "")):
             raise ClusterError(
                 f"cannot reach {node.label}'s network namespace: its container's process "
                 f"{node.pid} is not on this machine (network faults on the docker backend need "
                 "the engine to run here, as root)"
             )
 
-    def _container(self, name: str) -> Any:
-        if name == ZOOKEEPER:
-            found = self.control._zookeeper()
-            return found[0] if found else None
-        role, _, nid = name.partition("-")
-        pool = self.control._brokers() if role == "broker" else self.control._controllers()
-        return pool.get(int(nid))
-
     # -- the faults --------------------------------------------------------------------------
     def isolate(self, node_id: int, guard: int | None) -> str:
         me = self._node(node_id)
+        self._read = None
         n = self.ns.apply(me, "isolate", "", fault_rules(me, isolate=True), guard)
         return f"{me.label} isolated ({self._said(me, n, guard)})"
 
@@ -133,11 +121,13 @@ class DockerNetFaults:
         matches = fault_rules(
             me, peers=cut.peers, nodes=cut.nodes, clients=cut.clients, one_way=cut.one_way
         )
+        self._read = None
         n = self.ns.apply(me, "partition", links.words, matches, guard)
         way = "what it sends only" if links.one_way else "both ways"
         return f"{me.label} partitioned {links.words} ({way}: {self._said(me, n, guard)})"
 
     def _said(self, me: NetNode, rules: int, guard: int | None) -> str:
+        self._read = None
         said = f"{rules} rules in its container's namespace, address {me.host}"
         if guard is not None:
             self.watchdogs[me.name] = watchdog.spawn(
@@ -188,7 +178,9 @@ class DockerNetFaults:
         if me is None:
             return f"{label}: not running (a stopped container's network is gone with it)"
         self._check_local(me)
+        self._read = None
         said = self.ns.heal(me)
+        self._read = None
         pid = self.watchdogs.pop(me.name, None)
         if pid is not None:
             watchdog.stop(pid, MODULE)
@@ -201,12 +193,19 @@ class DockerNetFaults:
         return self.ns.in_force(list(self.nodes().values()))
 
     def by_id(self) -> dict[int, str]:
-        """Node id -> the fault in force on it, in words."""
-        return {
+        """Node id -> the fault in force on it, in words. The console asks every second; the
+        namespaces are read at most every READ_EVERY_S (a fault this process made or healed
+        shows at once: that resets it; one made by another process within READ_EVERY_S)."""
+        now = time.monotonic()
+        if self._read is not None and now - self._read[0] < READ_EVERY_S:
+            return dict(self._read[1])
+        found = {
             int(name.split("-", 1)[1]): f.described()
             for name, f in self.in_force().items()
             if name != ZOOKEEPER
         }
+        self._read = (now, found)
+        return dict(found)
 
     def heal_if_held(self, name: str, guard: int) -> None:
         """The watchdog's heal: node `name`'s fault, if process `guard` still holds it."""
@@ -217,6 +216,17 @@ class DockerNetFaults:
         fault = self.ns.in_force([me]).get(name)
         if fault is not None and fault.guard == guard:
             self.ns.heal(me)
+
+
+def _is_of(pid: int, container_id: str) -> bool:
+    """Whether process `pid` on this machine is in container `container_id` (its cgroup names
+    the container: cgroup v1 /docker/ID, v2 docker-ID.scope)."""
+    if pid <= 0 or not container_id:
+        return False
+    try:
+        return container_id in Path(f"/proc/{pid}/cgroup").read_text()
+    except OSError:
+        return False
 
 
 def main(argv: list[str]) -> int:

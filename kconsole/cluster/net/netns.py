@@ -146,9 +146,9 @@ class NsFaults:
                 for m in matches.get(way, []):
                     host.must(in_ns(node.pid, "-A", name, *_commented(m, mine)))
                 host.must(in_ns(node.pid, "-I", hook, "1", *self._jump(way, note)))
-            listed = sum(len(self._lines(node, way)) for way in ("in", "out"))
+            found, _chains, rules = self._read(node)
+            listed, jumps = len(rules), len(found)
             want = sum(len(v) for v in matches.values())
-            jumps = len(self._jumps(node))
             if listed != want or jumps != len(HOOKS):
                 raise ClusterError(
                     f"{fault} {node.label}: {listed} of {want} rules and {jumps} of "
@@ -167,70 +167,81 @@ class NsFaults:
     def heal(self, node: NetNode) -> str:
         """Remove `node`'s fault (its jumps, then its chains); what was removed, read back
         ('' when there was nothing)."""
-        held = self.in_force([node]).get(node.name)
-        if not self._jumps(node) and not self._chains(node):
+        jumps, chains, _rules = self._read(node)
+        if not jumps and not chains:
             return ""
         host.refuse_if_missing_ns(f"heal {node.label}")
+        held = parse_jump(node.name, _comment(jumps[0]), 0) if jumps else None
         n = self._remove(node)
-        if self._jumps(node) or self._chains(node):
+        jumps, chains, _rules = self._read(node)
+        if jumps or chains:
             raise ClusterError(f"healing {node.label}: rules of ours are still in its namespace")
         for_s = f"; {held.fault} for {time.time() - held.since:.1f} s" if held else ""
         return f"{n} rules and the jumps from INPUT and OUTPUT removed in its namespace{for_s}"
 
     def in_force(self, nodes: Sequence[NetNode]) -> dict[str, NsFault]:
-        """The faults the nodes' namespaces hold, by node name (read from the jump rules)."""
+        """The faults the nodes' namespaces hold, by node name (read from the jump rules; one
+        nsenter per node)."""
         out = {}
         for node in nodes:
-            jumps = self._jumps(node)
-            if not jumps:
-                continue
-            rules = sum(len(self._lines(node, way)) for way in ("in", "out"))
-            out[node.name] = parse_jump(node.name, jumps[0], rules)
+            jumps, _chains, rules = self._read(node)
+            if jumps:
+                out[node.name] = parse_jump(node.name, _comment(jumps[0]), len(rules))
         return out
 
     # -- the namespace ----------------------------------------------------------------------
     def _jump(self, way: str, note: str) -> list[str]:
         return ["-m", "comment", "--comment", note, "-j", chain(self.tag, way)]
 
-    def _jumps(self, node: NetNode) -> list[str]:
-        """The comments of our jump rules in the node's namespace."""
-        out = []
-        for hook, way, _a, _d in HOOKS:
-            done = host.run(in_ns(node.pid, "-S", hook))
-            for line in done.stdout.splitlines() if done.returncode == 0 else []:
-                words = shlex.split(line)
-                if words[-2:] == ["-j", chain(self.tag, way)] and "--comment" in words:
-                    out.append(words[words.index("--comment") + 1])
-        return out
-
-    def _chains(self, node: NetNode) -> list[str]:
-        return [
-            chain(self.tag, way)
-            for _h, way, _a, _d in HOOKS
-            if host.holds(in_ns(node.pid, "-S", chain(self.tag, way)))
-        ]
-
-    def _lines(self, node: NetNode, way: str) -> list[str]:
-        name = chain(self.tag, way)
-        done = host.run(in_ns(node.pid, "-S", name))
+    @staticmethod
+    def _listing(node: NetNode) -> list[list[str]]:
+        """Every rule and chain of the node's namespace's filter table, as `iptables -S` lists
+        them, split into words (one nsenter)."""
+        done = host.run(in_ns(node.pid, "-S"))
         if done.returncode != 0:
-            return []
-        return [ln for ln in done.stdout.splitlines() if ln.startswith(f"-A {name} ")]
+            raise ClusterError(
+                f"cannot list {node.label}'s rules in its namespace: "
+                + (done.stderr or done.stdout).strip()
+            )
+        return [shlex.split(line) for line in done.stdout.splitlines() if line.strip()]
+
+    def _jumps(self, node: NetNode, listing: list[list[str]] | None = None) -> list[list[str]]:
+        """Our jump rules in the node's namespace (hook first: INPUT ..., OUTPUT ...)."""
+        ours = {chain(self.tag, way) for _h, way, _a, _d in HOOKS}
+        return [
+            w[1:]
+            for w in (self._listing(node) if listing is None else listing)
+            if len(w) > 3 and w[0] == "-A" and w[1] in ("INPUT", "OUTPUT") and w[-1] in ours
+            and w[-2] == "-j"
+        ]  # fmt: skip
+
+    def _chains(self, listing: list[list[str]]) -> list[str]:
+        ours = {chain(self.tag, way) for _h, way, _a, _d in HOOKS}
+        return [w[1] for w in listing if len(w) == 2 and w[0] == "-N" and w[1] in ours]
+
+    def _rules(self, listing: list[list[str]]) -> list[list[str]]:
+        ours = {chain(self.tag, way) for _h, way, _a, _d in HOOKS}
+        return [w for w in listing if len(w) > 2 and w[0] == "-A" and w[1] in ours]
+
+    def _read(self, node: NetNode) -> tuple[list[list[str]], list[str], list[list[str]]]:
+        """(jumps, chains, rules) of ours in the node's namespace, from one listing."""
+        listing = self._listing(node)
+        return self._jumps(node, listing), self._chains(listing), self._rules(listing)
 
     def _remove(self, node: NetNode) -> int:
         """Our jumps (each by its exact spec as listed), then our chains; the rules removed."""
-        for hook, way, _a, _d in HOOKS:
-            done = host.run(in_ns(node.pid, "-S", hook))
-            for line in done.stdout.splitlines() if done.returncode == 0 else []:
-                words = shlex.split(line)
-                if words[-2:] == ["-j", chain(self.tag, way)]:
-                    host.must(in_ns(node.pid, "-D", hook, *words[2:]))
-        n = 0
-        for name in self._chains(node):
-            n += len(self._lines(node, name.rsplit("-", 1)[1]))
+        jumps, chains, rules = self._read(node)
+        for hook, *spec in jumps:
+            host.must(in_ns(node.pid, "-D", hook, *spec))
+        for name in chains:
             host.must(in_ns(node.pid, "-F", name))
             host.must(in_ns(node.pid, "-X", name))
-        return n
+        return len(rules)
+
+
+def _comment(words: list[str]) -> str:
+    """The comment of a rule split into words ('' when it has none)."""
+    return words[words.index("--comment") + 1] if "--comment" in words[:-1] else ""
 
 
 def _commented(match: list[str], note: str) -> list[str]:
