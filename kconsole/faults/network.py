@@ -2,8 +2,8 @@
 quorum, brokers, clients or named nodes), both healed by heal. The process keeps running; the
 local cluster's backends drop its packets with iptables rules in the cluster's own chain,
 matching the node's cgroup and ports (kconsole.cluster.net, docs/network-faults.md). The docker
-backend makes isolate and partition with iptables rules in the node's own container's network
-namespace (kconsole.cluster.docker.netfaults); it refuses slow (not yet)."""
+backend makes all three with iptables rules in the node's own container's network namespace
+(kconsole.cluster.docker.netfaults)."""
 
 from __future__ import annotations
 
@@ -122,7 +122,9 @@ SLOW = Primitive(
     "(--from, default: the other brokers; iptables hashlimit drops what exceeds it, no latency "
     "is added). A follower that cannot keep up drops out of the ISR after "
     "replica.lag.time.max.ms. Needs root, iptables and a cgroup v2 hierarchy.",
-    docker="",  # not yet: the docker backend refuses it
+    docker="",  # no docker verb: see docker_net
+    docker_net="iptables hashlimit rules in the node's container's own network namespace, "
+    "made with nsenter (needs the engine on this machine, and root)",
     controller_what="cap its links named at a rate",
 )
 

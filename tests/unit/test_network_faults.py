@@ -316,7 +316,7 @@ def test_an_isolate_drill_predicts_like_a_silent_fault_and_a_heal_starts_nothing
     assert early.note == "it never left ZooKeeper (healed before its session expired)"
 
 
-def test_the_docker_backend_refuses_slow_before_asking_the_engine() -> None:
+def test_the_docker_backend_says_a_slow_fault_needs_a_rate_before_asking_the_engine() -> None:
     from kconsole.cluster.docker.control import DockerBrokerControl
     from kconsole.cluster.values import BrokerAction, NetLinks
 
@@ -325,8 +325,10 @@ def test_the_docker_backend_refuses_slow_before_asking_the_engine() -> None:
             raise AssertionError(f"the engine was asked ({name})")
 
     control = DockerBrokerControl(NoEngine(), project="kconsole")
-    with pytest.raises(ClusterError, match="slow fault is not available on the docker backend"):
-        control.act(BrokerAction.SLOW, 2, links=NetLinks.parse("brokers", rate=100_000))
+    with pytest.raises(ClusterError, match="a slow fault its rate too"):
+        control.act(BrokerAction.SLOW, 2, links=NetLinks.parse("brokers"))
+    with pytest.raises(ClusterError, match="names what it cuts the node from"):
+        control.act(BrokerAction.PARTITION, 2)
 
 
 def _ns_node(name: str, ip: str) -> object:
@@ -363,6 +365,12 @@ def test_a_container_fault_matches_addresses_in_its_own_namespace() -> None:
         ["!", "-i", "lo", "-j", "DROP"],  # the rest: the gateway the host's clients come from
     ]
     assert clients["out"][-1] == ["!", "-o", "lo", "-j", "DROP"]
+    slow = fault_rules(me, peers=[b1], rate=2000, tag="abcd1234")  # type: ignore[arg-type]
+    assert slow["out"] == [
+        ["-d", "10.0.0.5", "-m", "hashlimit", "--hashlimit-above", "2000b/s",
+         "--hashlimit-burst", "3000b", "--hashlimit-name", "kcabcd12b2o", "-j", "DROP"],
+    ]  # fmt: skip
+    assert slow["in"][0][:2] == ["-s", "10.0.0.5"] and "kcabcd12b2i" in slow["in"][0]
     assert fault_rules(me, isolate=True) == {  # type: ignore[arg-type]
         "in": [["!", "-i", "lo", "-j", "DROP"]],
         "out": [["!", "-o", "lo", "-j", "DROP"]],

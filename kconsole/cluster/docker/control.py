@@ -81,10 +81,10 @@ _ENGINE_ERRORS: tuple[type[Exception], ...] = (
 )
 ENGINE_ERRORS = _ENGINE_ERRORS  # for the other modules that talk to the engine (images)
 
-# Network faults: in each container's own namespace (kconsole.cluster.docker.netfaults); a
-# slow one not yet, refused before anything is asked.
-NOT_YET = frozenset({BrokerAction.SLOW})
-NETWORK = frozenset({BrokerAction.ISOLATE, BrokerAction.PARTITION, BrokerAction.HEAL})
+# Network faults: in each container's own namespace (kconsole.cluster.docker.netfaults).
+NETWORK = frozenset(
+    {BrokerAction.ISOLATE, BrokerAction.PARTITION, BrokerAction.SLOW, BrokerAction.HEAL}
+)
 # Which actions fit which container status (the engine's State.Status).
 _FITS: dict[str, frozenset[BrokerAction]] = {
     "running": frozenset({BrokerAction.STOP, BrokerAction.KILL, BrokerAction.PAUSE}),
@@ -481,12 +481,6 @@ class DockerBrokerControl:
         progress: Progress | None = None,
         links: NetLinks | None = None,
     ) -> str:
-        if action in NOT_YET:
-            raise ClusterError(
-                f"cannot {action.value} node {broker_id}: a slow fault is not available on "
-                "the docker backend yet (isolate and partition are; the local cluster has slow: "
-                "--backend local)"
-            )
         if action in NETWORK:
             return self._network(action, broker_id, links)
         brokers = self._brokers()
@@ -540,8 +534,11 @@ class DockerBrokerControl:
                 return net.heal(node_id)
             if action is BrokerAction.ISOLATE:
                 return net.isolate(node_id, self.guard)
-            if links is None:
-                raise ClusterError("a partition names what it cuts the node from (--from)")
+            if links is None or (links.rate is not None) is not (action is BrokerAction.SLOW):
+                raise ClusterError(
+                    "a partition names what it cuts the node from (--from), a slow fault its "
+                    "rate too (--rate)"
+                )
             return net.partition(node_id, links, self.guard)
         except _ENGINE_ERRORS as exc:
             raise ClusterError(

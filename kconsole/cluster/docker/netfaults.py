@@ -110,19 +110,19 @@ class DockerNetFaults:
         return f"{me.label} isolated ({self._said(me, n, guard)})"
 
     def partition(self, node_id: int, links: NetLinks, guard: int | None) -> str:
-        if links.rate is not None:
-            raise ClusterError(
-                "slow is not available on the docker backend yet (the local cluster has it: "
-                "--backend local)"
-            )
+        """Cut (or with a rate, slow) the node's links named; what was done, read back."""
         me = self._node(node_id)
         nodes = self.nodes()
         cut = links_for(me, links, list(nodes.values()), self._groups(me, nodes), self._resolve)
         matches = fault_rules(
-            me, peers=cut.peers, nodes=cut.nodes, clients=cut.clients, one_way=cut.one_way
-        )
+            me, peers=cut.peers, nodes=cut.nodes, clients=cut.clients, one_way=cut.one_way,
+            rate=links.rate, tag=self.ns.tag,
+        )  # fmt: skip
         self._read = None
-        n = self.ns.apply(me, "partition", links.words, matches, guard)
+        n = self.ns.apply(me, cut.fault, links.words, matches, guard)
+        if links.rate is not None:
+            way = f"what exceeds {links.rate:,} B/s each way is dropped"
+            return f"{me.label} slowed {links.words} ({way}: {self._said(me, n, guard)})"
         way = "what it sends only" if links.one_way else "both ways"
         return f"{me.label} partitioned {links.words} ({way}: {self._said(me, n, guard)})"
 

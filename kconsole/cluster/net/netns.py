@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from kconsole.cluster.errors import ClusterError
 from kconsole.cluster.net import host
 from kconsole.cluster.net.faults import NetNode
-from kconsole.cluster.net.rules import DROP, LOCK_WAIT_S, TABLE, comment
+from kconsole.cluster.net.rules import DROP, LOCK_WAIT_S, TABLE, comment, limit
 
 RETURN = "RETURN"
 HOOKS = (("INPUT", "in", "-s", "-i"), ("OUTPUT", "out", "-d", "-o"))
@@ -65,11 +65,15 @@ def fault_rules(
     nodes: Sequence[NetNode] = (),
     clients: bool = False,
     one_way: bool = False,
+    rate: int | None = None,
+    tag: str = "",
 ) -> dict[str, list[list[str]]]:
     """The matches (and targets) of a fault's rules, by way (in, out), without comments:
     isolate drops everything but loopback; a partition drops what comes from (in) and goes to
     (out) each peer's address; with `clients`, also everything that is not a node of `nodes`
-    (the cluster's nodes) nor loopback. `one_way`: only what the node sends."""
+    (the cluster's nodes) nor loopback. `one_way`: only what the node sends. `rate` (slow):
+    the same matches drop only what exceeds that many bytes/s, a hashlimit bucket per way
+    (named from `tag`; hashlimit's buckets are the namespace's own)."""
     out: dict[str, list[list[str]]] = {"in": [], "out": []}
     for _hook, way, addr, dev in HOOKS:
         if one_way and way == "in":
@@ -77,11 +81,12 @@ def fault_rules(
         if isolate:
             out[way].append(["!", dev, "lo", "-j", DROP])
             continue
-        out[way] += [[addr, p.host, "-j", DROP] for p in peers]
+        over = list(limit(tag, me.name, way[0], rate)) if rate else []
+        out[way] += [[addr, p.host, *over, "-j", DROP] for p in peers]
         if clients:
             cut = {p.name for p in peers} | {me.name}
             out[way] += [[addr, n.host, "-j", RETURN] for n in nodes if n.name not in cut]
-            out[way].append(["!", dev, "lo", "-j", DROP])
+            out[way].append(["!", dev, "lo", *over, "-j", DROP])
     return out
 
 
