@@ -351,6 +351,29 @@ class TestNetworkFaultKey:
             assert control.links == [NetLinks(("brokers",), one_way=True)]
             assert action_events(app) == ["partition broker 3 from brokers, one way"]
 
+    async def test_s_slows_its_links_to_the_brokers_at_the_rate_r_chose(self) -> None:
+        app, control = controlled_app()
+        async with driving(app, B.healthy(), size=SIZE) as pilot:
+            await select_broker(pilot, 3)
+            await pilot.press("n")
+            await wait_for_screen(pilot, NetworkChooser)
+            chooser = app.screen
+            assert isinstance(chooser, NetworkChooser)
+            choices = rendered(chooser.query_one("#chooser-choices"))
+            assert "2,000 B/s (r: 20,000)" in choices
+            await pilot.press("r", "s")  # 20,000 B/s
+            await wait_for_screen(pilot, ConfirmBrokerAction)
+            dialog = app.screen
+            assert isinstance(dialog, ConfirmBrokerAction)
+            title = str(dialog.query_one("#confirm-dialog").border_title)
+            assert title == "slow broker 3 from brokers at 20,000 B/s?", title
+            assert "replica.lag.time.max.ms" in impact(dialog)
+            await pilot.press("3", "enter")
+            await wait_for_actions(pilot)
+            assert control.calls == [(BrokerAction.SLOW, 3)]
+            assert control.links == [NetLinks(("brokers",), one_way=False, rate=20_000)]
+            assert action_events(app) == ["slow broker 3 from brokers at 20,000 B/s"]
+
     async def test_a_node_with_a_fault_in_force_offers_only_its_heal(self) -> None:
         cut = dataclasses.replace(
             B.healthy(), net_faults=((2, "isolate since 10:47:03 (4 rules)"),)

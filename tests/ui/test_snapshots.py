@@ -214,6 +214,12 @@ class TestDrills:
         run = keys_then([load("healthy")], "C")
         assert snap_compare(drill_app(), terminal_size=SMALL, run_before=run)
 
+    def test_network_chooser_80x24(self, snap_compare: SnapCompare) -> None:
+        """n on the brokers pane: the network faults of the broker under the cursor, the
+        slow fault's rate moved on once with r."""
+        run = keys_then([load("healthy")], "1", "n", "r")
+        assert snap_compare(drill_app(), terminal_size=SMALL, run_before=run)
+
     def test_timeline_80x24(self, snap_compare: SnapCompare) -> None:
         """The timeline after stopping and starting the controller, on an 80x24 terminal."""
         assert snap_compare(drill_app(), terminal_size=SMALL, run_before=open_timeline)

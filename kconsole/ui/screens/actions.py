@@ -96,10 +96,16 @@ class BrokerChooser(ModalScreen[BrokerAction | None]):
 NetChoice = tuple[BrokerAction, NetLinks | None]
 
 
+# The rates `r` cycles through for a slow fault (bytes per second each way): a follower far
+# behind at a drill's rates, one that keeps up only when little is written, one barely slowed.
+SLOW_RATES = (2_000, 20_000, 200_000)
+
+
 class NetworkChooser(ModalScreen[NetChoice | None]):
-    """Which network fault to put on one node: isolate it, or partition it from ZooKeeper (the
-    quorum on KRaft), the other brokers or its clients (o: one way); h heals the one in force.
-    A fault is confirmed next, with its blast radius."""
+    """Which network fault to put on one node: isolate it, partition it from ZooKeeper (the
+    quorum on KRaft), the other brokers or its clients (o: one way), or slow its links to the
+    other brokers (r: the rate); h heals the one in force. A fault is confirmed next, with its
+    blast radius."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("i", "choose('isolate')", "Isolate", id="net-isolate"),
@@ -108,6 +114,8 @@ class NetworkChooser(ModalScreen[NetChoice | None]):
         Binding("b", "choose('brokers')", "From brokers", id="net-brokers"),
         Binding("c", "choose('clients')", "From clients", id="net-clients"),
         Binding("o", "one_way", "One way", id="net-one-way"),
+        Binding("s", "choose('slow')", "Slow", id="net-slow"),
+        Binding("r", "rate", "Rate", id="net-rate"),
         Binding("h", "choose('heal')", "Heal", id="net-heal"),
         Binding("escape", "cancel", "Cancel", id="net-cancel"),
     ]
@@ -119,12 +127,13 @@ class NetworkChooser(ModalScreen[NetChoice | None]):
         self.kraft = kraft
         self.in_force = in_force  # the fault in force on it, in words (None: none)
         self.one_way = False
+        self.rate = SLOW_RATES[0]  # a slow fault's, bytes per second each way
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         side = str(parameters[0]) if parameters else ""
         if action == "choose" and side == "heal":
             return self.in_force is not None
-        if action in ("choose", "one_way") and self.in_force is not None:
+        if action in ("choose", "one_way", "rate") and self.in_force is not None:
             return False  # one fault per node: heal it first
         if action == "choose" and side in ("zookeeper", "quorum"):
             return side == ("quorum" if self.kraft else "zookeeper")
@@ -156,7 +165,15 @@ class NetworkChooser(ModalScreen[NetChoice | None]):
         table.add_row("c", "from clients", "producers and consumers lose it, the cluster does not")
         way = "on: only what it sends is dropped" if self.one_way else "off: both directions"
         table.add_row("o", "one way", way)
+        table.add_row("s", "slow", f"links to the brokers at {self.rate:,} B/s: it falls behind")
+        later = SLOW_RATES[(SLOW_RATES.index(self.rate) + 1) % len(SLOW_RATES)]
+        table.add_row("r", "rate", f"{self.rate:,} B/s (r: {later:,})")
         return Group(table)
+
+    def action_rate(self) -> None:
+        """The next rate a slow fault caps the links at."""
+        self.rate = SLOW_RATES[(SLOW_RATES.index(self.rate) + 1) % len(SLOW_RATES)]
+        self.query_one("#chooser-choices", Static).update(self._choices())
 
     def action_one_way(self) -> None:
         """Cut only what the node sends (a partition), or both directions."""
@@ -169,6 +186,8 @@ class NetworkChooser(ModalScreen[NetChoice | None]):
             self.dismiss((BrokerAction.ISOLATE, None))
         elif what == "heal":
             self.dismiss((BrokerAction.HEAL, None))
+        elif what == "slow":
+            self.dismiss((BrokerAction.SLOW, NetLinks(("brokers",), False, self.rate)))
         else:
             self.dismiss((BrokerAction.PARTITION, NetLinks((what,), self.one_way)))
 
