@@ -537,6 +537,10 @@ class ClusterSnapshot:
     # The local cluster's network faults in force (kconsole.cluster.net), by node id: what is
     # cut and since when, in words ("partition from zookeeper since 13:34:06 (4 rules)").
     net_faults: tuple[tuple[int, str], ...] = ()
+    # ZooKeeper mode, while a network fault is in force and a minute after its heal: (when,
+    # broker id) of each controller resignation the brokers' logs show, such as a zombie
+    # controller's once it reaches ZooKeeper again and learns of its successor.
+    resignations: tuple[tuple[float, int], ...] = ()
 
     def net_fault(self, node_id: int) -> str | None:
         """The network fault in force on `node_id`, in words (None: none)."""

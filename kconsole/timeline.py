@@ -175,6 +175,7 @@ def diff(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[Event]:
         events.extend(_controller_events(ts, old, new, "controller", "broker", "active controller"))
 
     events.extend(_net_fault_events(ts, old, new))
+    events.extend(_resigned_events(old, new))
 
     # Topics that came or went; only partitions of a topic that is there, whole, before and
     # after (the same incarnation) have partition events.
@@ -277,6 +278,17 @@ def _net_fault_events(ts: float, old: ClusterSnapshot, new: ClusterSnapshot) -> 
             text = f"network fault on node {nid} healed (was: {was[nid]})"
             out.append(Event(ts, EventKind.NET_HEALED, text, nid, old=was[nid]))
     return out
+
+
+def _resigned_events(old: ClusterSnapshot, new: ClusterSnapshot) -> list[Event]:
+    """A controller resignation a broker's log shows (newly read), at the time its log says:
+    in ZooKeeper mode the zombie controller's, once it reaches ZooKeeper again."""
+    seen = set(old.resignations)
+    return [
+        Event(ts, EventKind.CONTROLLER_RESIGNED, f"controller {n} resigned (its log)", broker=n)
+        for ts, n in new.resignations
+        if (ts, n) not in seen
+    ]
 
 
 def _controller_events(

@@ -210,6 +210,7 @@ def _run_console(ctx: click.Context, settings: Settings) -> None:
         controller_states=door.controller_states(),
         start_hint=door.start_hint,
         net_faults=door.network_faults(),
+        resignations=door.controller_resignations(),
     )
     from kconsole.ui.app import make_app
 

@@ -50,6 +50,10 @@ LocalFactory = Callable[["LocalClusterSpec | KRaftSpec | None"], "LocalCluster |
 
 JOIN_TIMEOUT_S = 30.0  # a group tail's join: the group's rebalance must finish within this
 
+# The lines of each broker's log the console reads for a resignation while a network fault is
+# in force (a drill's report reads more, once, at its end).
+LIVE_LOG_LINES = 3000
+
 
 @dataclass
 class Commands(ReassignCommands):
@@ -177,6 +181,15 @@ class Commands(ReassignCommands):
         control = self._control()
         read = getattr(control, "network_faults", None) if control is not None else None
         return read if callable(read) else None
+
+    def controller_resignations(self) -> Callable[[float], list[tuple[float, int]]] | None:
+        """How to read the controller resignations the brokers' logs show since a time, the
+        last LIVE_LOG_LINES of each (None: a control that cannot read the brokers' logs)."""
+        control = self._control()
+        read = getattr(control, "controller_resignations", None) if control is not None else None
+        if not callable(read):
+            return None
+        return lambda since: read(since, lines=LIVE_LOG_LINES)
 
     def resolve_node(self, text: str) -> int | None:
         """The node id `text` names as the broker control knows its nodes (the docker backend

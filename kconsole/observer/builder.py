@@ -80,6 +80,7 @@ class SnapshotBuilder:
         self.reachable: dict[int, bool] = {}
         self.start_hint = ""  # how to start the local cluster while it cannot be reached
         self.net_faults: tuple[tuple[int, str], ...] = ()  # the backend's, as last read
+        self.resignations: tuple[tuple[float, int], ...] = ()  # the brokers' logs', as read
         # When a registration was first seen (this builder's clock): brokers that joined while
         # it watched, not those already there at its first build.
         self._joined_at: dict[int, float] = {}
@@ -266,6 +267,7 @@ class SnapshotBuilder:
             partition_changes=self._changes,
             start_hint=self.start_hint,
             net_faults=self.net_faults,
+            resignations=self.resignations,
         )
 
     def controllers(self, now: float) -> tuple[ControllerStatus, ...]:

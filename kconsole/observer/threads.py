@@ -64,6 +64,13 @@ OnUpdate = Callable[[ClusterSnapshot, tuple[Event, ...]], None]
 StatesFn = Callable[[], dict[int, ProcState]]
 HintFn = Callable[[], str]
 NetFaultsFn = Callable[[], dict[int, str]]
+# (when, broker id) of each controller resignation the brokers' logs show since a time.
+ResignationsFn = Callable[[float], list[tuple[float, int]]]
+# How often the logs are read for resignations while a network fault is in force, and how long
+# after the last heal: a zombie controller resigns once it reaches ZooKeeper again (a second or
+# so after the heal; its session may take longer to be found expired).
+RESIGN_READ_EVERY_S = 2.0
+RESIGN_WATCH_AFTER_S = 60.0
 # The longest a consumer-group poll waits for a burst of ZooKeeper changes to be read.
 GROUPS_HOLD_S = 2.0
 # KRaft: DescribeQuorum (and DescribeCluster) this often; small answers whatever the partitions.
@@ -98,6 +105,7 @@ class ClusterObserver:
         history: int = 2000,
         start_hint: HintFn | None = None,
         net_faults: NetFaultsFn | None = None,
+        resignations: ResignationsFn | None = None,
     ):
         self.settings = settings
         self.clock = clock
@@ -109,6 +117,11 @@ class ClusterObserver:
         self.start_hint_fn = start_hint
         # The local cluster's network faults in force (read with the process states).
         self.net_faults_fn = net_faults
+        # ZooKeeper mode: the controller resignations the brokers' logs show (a zombie's),
+        # read while a network fault is in force and for a minute after the last heal.
+        self.resignations_fn = resignations
+        self._watch: tuple[float, float | None] | None = None  # (from, until) in wall time
+        self._resign_read_at = 0.0
         self._probed_at = -REFUSAL_PROBE_EVERY_S  # when the login was last probed (monotonic)
         self.builder = SnapshotBuilder(use_zookeeper=bool(settings.zookeeper))
         self.events: deque[Event] = deque(maxlen=history)
@@ -643,7 +656,40 @@ class ClusterObserver:
                     if faults != self.builder.net_faults:
                         changed = True
                         self.builder.net_faults = faults
+                changed = self._read_resignations(bool(faults)) or changed
         return changed
+
+    def _read_resignations(self, in_force: bool) -> bool:
+        """While a network fault is in force and RESIGN_WATCH_AFTER_S after the last heal,
+        read the brokers' logs for controller resignations (every RESIGN_READ_EVERY_S); True
+        when a new one was found."""
+        if self.resignations_fn is None:
+            return False
+        now = self.clock()
+        if in_force:
+            self._watch = (self._watch[0] if self._watch else now - 1.0, None)
+        elif self._watch is not None and self._watch[1] is None:
+            self._watch = (self._watch[0], now + RESIGN_WATCH_AFTER_S)
+        if self._watch is None:
+            return False
+        since, until = self._watch
+        if until is not None and now > until:
+            self._watch = None
+            return False
+        if now - self._resign_read_at < RESIGN_READ_EVERY_S:
+            return False
+        self._resign_read_at = now
+        try:
+            found = set(self.resignations_fn(since))
+        except Exception:  # a hint only: the drill's report reads them again
+            log.debug("controller resignations", exc_info=True)
+            return False
+        with self._lock:
+            known = set(self.builder.resignations)
+            if found <= known:
+                return False
+            self.builder.resignations = tuple(sorted(known | found))[-20:]
+        return True
 
     def _backend_loop(self) -> None:
         # Its own loop: an Admin poll can block for its whole timeout on a frozen broker, and

@@ -461,3 +461,47 @@ def test_a_guarded_fault_gets_a_watchdog_that_its_heal_stops(
     assert (fault.guard, fault.watchdog) == (555, 777)
     NetFaults(state).heal("broker-2", "broker 2")
     assert stopped == [777]
+
+
+def test_the_console_reads_resignations_only_while_a_fault_is_in_force_and_a_minute_after() -> None:
+    """ZooKeeper mode, live: the brokers' logs are read for controller resignations while a
+    network fault is in force and for a minute after the last heal (every 2 s, not at each
+    0.25 s backend poll); a resignation found becomes a CONTROLLER_RESIGNED event at the time its
+    log says, once."""
+    from kconsole.config import Settings
+    from kconsole.observer import ClusterObserver
+    from kconsole.timeline import EventKind, diff
+
+    now = [1000.0]
+    faults: dict[int, str] = {}
+    asked: list[float] = []
+    logged: list[tuple[float, int]] = []
+
+    def read(since: float) -> list[tuple[float, int]]:
+        asked.append(since)
+        return [r for r in logged if r[0] >= since]
+
+    obs = ClusterObserver(
+        Settings(bootstrap="127.0.0.1:1", zookeeper=""),
+        clock=lambda: now[0],
+        net_faults=lambda: dict(faults),
+        resignations=read,
+    )
+    assert obs._read_proc_states() is False and asked == []  # no fault: no log is read
+    faults[1] = "partition from zookeeper since 10:00:00 (2 rules)"
+    before = obs.builder.build(now[0])
+    assert obs._read_proc_states() is True and asked == [999.0]
+    now[0] += 1.0
+    obs._read_proc_states()
+    assert asked == [999.0]  # read again only 2 s after
+    del faults[1]  # healed; the zombie resigns a second later
+    now[0] += 1.5
+    logged.append((1002.8, 1))
+    assert obs._read_proc_states() is True and asked == [999.0, 999.0]
+    after = obs.builder.build(now[0])
+    resigned = [e for e in diff(before, after) if e.kind is EventKind.CONTROLLER_RESIGNED]
+    assert [(e.ts, e.broker) for e in resigned] == [(1002.8, 1)]
+    assert [e.kind for e in diff(after, obs.builder.build(now[0] + 1))] == []  # once
+    now[0] += 61.0  # a minute after the heal: the watch ends
+    n = len(asked)
+    assert obs._read_proc_states() is False and len(asked) == n

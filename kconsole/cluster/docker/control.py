@@ -545,13 +545,15 @@ class DockerBrokerControl:
                 f"docker could not {action.value} node {node_id}: {engine_message(exc)}"
             ) from exc
 
-    def controller_resignations(self, since: float) -> list[tuple[float, int]]:
-        """(when, broker id) of each controller resignation the brokers' container logs show
-        at or after `since` (epoch seconds), oldest first."""
+    def controller_resignations(
+        self, since: float, lines: int = LOG_LINES
+    ) -> list[tuple[float, int]]:
+        """(when, broker id) of each controller resignation the last `lines` of the brokers'
+        container logs show at or after `since` (epoch seconds), oldest first."""
         out = []
         for bid, c in self._brokers().items():
-            lines, shift = self._log_lines(c)
-            out += [(ts + shift, n) for ts, n in resignations(lines, since - shift) if n == bid]
+            read, shift = self._log_lines(c, lines)
+            out += [(ts + shift, n) for ts, n in resignations(read, since - shift) if n == bid]
         return sorted(out)
 
     def truncations(self, since: float) -> list[Truncation]:
@@ -564,11 +566,11 @@ class DockerBrokerControl:
         return sorted(out, key=lambda t: t.ts)
 
     @staticmethod
-    def _log_lines(c: _Container) -> tuple[list[str], float]:
+    def _log_lines(c: _Container, tail: int = LOG_LINES) -> tuple[list[str], float]:
         """The container's last log lines (log4j's own stamps, in the container's time zone),
         and the seconds to add to a time read from them to get epoch seconds: the engine's
         own UTC stamp of a line against log4j's, to the quarter hour (time zones)."""
-        raw = c.logs(tail=LOG_LINES, timestamps=True).decode("utf-8", "replace").splitlines()
+        raw = c.logs(tail=tail, timestamps=True).decode("utf-8", "replace").splitlines()
         lines, shift = [], None
         for entry in raw:
             stamp, _, line = entry.partition(" ")

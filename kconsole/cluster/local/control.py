@@ -31,13 +31,15 @@ class LocalBrokerControl:
         (a drill's) ends before it heals them."""
         self.guard = pid
 
-    def controller_resignations(self, since: float) -> list[tuple[float, int]]:
-        """(when, broker id) of each controller resignation the brokers' logs show at or after
-        `since` (epoch seconds), oldest first."""
+    def controller_resignations(
+        self, since: float, lines: int = RESIGN_LINES
+    ) -> list[tuple[float, int]]:
+        """(when, broker id) of each controller resignation the last `lines` of the brokers'
+        logs show at or after `since` (epoch seconds), oldest first."""
         out = []
         for bid in self.cluster.known_broker_ids():
-            lines = tail_lines(self.cluster.log_path(f"broker-{bid}"), RESIGN_LINES)
-            out += [(ts, n) for ts, n in resignations(lines, since) if n == bid]
+            read = tail_lines(self.cluster.log_path(f"broker-{bid}"), lines)
+            out += [(ts, n) for ts, n in resignations(read, since) if n == bid]
         return sorted(out)
 
     def truncations(self, since: float) -> list[Truncation]:
