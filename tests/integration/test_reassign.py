@@ -155,7 +155,7 @@ def test_generate_execute_verify_under_load(four: LocalCluster, tmp_path: Path) 
                      "--reassignment-json-file", str(plan_file), "--verify")  # fmt: skip
     assert kafka.count("is completed") == len(plan.moves), kafka
     back = read_back(settings, topic, result.run_id, start_offsets=starts, timeout_s=60,
-                     until={(a.key, a.seq) for a in result.acked})  # fmt: skip
+                     until=result.acked)  # fmt: skip
     audit = check(result.acked, result.failed, back.records, send_times=result.send_times,
                   unknown=result.unknown, acks="all")  # fmt: skip
     assert len(result.acked) >= 400
