@@ -110,6 +110,14 @@ def compose(docker_engine: Engine, docker_images: dict[str, str]) -> Iterator[Co
         yield Compose(project, zk_port, ports)
 
 
+@pytest.fixture(autouse=True)
+def no_rule_left(compose: Compose) -> Iterator[None]:
+    """After every test of the module, pass or fail: no rule or chain of kconsole's in any of
+    the project's containers' network namespaces (the docker backend's network faults)."""
+    yield
+    assert kconsole_chains(compose) == {}
+
+
 @pytest.fixture(scope="module")
 def zk(compose: Compose) -> Iterator[KazooClient]:
     client = KazooClient(hosts=compose.zk_connect, timeout=10)
