@@ -337,7 +337,7 @@ class DrillRunner:
             self._run_out(t_work)
             result = workload.stop()
             workload = None
-            back, audit = self._audit(result, starts, fault.clock)
+            back, audit = self._audit(result, starts, fault.clock, settled)
             return self._report(
                 plan, started, before, impact_lines, fault, settled, result, back, audit
             )
@@ -527,10 +527,15 @@ class DrillRunner:
             time.sleep(left)  # the drill's length, by design
 
     def _audit(
-        self, result: WorkloadResult, starts: dict[int, int], origin: float
+        self, result: WorkloadResult, starts: dict[int, int], origin: float, settled: bool
     ) -> tuple[ReadBack, AuditResult]:
         """Read the run's records back from where the topic ended before the workload, and
-        check every acknowledged message against them (times counted from the fault)."""
+        check every acknowledged message against them (times counted from the fault).
+
+        Settled (every ISR full), a high watermark that stands still for 5 s has caught up
+        with its leader's log, so what lies beyond it was truncated. Not settled, an ISR may
+        still hold a replica that is gone, and the watermark waits for its removal
+        (replica.lag.time.max.ms): then only the deadline ends the wait."""
         spec = self.spec
         self.say(
             f"workload stopped: {len(result.acked)} acked, "
@@ -543,6 +548,7 @@ class DrillRunner:
             start_offsets=starts,
             timeout_s=60,
             until=result.acked,
+            still_s=5.0 if settled else 60.0,
         )
         audit = check(
             result.acked,
