@@ -28,7 +28,7 @@ test: setup
 	@.venv/bin/lint-imports --no-cache >/dev/null
 	@.venv/bin/mypy
 	@NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet
-	@.venv/bin/python -m pytest
+	@.venv/bin/python scripts/test.py
 
 lint: setup
 	@.venv/bin/ruff check kconsole tests jobs bench compose

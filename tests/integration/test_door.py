@@ -148,7 +148,7 @@ def observe(w: World) -> dict[str, Any]:
         "files": files,
         "dirs": sorted(p.name for p in sd.iterdir()),
         "runs": [(r.run_id, r.state, r.pid) for r in w.jobs.runs()],
-        "network rules": kconsole_rules(),  # an isolate refused adds none
+        "network rules": kconsole_rules(w.cluster.state_dir),  # an isolate refused adds none
     }
 
 

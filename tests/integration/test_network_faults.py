@@ -133,7 +133,7 @@ def test_isolate_a_zookeeper_mode_leader_then_heal(zk_net: LocalCluster, zk: Kaz
         rf"(\d+) rules in {chain}\)",
         said,
     ), said
-    rules = kconsole_rules()
+    rules = kconsole_rules(cluster.state_dir)
     # One jump from OUTPUT, our chain, and every other kconsole rule in our chain, each
     # carrying the node's tag: nothing of ours anywhere else.
     jumps = [ln for ln in rules if ln.startswith("-A OUTPUT ")]
@@ -167,7 +167,7 @@ def test_isolate_a_zookeeper_mode_leader_then_heal(zk_net: LocalCluster, zk: Kaz
     t1 = time.monotonic()
     healed = control.act(BrokerAction.HEAL, b)
     assert healed.startswith(f"broker {b} healed ({len(ours)} rules removed from {chain}"), healed
-    assert kconsole_rules() == [] and left_behind(cluster.state_dir) == []
+    assert kconsole_rules(cluster.state_dir) == [] and left_behind(cluster.state_dir) == []
     wait_until(lambda: b in registered(zk), 60, f"broker {b} to register again")
     back_s = time.monotonic() - t1
     cluster.wait_isr_full(TEST_TOPIC, time.monotonic() + 90)
@@ -182,7 +182,7 @@ def test_cluster_down_heals_first(zk_net: LocalCluster) -> None:
     cluster = zk_net
     control = LocalBrokerControl(cluster)
     control.act(BrokerAction.ISOLATE, 3)
-    assert kconsole_rules()
+    assert kconsole_rules(cluster.state_dir)
     healed = cluster.net_faults().heal_all()
     assert healed[0].startswith("broker-3 healed (")
     assert left_behind(cluster.state_dir) == []
@@ -247,7 +247,7 @@ def test_isolate_a_kraft_broker_fences_it_then_heal(kraft_net: KRaftCluster) -> 
     assert cluster.process(node.name).state() is ProcState.RUNNING
     t1 = time.monotonic()
     healed = control.act(BrokerAction.HEAL, b)
-    assert healed.startswith(f"broker {b} healed (") and kconsole_rules() == []
+    assert healed.startswith(f"broker {b} healed (") and kconsole_rules(cluster.state_dir) == []
     wait_until(lambda: fenced() is False, 60, f"broker {b} unfenced")
     print(f"\nKRaft isolate broker {b}: fenced after {fenced_s:.1f} s; unfenced "
           f"{time.monotonic() - t1:.1f} s after the heal")  # fmt: skip
@@ -299,7 +299,7 @@ def test_a_fault_held_by_a_killed_process_is_healed_by_its_watchdog(zk_net: Loca
         assert f"healed by a watchdog if process {holder.pid} ends first" in said, said
         fault = cluster.net_faults().in_force()["broker-3"]
         assert fault.guard == holder.pid and fault.watchdog is not None
-        assert kconsole_rules()
+        assert kconsole_rules(cluster.state_dir)
         holder.kill()
         holder.wait(10)
         t0 = time.monotonic()
@@ -444,7 +444,7 @@ def test_a_broker_cut_from_clients_only_and_one_way_from_zookeeper(
     port = cluster.port_of(f"broker-{b}")
     said = control.act(BrokerAction.PARTITION, b, links=NetLinks.parse("clients"))
     assert said.startswith(f"broker {b} partitioned from clients (both ways: "), said
-    rules = kconsole_rules()
+    rules = kconsole_rules(cluster.state_dir)
     chain = chain_name(cluster_tag(cluster.state_dir))
     assert any(ln.startswith(f"-A {chain} ") and ln.endswith(f"-j {chain}-b{b}") for ln in rules)
     assert not connects(port) and connects(cluster.port_of("broker-1"))
@@ -456,12 +456,12 @@ def test_a_broker_cut_from_clients_only_and_one_way_from_zookeeper(
         assert all(b in partition_state(zk, TEST_TOPIC, q)["isr"] for q in range(4))
         time.sleep(0.5)  # observing a window in which nothing must change
     healed = control.act(BrokerAction.HEAL, b)
-    assert f"{chain}-b{b} removed" in healed and kconsole_rules() == [], healed
+    assert f"{chain}-b{b} removed" in healed and kconsole_rules(cluster.state_dir) == [], healed
     assert connects(port)
 
     said = control.act(BrokerAction.PARTITION, b, links=NetLinks.parse("zookeeper", one_way=True))
     assert "what it sends only" in said, said
-    assert any("CONNMARK" in ln for ln in kconsole_rules())
+    assert any("CONNMARK" in ln for ln in kconsole_rules(cluster.state_dir))
     bound = session_expiry_bound_s(cluster.spec, b)
     wait_until(lambda: b not in registered(zk), bound + 10, f"broker {b} to leave ZooKeeper")
     control.act(BrokerAction.HEAL, b)

@@ -78,7 +78,7 @@ MUTATING_BINDINGS = {
     ("BrokersTable", "broker"): "broker.*",
     ("BrokersTable", "refused"): "broker.*",  # the fallback of a disabled key: refused, logged
     ("BrokerChooser", "choose"): "broker.*",
-    ("NetworkChooser", "choose"): "broker.*",  # isolate, partition (confirmed next), heal
+    ("NetworkChooser", "choose"): "broker.*",  # isolate, partition, slow (confirmed next), heal
     ("ProduceScreen", "send"): "produce",
     ("TailScreen", "restart"): "tail.group",  # with a group typed in the bar
     ("JobsScreen", "stop_run"): "job.stop",
@@ -123,6 +123,7 @@ READING_BINDINGS = {
     ("BrokersTable", "network"),  # opens the network faults' chooser
     ("NetworkChooser", "cancel"),
     ("NetworkChooser", "one_way"),  # a choice in the chooser, not the cluster
+    ("NetworkChooser", "rate"),  # the slow fault's rate, a choice in the chooser
     ("ConfirmBrokerAction", "cancel"),
     ("FilterInput", "clear"),
     ("GroupScreen", "close"),
