@@ -58,6 +58,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,7 @@ from kconsole.cluster.local.control import LocalBrokerControl
 from kconsole.cluster.local.probes import partitions_fully_in_sync, zk_client
 from kconsole.cluster.settings import TEST_TOPIC
 from kconsole.cluster.values import BrokerAction, ProcState
+from kconsole.commands.bus import LIVE_LOG_LINES
 from kconsole.commands.local_security import with_local_security
 from kconsole.config import Settings
 from kconsole.models import BrokerState, ClusterSnapshot
@@ -160,6 +162,10 @@ class Target:
     client: dict[str, str] = {}  # the cluster's client settings, for the bench's own clients
     settings: Settings
     states: Callable[[], dict[int, ProcState]]  # the console's broker states (its backend's)
+    # What the console reads with them, as `kconsole` wires it (kconsole.cli.main): the network
+    # faults in force, and while one is, the controllers' resignations in the brokers' logs.
+    net_faults: Callable[[], dict[int, str]] | None = None
+    resignations: Callable[[float], list[tuple[float, int]]] | None = None
 
     def act(self, action: str, victim: int) -> None:
         raise NotImplementedError
@@ -198,7 +204,10 @@ class LocalTarget(Target):
         self.client = cluster.client_config()
         if security != "plaintext" and not self.settings.client:
             raise RuntimeError(f"the console's settings got no {security} client settings")
-        self.states = LocalBrokerControl(cluster).states
+        control = LocalBrokerControl(cluster)
+        self.states = control.states
+        self.net_faults = control.network_faults
+        self.resignations = partial(control.controller_resignations, lines=LIVE_LOG_LINES)
 
     def act(self, action: str, victim: int) -> None:
         if action == "stop":
@@ -237,6 +246,8 @@ class ComposeTarget(Target):
             register_timeout=120.0,
         )
         self.states = self.control.states
+        self.net_faults = self.control.network_faults
+        self.resignations = partial(self.control.controller_resignations, lines=LIVE_LOG_LINES)
 
     def act(self, action: str, victim: int) -> None:
         self.control.act(BrokerAction.STOP if action == "stop" else BrokerAction.KILL, victim)
@@ -514,7 +525,12 @@ async def drive(
     target: Target, args: argparse.Namespace
 ) -> tuple[list[Run], list[float], Idle | None]:
     settings = target.settings
-    observer = TimedObserver(settings, proc_states=target.states)
+    observer = TimedObserver(
+        settings,
+        proc_states=target.states,
+        net_faults=target.net_faults,
+        resignations=target.resignations,
+    )
     app = make_app(observer, refresh_s=settings.refresh_s, group_refresh_s=settings.group_refresh_s)
     app.animation_level = "none"
     zk = KazooClient(hosts=target.zk_connect, timeout=10)
