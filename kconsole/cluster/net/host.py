@@ -42,13 +42,19 @@ def iptables_found() -> bool:
     return shutil.which("iptables") is not None
 
 
-def missing() -> list[str]:
-    """What a network fault needs and this machine lacks, each said with how to get it."""
+def _lacking(why_root: str) -> list[str]:
+    """Root and iptables, what every network fault needs, where this machine lacks them."""
     out = []
     if not is_root():
-        out.append("root (iptables and moving a process to a cgroup need it: run kconsole as root)")
+        out.append(f"root ({why_root} need it: run kconsole as root)")
     if not iptables_found():
         out.append("the iptables command (scripts/setup.sh installs it: apt-get install iptables)")
+    return out
+
+
+def missing() -> list[str]:
+    """What a network fault needs and this machine lacks, each said with how to get it."""
+    out = _lacking("iptables and moving a process to a cgroup")
     if cgroup2_mount() is None:
         out.append(
             "a cgroup v2 hierarchy mounted read-write (none in /proc/mounts: mount -t cgroup2 "
@@ -57,32 +63,21 @@ def missing() -> list[str]:
     return out
 
 
-def refuse_if_missing(what: str) -> None:
-    """ClusterError saying what is needed, before any effect, when something is missing."""
-    lacking = missing()
-    if lacking:
-        raise ClusterError(f"cannot {what}: network faults need " + "; ".join(lacking))
-
-
 def missing_ns() -> list[str]:
     """What a fault in a container's own namespace needs and this machine lacks."""
-    out = []
-    if not is_root():
-        out.append("root (nsenter and iptables need it: run kconsole as root)")
-    if not iptables_found():
-        out.append("the iptables command (scripts/setup.sh installs it: apt-get install iptables)")
+    out = _lacking("nsenter and iptables")
     if shutil.which("nsenter") is None:
         out.append("the nsenter command (util-linux: apt-get install util-linux)")
     return out
 
 
-def refuse_if_missing_ns(what: str) -> None:
-    """ClusterError saying what is needed, before any effect, when something is missing."""
-    lacking = missing_ns()
+def refuse_if_missing(what: str, *, in_container: bool = False) -> None:
+    """ClusterError saying what is needed, before any effect, when something is missing (in a
+    container's own namespace: missing_ns)."""
+    lacking = missing_ns() if in_container else missing()
     if lacking:
-        raise ClusterError(
-            f"cannot {what}: network faults in a container need " + "; ".join(lacking)
-        )
+        where = " in a container" if in_container else ""
+        raise ClusterError(f"cannot {what}: network faults{where} need " + "; ".join(lacking))
 
 
 def run(argv: list[str]) -> subprocess.CompletedProcess[str]:

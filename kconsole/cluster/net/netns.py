@@ -133,7 +133,7 @@ class NsFaults:
     ) -> int:
         """Add `node`'s fault: its chains, their rules, then the jumps; read back. How many
         rules (the jumps not counted). Undone when it fails half-way."""
-        host.refuse_if_missing_ns(f"{fault} {node.label}")
+        host.refuse_if_missing(f"{fault} {node.label}", in_container=True)
         held = self.in_force([node])
         if node.name in held:
             f = held[node.name]
@@ -175,7 +175,7 @@ class NsFaults:
         jumps, chains, _rules = self._read(node)
         if not jumps and not chains:
             return ""
-        host.refuse_if_missing_ns(f"heal {node.label}")
+        host.refuse_if_missing(f"heal {node.label}", in_container=True)
         held = parse_jump(node.name, _comment(jumps[0]), 0) if jumps else None
         n = self._remove(node)
         jumps, chains, _rules = self._read(node)
