@@ -280,15 +280,17 @@ def _net_fault_events(ts: float, old: ClusterSnapshot, new: ClusterSnapshot) -> 
     return out
 
 
+def resigned_event(ts: float, broker: int) -> Event:
+    """A controller's resignation as its own log gives it (in ZooKeeper mode a zombie's, once
+    it reaches ZooKeeper again)."""
+    text = f"controller {broker} resigned (its log)"
+    return Event(ts, EventKind.CONTROLLER_RESIGNED, text, broker=broker)
+
+
 def _resigned_events(old: ClusterSnapshot, new: ClusterSnapshot) -> list[Event]:
-    """A controller resignation a broker's log shows (newly read), at the time its log says:
-    in ZooKeeper mode the zombie controller's, once it reaches ZooKeeper again."""
+    """The resignations read from the brokers' logs since the last snapshot."""
     seen = set(old.resignations)
-    return [
-        Event(ts, EventKind.CONTROLLER_RESIGNED, f"controller {n} resigned (its log)", broker=n)
-        for ts, n in new.resignations
-        if (ts, n) not in seen
-    ]
+    return [resigned_event(ts, n) for ts, n in new.resignations if (ts, n) not in seen]
 
 
 def _controller_events(

@@ -40,7 +40,7 @@ from kconsole.faults import fault_kind
 from kconsole.impact import blast_radius, partition_lines
 from kconsole.models import BrokerConfig, BrokerState, ClusterMode, ClusterSnapshot
 from kconsole.observer import ClusterObserver
-from kconsole.timeline import Event, EventKind
+from kconsole.timeline import Event, EventKind, resigned_event
 
 # A restore that fails (a `docker start` refused, a broker that did not register) is tried
 # again: up to RESTORE_ATTEMPTS times, a short backoff between them (doubling), and no new
@@ -582,10 +582,7 @@ class DrillRunner:
         except Exception as exc:  # a hint only: the report says it could not be read
             self.say(f"could not read the brokers' logs for resignations: {exc}")
             return []
-        return [
-            Event(ts, EventKind.CONTROLLER_RESIGNED, f"controller {n} resigned (its log)", broker=n)
-            for ts, n in found
-        ]
+        return [resigned_event(ts, n) for ts, n in found]
 
     def _explain(
         self,

@@ -419,15 +419,10 @@ class DockerBrokerControl:
             raise self._cannot_list(exc) from exc
         found: dict[int, tuple[int, ProcState]] = {}  # node id -> (rank, state)
         for entry in listed:
-            labels = entry.get("Labels") or {}
-            role = labels.get(ROLE_LABEL)
-            if labels.get(PROJECT_LABEL) != self.project or role not in roles:
+            node = self._labelled(entry, roles)
+            if node is None or node[1] is None:
                 continue
-            if labels.get(ONEOFF_LABEL, "").lower() == "true":
-                continue
-            nid = broker_id_of(labels) if role == "broker" else node_id_of(labels)
-            if nid is None:
-                continue
+            nid = node[1]
             status = str(entry.get("State") or "")
             rank = 0 if status in ("running", "paused", "restarting") else 1
             # Two containers for one node (a scaled service): the live one, as _role() does;
@@ -596,23 +591,26 @@ class DockerBrokerControl:
             raise self._cannot_list(exc) from exc
         out: list[tuple[str, int | None, dict[str, Any]]] = []
         for entry in listed:
-            labels = entry.get("Labels") or {}
-            role = labels.get(ROLE_LABEL)
-            if labels.get(PROJECT_LABEL) != self.project or role not in (*ROLES, "zookeeper"):
-                continue
-            if labels.get(ONEOFF_LABEL, "").lower() == "true":
-                continue
-            nid = (
-                None
-                if role == "zookeeper"
-                else broker_id_of(labels)
-                if role == "broker"
-                else node_id_of(labels)
-            )
-            if role != "zookeeper" and nid is None:
-                continue
-            out.append((str(role), nid, entry))
+            node = self._labelled(entry, (*ROLES, "zookeeper"))
+            if node is not None:
+                out.append((*node, entry))
         return out
+
+    def _labelled(
+        self, entry: Mapping[str, Any], roles: tuple[str, ...]
+    ) -> tuple[str, int | None] | None:
+        """(role, node id) of a container of the engine's list by its labels: one of `roles` in
+        this project, not a one-off run, with its id (ZooKeeper has none); None otherwise."""
+        labels = entry.get("Labels") or {}
+        role = labels.get(ROLE_LABEL)
+        if labels.get(PROJECT_LABEL) != self.project or role not in roles:
+            return None
+        if labels.get(ONEOFF_LABEL, "").lower() == "true":
+            return None
+        if role == "zookeeper":
+            return role, None
+        nid = broker_id_of(labels) if role == "broker" else node_id_of(labels)
+        return (role, nid) if nid is not None else None
 
     def container_pid(self, container_id: str) -> int:
         """The first process of a container, as the engine says (0: not running)."""
@@ -621,15 +619,6 @@ class DockerBrokerControl:
         except _ENGINE_ERRORS as exc:
             raise ClusterError(f"cannot inspect container {container_id[:12]}: {exc}") from exc
         return int(state.get("Pid") or 0)
-
-    def _zookeeper(self) -> list[_Container]:
-        """The project's ZooKeeper container (none in KRaft mode)."""
-        filters = {"label": [f"{PROJECT_LABEL}={self.project}", f"{ROLE_LABEL}=zookeeper"]}
-        try:
-            found = self.client.containers.list(all=True, filters=filters, ignore_removed=True)
-        except _ENGINE_ERRORS as exc:
-            raise self._cannot_list(exc) from exc
-        return [c for c in found if c.labels.get(ROLE_LABEL) == "zookeeper"]
 
     def _do(
         self,

@@ -81,16 +81,24 @@ class DockerNetFaults:
             self._ids[name] = cid
         return out
 
-    def _node(self, node_id: int) -> NetNode:
-        """The running node `node_id` (a broker's id first, as the other actions take it)."""
+    def _running(self, node_id: int) -> NetNode | None:
+        """The running node `node_id` (a broker's id first, as the other actions take it),
+        checked to be on this machine; None when its container does not run."""
         nodes = self.nodes()
         for role in ("broker", "controller"):
             found = nodes.get(node_name(role, node_id))
             if found is not None:
                 self._check_local(found)
                 return found
-        label = self.control.label(node_id)  # ClusterError when there is no such node
-        raise ClusterError(f"{label} is not running: its container has no network to cut")
+        return None
+
+    def _node(self, node_id: int) -> NetNode:
+        """The running node `node_id`; ClusterError when it does not run (or is no node)."""
+        found = self._running(node_id)
+        if found is None:
+            label = self.control.label(node_id)  # ClusterError when there is no such node
+            raise ClusterError(f"{label} is not running: its container has no network to cut")
+        return found
 
     def _check_local(self, node: NetNode) -> None:
         """The container's process is on this machine (the engine is local): its cgroup names
@@ -105,7 +113,6 @@ class DockerNetFaults:
     # -- the faults --------------------------------------------------------------------------
     def isolate(self, node_id: int, guard: int | None) -> str:
         me = self._node(node_id)
-        self._read = None
         n = self.ns.apply(me, "isolate", "", fault_rules(me, isolate=True), guard)
         return f"{me.label} isolated ({self._said(me, n, guard)})"
 
@@ -118,7 +125,6 @@ class DockerNetFaults:
             me, peers=cut.peers, nodes=cut.nodes, clients=cut.clients, one_way=cut.one_way,
             rate=links.rate, tag=self.ns.tag,
         )  # fmt: skip
-        self._read = None
         n = self.ns.apply(me, cut.fault, links.words, matches, guard)
         if links.rate is not None:
             way = f"what exceeds {links.rate:,} B/s each way is dropped"
@@ -127,6 +133,7 @@ class DockerNetFaults:
         return f"{me.label} partitioned {links.words} ({way}: {self._said(me, n, guard)})"
 
     def _said(self, me: NetNode, rules: int, guard: int | None) -> str:
+        """How the fault was made, after it was: the console's next read is a fresh one."""
         self._read = None
         said = f"{rules} rules in its container's namespace, address {me.host}"
         if guard is not None:
@@ -168,17 +175,10 @@ class DockerNetFaults:
         return node_name("broker" if nid in self.control._brokers() else "controller", nid)
 
     def heal(self, node_id: int) -> str:
-        nodes = self.nodes()
-        me = next(
-            (nodes[n] for n in (node_name("broker", node_id), node_name("controller", node_id))
-             if n in nodes),
-            None,
-        )  # fmt: skip
+        me = self._running(node_id)
         label = self.control.label(node_id)
         if me is None:
             return f"{label}: not running (a stopped container's network is gone with it)"
-        self._check_local(me)
-        self._read = None
         said = self.ns.heal(me)
         self._read = None
         pid = self.watchdogs.pop(me.name, None)

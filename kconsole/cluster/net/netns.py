@@ -25,6 +25,8 @@ from kconsole.cluster.net.faults import NetNode
 from kconsole.cluster.net.rules import DROP, LOCK_WAIT_S, TABLE, comment, limit
 
 RETURN = "RETURN"
+# What of ours a namespace holds: (jumps, chains, rules), each as `iptables -S` words.
+Read = tuple[list[list[str]], list[str], list[list[str]]]
 HOOKS = (("INPUT", "in", "-s", "-i"), ("OUTPUT", "out", "-d", "-o"))
 
 
@@ -172,12 +174,13 @@ class NsFaults:
     def heal(self, node: NetNode) -> str:
         """Remove `node`'s fault (its jumps, then its chains); what was removed, read back
         ('' when there was nothing)."""
-        jumps, chains, _rules = self._read(node)
+        read = self._read(node)
+        jumps, chains, _rules = read
         if not jumps and not chains:
             return ""
         host.refuse_if_missing(f"heal {node.label}", in_container=True)
         held = parse_jump(node.name, _comment(jumps[0]), 0) if jumps else None
-        n = self._remove(node)
+        n = self._remove(node, read)
         jumps, chains, _rules = self._read(node)
         if jumps or chains:
             raise ClusterError(f"healing {node.label}: rules of ours are still in its namespace")
@@ -210,12 +213,12 @@ class NsFaults:
             )
         return [shlex.split(line) for line in done.stdout.splitlines() if line.strip()]
 
-    def _jumps(self, node: NetNode, listing: list[list[str]] | None = None) -> list[list[str]]:
-        """Our jump rules in the node's namespace (hook first: INPUT ..., OUTPUT ...)."""
+    def _jumps(self, listing: list[list[str]]) -> list[list[str]]:
+        """Our jump rules in a listing (hook first: INPUT ..., OUTPUT ...)."""
         ours = {chain(self.tag, way) for _h, way, _a, _d in HOOKS}
         return [
             w[1:]
-            for w in (self._listing(node) if listing is None else listing)
+            for w in listing
             if len(w) > 3 and w[0] == "-A" and w[1] in ("INPUT", "OUTPUT") and w[-1] in ours
             and w[-2] == "-j"
         ]  # fmt: skip
@@ -228,14 +231,15 @@ class NsFaults:
         ours = {chain(self.tag, way) for _h, way, _a, _d in HOOKS}
         return [w for w in listing if len(w) > 2 and w[0] == "-A" and w[1] in ours]
 
-    def _read(self, node: NetNode) -> tuple[list[list[str]], list[str], list[list[str]]]:
+    def _read(self, node: NetNode) -> Read:
         """(jumps, chains, rules) of ours in the node's namespace, from one listing."""
         listing = self._listing(node)
-        return self._jumps(node, listing), self._chains(listing), self._rules(listing)
+        return self._jumps(listing), self._chains(listing), self._rules(listing)
 
-    def _remove(self, node: NetNode) -> int:
-        """Our jumps (each by its exact spec as listed), then our chains; the rules removed."""
-        jumps, chains, rules = self._read(node)
+    def _remove(self, node: NetNode, read: Read | None = None) -> int:
+        """Our jumps (each by its exact spec as listed), then our chains; the rules removed.
+        `read`: the namespace as just read (else it is read here)."""
+        jumps, chains, rules = read or self._read(node)
         for hook, *spec in jumps:
             host.must(in_ns(node.pid, "-D", hook, *spec))
         for name in chains:
