@@ -722,7 +722,8 @@ def broker_command(action: BrokerAction) -> click.Command:
             type=int,
             required=True,
             metavar="BYTES",
-            help="Bytes per second each way on those links; what exceeds it is dropped.",
+            help="Bytes per second each way on those links; what exceeds it is dropped. At "
+            "least 65,536 (64 KiB/s: a lower cap would not hold).",
         )
         return click.command(action.value, help=doc)(sides(rate(command)))
     if partition:

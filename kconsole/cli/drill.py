@@ -52,7 +52,8 @@ def drill() -> None:
     type=int,
     metavar="BYTES",
     help="--fault slow: bytes per second each way on the target's links to --from (default: "
-    "the brokers); what exceeds it is dropped.",
+    "the brokers); what exceeds it is dropped. At least 65,536 (64 KiB/s: a lower cap would "
+    "not hold).",
 )
 @click.option("--acks", type=click.Choice(["all", "1", "0"]), default="all", show_default=True)
 @click.option(

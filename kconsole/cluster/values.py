@@ -35,8 +35,12 @@ class ProcState(StrEnum):
 # The sides a partition names by their role (a node is named as the commands name it: 2,
 # broker:2, controller:1001).
 SIDES = ("zookeeper", "quorum", "brokers", "clients")
-# A slow link's rate, bytes per second: below a TCP segment per second nothing gets through.
-MIN_RATE, MAX_RATE = 1_500, 1_000_000_000
+# A slow link's rate, bytes per second. The floor is the largest packet a link hands iptables
+# (64 KiB: loopback's MTU, and a TCP segmentation offload's size on a container's link):
+# hashlimit charges a packet at most one second of the rate, so under that a link would carry
+# one such packet a second whatever the rate said (measured: at 2,000 B/s a follower with
+# about 30 kB/s to replicate stayed in one of its three ISRs for all 20 s of the fault).
+MIN_RATE, MAX_RATE = 65_536, 1_000_000_000
 
 
 @dataclass(frozen=True)
@@ -69,7 +73,9 @@ class NetLinks:
             )
         if rate is not None and not MIN_RATE <= rate <= MAX_RATE:
             raise ValueError(
-                f"--rate is bytes per second, {MIN_RATE:,} to {MAX_RATE:,}, not {rate:,}"
+                f"--rate is bytes per second, {MIN_RATE:,} to {MAX_RATE:,}, not {rate:,} "
+                "(iptables lets a packet of up to 64 KiB through whole once a second: a lower "
+                "rate would not hold)"
             )
         if rate is not None and one_way:
             raise ValueError("--one-way is a partition's: a slow link is slow both ways")

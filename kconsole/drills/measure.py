@@ -332,7 +332,14 @@ class _Drill:
             ):
                 dropped[tp] = e.ts - fault.ts
         lag_s, sess_s = cfg.replica_lag_time_max_ms / 1000, cfg.session_timeout_ms / 1000
-        if self.stays:
+        if self.kind is not None and self.kind.name == "slow":
+            predicted = (
+                f"more than {lag_s:.0f} s where the traffic it follows exceeds the rate: once it "
+                f"has not caught up for replica.lag.time.max.ms = {cfg.replica_lag_time_max_ms} "
+                "(how soon it stops catching up depends on how far the traffic exceeds the rate; "
+                "checked every half of it); never where it keeps up"
+            )
+        elif self.stays:
             predicted = (
                 f"{lag_s:.0f}-{lag_s * 1.5:.0f} s where a leader it is cut from drops it "
                 f"(replica.lag.time.max.ms = {cfg.replica_lag_time_max_ms}, checked every half of "

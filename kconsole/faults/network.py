@@ -108,7 +108,10 @@ PARTITION_FAULT = FaultKind(
 SLOW_NOTE = (
     "A slow fault drops what exceeds a rate (bytes per second, each way) on the links named, "
     "with iptables' hashlimit: a policer, not a queue, so TCP sees losses and backs off. No "
-    "latency is added (this kernel has no netem). The node keeps running and stays a member."
+    "latency is added (this kernel has no netem). The node keeps running and stays a member. "
+    "A follower falls behind only where what it must fetch exceeds the rate, and the lowest "
+    "rate is 64 KiB/s: hashlimit charges a packet at most a second of the rate, and a loopback "
+    "packet carries up to 64 KiB, so a lower cap would not hold."
 )
 
 SLOW = Primitive(

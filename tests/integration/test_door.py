@@ -66,7 +66,7 @@ RECIPES: dict[str, Callable[[Commands, World], Any]] = {
         BrokerAction.PARTITION, 2, yes, links=NetLinks.parse("zookeeper")
     ),
     "broker.slow": lambda c, w: c.broker(
-        BrokerAction.SLOW, 2, yes, links=NetLinks.parse("brokers", rate=2000)
+        BrokerAction.SLOW, 2, yes, links=NetLinks.parse("brokers", rate=65_536)
     ),
     "broker.heal": lambda c, w: c.broker(BrokerAction.HEAL, 2, yes),
     "cluster.up": lambda c, w: c.cluster_up(timeout=30),

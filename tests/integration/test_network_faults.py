@@ -497,10 +497,12 @@ def test_a_kraft_broker_cut_from_the_quorum_is_fenced_then_unfenced(
 def test_a_slow_follower_drops_out_of_the_isr_and_back(
     zk_net: LocalCluster, zk: KazooClient
 ) -> None:
-    """slow: a follower whose links to the other brokers carry 2,000 B/s cannot keep up with
-    the workload; its leaders drop it from their ISRs once it is replica.lag.time.max.ms behind
-    (as the drill predicts), it stays registered all along, and after the heal it catches up
-    and is back in every ISR. acks=all: nothing acknowledged is lost."""
+    """slow: a follower whose links to the other brokers carry 65,536 B/s (the lowest rate)
+    cannot keep up with a workload of 6,000 msg/s (about 340 kB/s for it to replicate); its
+    leaders drop it from their ISRs once it has not caught up for replica.lag.time.max.ms (as
+    the drill predicts: measured 15.5 s for the first, with a core busy), it stays registered
+    all along, and after the heal it catches up and is back in every ISR. acks=all: nothing
+    acknowledged is lost."""
     cluster = zk_net
     b, _ = leader_not_controller(zk, cluster.spec.broker_ids)
     followed = [q for q in range(4) if int(partition_state(zk, TEST_TOPIC, q)["leader"]) != b]
@@ -509,13 +511,13 @@ def test_a_slow_follower_drops_out_of_the_isr_and_back(
         fault="slow",
         target=f"broker:{b}",
         acks="all",
-        duration_s=24,
-        restore_after_s=20,
+        duration_s=34,
+        restore_after_s=30,
         settle_timeout_s=90,
         wait_preferred=False,
-        rate=400,
+        rate=6000,
         warmup_s=1.5,
-        links=NetLinks.parse("brokers", rate=2000),
+        links=NetLinks.parse("brokers", rate=65_536),
     )
     door = Commands(LocalBrokerControl(cluster), settings=settings_for(cluster))
     report = door.drill_run(spec, yes)
@@ -532,9 +534,9 @@ def test_a_slow_follower_drops_out_of_the_isr_and_back(
     ]
     print(f"\nslow broker {b}: out of {len(dropped)} followed ISR(s) before the heal, after "
           f"{[round(e.ts - report.fault_at, 1) for e in dropped]} s")  # fmt: skip
-    assert dropped, "a follower capped at 2,000 B/s stayed in every ISR"
+    assert dropped, "a follower capped at 65,536 B/s stayed in every ISR"
     assert all(e.ts - report.fault_at >= 9.0 for e in dropped)  # replica.lag.time.max.ms 10 s
     assert (EventKind.BROKER_LEFT, b) not in [(e.kind, e.broker) for e in report.events]
     out = next(m for m in report.measurements if m.name.startswith("fault -> out of every ISR"))
-    assert out.predicted.startswith("10-15 s"), out.predicted
+    assert out.predicted.startswith("more than 10 s where the traffic"), out.predicted
     assert all(b in partition_state(zk, TEST_TOPIC, q)["isr"] for q in range(4))

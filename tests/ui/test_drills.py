@@ -360,19 +360,19 @@ class TestNetworkFaultKey:
             chooser = app.screen
             assert isinstance(chooser, NetworkChooser)
             choices = rendered(chooser.query_one("#chooser-choices"))
-            assert "2,000 B/s (r: 20,000)" in choices
-            await pilot.press("r", "s")  # 20,000 B/s
+            assert "65,536 B/s (r: 1,048,576)" in choices
+            await pilot.press("r", "s")  # 1,048,576 B/s
             await wait_for_screen(pilot, ConfirmBrokerAction)
             dialog = app.screen
             assert isinstance(dialog, ConfirmBrokerAction)
             title = str(dialog.query_one("#confirm-dialog").border_title)
-            assert title == "slow broker 3 from brokers at 20,000 B/s?", title
+            assert title == "slow broker 3 from brokers at 1,048,576 B/s?", title
             assert "replica.lag.time.max.ms" in impact(dialog)
             await pilot.press("3", "enter")
             await wait_for_actions(pilot)
             assert control.calls == [(BrokerAction.SLOW, 3)]
-            assert control.links == [NetLinks(("brokers",), one_way=False, rate=20_000)]
-            assert action_events(app) == ["slow broker 3 from brokers at 20,000 B/s"]
+            assert control.links == [NetLinks(("brokers",), one_way=False, rate=1_048_576)]
+            assert action_events(app) == ["slow broker 3 from brokers at 1,048,576 B/s"]
 
     async def test_a_node_with_a_fault_in_force_offers_only_its_heal(self) -> None:
         cut = dataclasses.replace(

@@ -269,7 +269,7 @@ CLI_ARGS = {
     ],
     "cluster heal": ["cluster", "--state-dir", "{dir}", "heal", "2"],
     "drill heal": ["drill", "heal", "2"],
-    "cluster slow": ["cluster", "--state-dir", "{dir}", "slow", "2", "--rate", "2000", "--yes"],
+    "cluster slow": ["cluster", "--state-dir", "{dir}", "slow", "2", "--rate", "65536", "--yes"],
     "produce": ["produce", "-t", "test-topic", "-v", "x"],
     "drill run": [
         "drill",

@@ -365,10 +365,10 @@ def test_a_container_fault_matches_addresses_in_its_own_namespace() -> None:
         ["!", "-i", "lo", "-j", "DROP"],  # the rest: the gateway the host's clients come from
     ]
     assert clients["out"][-1] == ["!", "-o", "lo", "-j", "DROP"]
-    slow = fault_rules(me, peers=[b1], rate=2000, tag="abcd1234")  # type: ignore[arg-type]
+    slow = fault_rules(me, peers=[b1], rate=65_536, tag="abcd1234")  # type: ignore[arg-type]
     assert slow["out"] == [
-        ["-d", "10.0.0.5", "-m", "hashlimit", "--hashlimit-above", "2000b/s",
-         "--hashlimit-burst", "3000b", "--hashlimit-name", "kcabcd12b2o", "-j", "DROP"],
+        ["-d", "10.0.0.5", "-m", "hashlimit", "--hashlimit-above", "65536b/s",
+         "--hashlimit-burst", "65536b", "--hashlimit-name", "kcabcd12b2o", "-j", "DROP"],
     ]  # fmt: skip
     assert slow["in"][0][:2] == ["-s", "10.0.0.5"] and "kcabcd12b2i" in slow["in"][0]
     assert fault_rules(me, isolate=True) == {  # type: ignore[arg-type]

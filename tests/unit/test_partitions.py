@@ -23,6 +23,7 @@ from kconsole.cluster.net.rules import (
     Rule,
     conn_mark,
     partition_rules,
+    slow_mark,
     sub_chain,
 )
 from kconsole.cluster.values import BrokerAction, NetLinks
@@ -329,40 +330,77 @@ def test_a_partition_that_keeps_the_node_a_member_predicts_it_stays() -> None:
 
 def test_slow_caps_each_direction_at_the_rate_with_one_bucket_each() -> None:
     """slow: the partition's matches, each dropping only what exceeds the rate; what the node
-    sends shares one hashlimit bucket, what it receives another."""
+    sends shares one hashlimit bucket, what it receives another. A new connection is marked
+    with the node's own mark, and the answers on it (from a listening port, whose sockets keep
+    the listener's cgroup) are held to the rate of their way too."""
     fetch = Conn("127.0.0.1", 40100, "127.0.0.1", 30094)
     cut = Cut(
-        "broker-2", "127.0.0.1", (30093,), (Peer("broker-3", (30094,)),), rate=2000,
+        "broker-2", "127.0.0.1", (30093,), (Peer("broker-3", (30094,)),), rate=65_536,
         conns=((fetch, "broker-3"),),
     )  # fmt: skip
     main, own = partition_rules(TAG, cut)
-    assert own == [] and all(r.action == "DROP" for r in main)
-    limits = [r.match[r.match.index("hashlimit") - 1 :] for r in main]
-    assert all("--hashlimit-above" in m and "2000b/s" in m for m in limits)
+    mark = slow_mark(TAG, "broker-2")
+    assert own == []
+    marks = [r for r in main if r.action.startswith("CONNMARK")]
+    drops = [r for r in main if r.action == "DROP"]
+    assert len(marks) + len(drops) == len(main)
+    # the node's new connections to the peer's port and the peer's to the node's: marked
+    assert [r.action for r in marks] == [f"CONNMARK --set-xmark {mark}"] * 2
+    assert [r.match[r.match.index("--dport") + 1] for r in marks] == ["30094", "30093"]
+    limits = [r.match[r.match.index("hashlimit") - 1 :] for r in drops]
+    assert all("--hashlimit-above" in m and "65536b/s" in m for m in limits)
+    assert all(m[m.index("--hashlimit-burst") + 1] == "65536b" for m in limits)
     names = [m[m.index("--hashlimit-name") + 1] for m in limits]
-    # the node's new connection out, a peer's in, its fetch out, the fetch's answers in
-    assert names == ["kcabcd12b2o", "kcabcd12b2i", "kcabcd12b2o", "kcabcd12b2i"]
+    # the peer's answers on the node's new connection in, the node's new connection out, a
+    # peer's new connection in, the node's answers on it out, the fetch out, its answers in
+    assert names == [
+        "kcabcd12b2i", "kcabcd12b2o", "kcabcd12b2i", "kcabcd12b2o", "kcabcd12b2o", "kcabcd12b2i",
+    ]  # fmt: skip
+    answers = [r.match for r in drops if "connmark" in r.match]
+    assert [(m[m.index("--sport") + 1], m[m.index("--mark") + 1]) for m in answers] == [
+        ("30094", mark),  # the peer answers from its port: what the node receives
+        ("30093", mark),  # the node answers from its own: what it sends
+    ]
+    assert all("cgroup" not in m for m in answers)
     assert all(len(n) <= 15 for n in names)
-    assert NetLinks.parse("brokers", rate=2000).words == "from brokers at 2,000 B/s"
-    assert NetLinks.parse("brokers", rate=2000).cuts_membership(kraft=False) is False
+    # a node's own mark: two slowed nodes never share one, nor the one-way cuts' mark
+    assert mark != slow_mark(TAG, "broker-3") and mark != conn_mark(TAG)
+    assert mark.endswith("0000/0xffff0000")
+    assert NetLinks.parse("brokers", rate=65_536).words == "from brokers at 65,536 B/s"
+    assert NetLinks.parse("brokers", rate=65_536).cuts_membership(kraft=False) is False
     with pytest.raises(ValueError, match="bytes per second"):
         NetLinks.parse("brokers", rate=10)
+    # below a 64 KiB packet a second the cap would not hold: refused, and why
+    with pytest.raises(ValueError, match=r"65,536 to .* not 2,000 .*64 KiB through whole"):
+        NetLinks.parse("brokers", rate=2000)
     with pytest.raises(ValueError, match="both ways"):
-        NetLinks.parse("brokers", one_way=True, rate=2000)
+        NetLinks.parse("brokers", one_way=True, rate=65_536)
     with pytest.raises(DrillError, match="--slow-rate"):
         DrillSpec("slow", "broker:2", links=NetLinks.parse("brokers"))
     with pytest.raises(DrillError, match="--slow-rate"):
-        DrillSpec("partition", "broker:2", links=NetLinks.parse("brokers", rate=2000))
+        DrillSpec("partition", "broker:2", links=NetLinks.parse("brokers", rate=65_536))
+
+
+def test_a_slow_fault_from_clients_marks_what_reaches_the_node_from_outside() -> None:
+    """slow from clients: what comes from outside the cluster's cgroups is marked in the node's
+    own chain before its rate is checked, so the node's answers to clients are held too."""
+    cut = Cut("broker-2", "127.0.0.1", (30093,), (), clients=True, rate=65_536)
+    main, own = partition_rules(TAG, cut)
+    mark = slow_mark(TAG, "broker-2")
+    assert [r.action for r in own] == [f"CONNMARK --set-xmark {mark}", "DROP"]
+    assert "kcabcd12b2i" in own[-1].match
+    answer = [r for r in main if "connmark" in r.match]
+    assert len(answer) == 1 and "kcabcd12b2o" in answer[0].match
 
 
 def test_a_slow_fault_is_recorded_as_slow_and_healed_like_the_others(
     net: NetFaults,
     machine: FakeMachine,  # noqa: F811
 ) -> None:
-    said = net.partition(B2, links("brokers", rate=2000))
-    assert said.startswith("broker 2 slowed from brokers at 2,000 B/s (what exceeds 2,000 B/s")
+    said = net.partition(B2, links("brokers", rate=65_536))
+    assert said.startswith("broker 2 slowed from brokers at 65,536 B/s (what exceeds 65,536 B/s")
     (fault,) = record.load(net.state_dir).values()
-    assert fault.fault == "slow" and "slow from brokers at 2,000 B/s since" in record.described(
+    assert fault.fault == "slow" and "slow from brokers at 65,536 B/s since" in record.described(
         fault
     )
     assert net.heal("broker-2", "broker 2").startswith("broker 2 healed (")

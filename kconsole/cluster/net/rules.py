@@ -118,6 +118,16 @@ def conn_mark(tag: str) -> str:
     return f"0x{int(tag[:4], 16) or 1:04x}0000/0xffff0000"
 
 
+def slow_mark(tag: str, node: str) -> str:
+    """The connection mark of a node's slow links (its connections opened while the fault is
+    in force), as conn_mark's: a node's own, so two slowed nodes' marks never mix, and never
+    the cluster's one-way mark."""
+    value = int(hashlib.sha256(f"{tag}:{node}".encode()).hexdigest()[:4], 16) or 1
+    if value == (int(tag[:4], 16) or 1):
+        value ^= 1
+    return f"0x{value:04x}0000/0xffff0000"
+
+
 def _conn_match(src_port: int, dst_port: int, host_ip: str) -> tuple[str, ...]:
     return (
         "-p",
@@ -159,14 +169,17 @@ class Cut:
 
 
 def limit(tag: str, node: str, way: str, rate: int) -> tuple[str, ...]:
-    """A hashlimit match: packets over `rate` bytes/s (burst: a second of it) of node's `way`
-    ('o' what it sends, 'i' what it receives). Every rule of one way shares the one bucket its
-    name gives (a hashlimit without a mode keeps one entry per name)."""
+    """A hashlimit match: packets over `rate` bytes/s of node's `way` ('o' what it sends, 'i'
+    what it receives). Every rule of one way shares the one bucket its name gives (a hashlimit
+    without a mode keeps one entry per name). The bucket holds a second of the rate, and the
+    burst is one refill of it. hashlimit charges a packet at most a full bucket, so a rate
+    below the largest packet would let one such packet through whole each second: the
+    values.MIN_RATE floor is that packet (64 KiB, loopback's and a segmentation offload's)."""
     kind, _, num = node.partition("-")
     name = f"kc{tag[:6]}{kind[:1]}{num}{way}"[:15]  # hashlimit names: 15 characters at most
     return (
         "-m", "hashlimit", "--hashlimit-above", f"{rate}b/s",
-        "--hashlimit-burst", f"{max(rate, 3000)}b", "--hashlimit-name", name,
+        "--hashlimit-burst", f"{rate}b", "--hashlimit-name", name,
     )  # fmt: skip
 
 
@@ -181,24 +194,40 @@ def partition_rules(tag: str, cut: Cut) -> tuple[list[Rule], list[Rule]]:
     connection are dropped. Clients: what reaches the node's ports from a socket outside the
     cluster's cgroups goes through the node's own chain, where the cluster's own connections
     opened before the moves RETURN and the rest is dropped (or marked). Slow (`cut.rate`): the
-    same matches, each dropping only what exceeds the rate (a bucket per direction)."""
+    same matches, each dropping only what exceeds the rate (a bucket per direction); a new
+    connection is marked too, so the answers on it (sent from a listening port, whose sockets
+    keep the listener's cgroup) are held to the rate as well."""
     me = cgroup_path(tag, cut.node)
     mark = conn_mark(tag)
     cut_in = f"CONNMARK --set-xmark {mark}" if cut.one_way else DROP  # to the node's ports
     # slow: over the rate only (what the node sends, what it receives: a bucket each)
     out_ = limit(tag, cut.node, "o", cut.rate) if cut.rate else ()
     in_ = limit(tag, cut.node, "i", cut.rate) if cut.rate else ()
+    slow = slow_mark(tag, cut.node) if cut.rate else ""
     tcp = ("-p", "tcp")
     main: list[Rule] = []
     own: list[Rule] = []
+
+    def answers(port: int, over: tuple[str, ...]) -> Rule:
+        """What port sends on a slow connection (one of the node's, marked)."""
+        return Rule(
+            (*tcp, "-s", cut.host, "--sport", str(port), "-m", "connmark", "--mark", slow, *over)
+        )
+
     for peer in cut.peers:
         them = cgroup_path(tag, peer.name)
         for port in peer.ports:  # the node's new connections to the peer
             match = (*tcp, "-m", "cgroup", "--path", me, "-d", cut.host, "--dport", str(port))
+            if slow:
+                main += [Rule(match, f"CONNMARK --set-xmark {slow}"), answers(port, in_)]
             main.append(Rule((*match, *out_)))
         for port in cut.ports:  # the peer's new connections to the node
             match = (*tcp, "-m", "cgroup", "--path", them, "-d", cut.host, "--dport", str(port))
+            if slow:
+                main.append(Rule(match, f"CONNMARK --set-xmark {slow}"))
             main.append(Rule((*match, *in_), cut_in))
+    if slow:  # the node's answers on the connections marked to it
+        main += [answers(port, out_) for port in cut.ports]
     names = {p.name for p in cut.peers}
     for conn, owner in cut.conns:
         if (owner in names) or (cut.clients and not owner):
@@ -216,6 +245,8 @@ def partition_rules(tag: str, cut: Cut) -> tuple[list[Rule], list[Rule]]:
             if owner:  # a node's connection opened before its move: not a client's
                 back = _conn_match(conn.remote_port, conn.local_port, conn.remote_ip)
                 own.append(Rule(back, "RETURN"))
+        if slow:
+            own.append(Rule(tcp, f"CONNMARK --set-xmark {slow}"))
         own.append(Rule((*tcp, *in_), cut_in))
     if cut.one_way:
         for port in cut.ports:

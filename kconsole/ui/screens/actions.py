@@ -96,9 +96,10 @@ class BrokerChooser(ModalScreen[BrokerAction | None]):
 NetChoice = tuple[BrokerAction, NetLinks | None]
 
 
-# The rates `r` cycles through for a slow fault (bytes per second each way): a follower far
-# behind at a drill's rates, one that keeps up only when little is written, one barely slowed.
-SLOW_RATES = (2_000, 20_000, 200_000)
+# The rates `r` cycles through for a slow fault (bytes per second each way): 64 KiB/s, the
+# lowest that holds (values.MIN_RATE), then 1 MiB/s and 10 MiB/s. A follower falls behind only
+# where what it must fetch exceeds the rate.
+SLOW_RATES = (65_536, 1_048_576, 10_485_760)
 
 
 class NetworkChooser(ModalScreen[NetChoice | None]):
