@@ -85,6 +85,14 @@ def drill() -> None:
 )
 @click.option("--rate", type=float, default=200.0, show_default=True, help="Messages per second.")
 @click.option(
+    "--message-bytes",
+    type=int,
+    default=0,
+    metavar="BYTES",
+    help="Pad each message's value to BYTES (0: as it comes, about 80 B): a load in bytes per "
+    "second, which is what a slow link falls behind on.",
+)
+@click.option(
     "--yes",
     "assume_yes",
     is_flag=True,
@@ -112,6 +120,7 @@ def drill_run(
     settle_timeout: float,
     no_wait_preferred: bool,
     rate: float,
+    message_bytes: int,
     assume_yes: bool,
     topic: str,
     report_path: Path,
@@ -145,6 +154,7 @@ def drill_run(
             settle_timeout_s=settle_timeout,
             wait_preferred=not no_wait_preferred,
             rate=rate,
+            message_bytes=message_bytes,
             topic=topic,
             links=links,
         )

@@ -457,7 +457,9 @@ class DrillRunner:
         prompt = "\n".join(
             [
                 f"drill: {spec.fault} {plan.what} ({spec.target}) under a "
-                f"{spec.rate:g} msg/s acks={spec.acks} workload on {spec.topic}",
+                f"{spec.rate:g} msg/s"
+                + (f" of {spec.message_bytes:,} B" if spec.message_bytes else "")
+                + f" acks={spec.acks} workload on {spec.topic}",
                 *(f"  {line}" for line in self._impact(plan, plan.snap)),
                 f"Type {plan.expected} to confirm",
             ]
@@ -468,12 +470,14 @@ class DrillRunner:
     def _start_workload(self) -> tuple[Workload, float]:
         """The workload, started, and when (on the monotonic clock)."""
         spec = self.spec
-        self.say(f"workload: {spec.rate:g} msg/s, acks={spec.acks}, on {spec.topic}")
+        size = f" of {spec.message_bytes:,} B" if spec.message_bytes else ""
+        self.say(f"workload: {spec.rate:g} msg/s{size}, acks={spec.acks}, on {spec.topic}")
         workload = Workload(
             self.settings,
             spec.topic,
             acks=spec.acks,
             rate=spec.rate,
+            value_bytes=spec.message_bytes,
         ).start()
         return workload, time.monotonic()
 

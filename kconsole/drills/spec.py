@@ -35,6 +35,9 @@ class DrillError(ClusterError):
     """The drill could not be run as asked (bad target, cluster not ready, ...)."""
 
 
+MAX_MESSAGE_BYTES = 900_000  # a drill's padded value: under Kafka's default 1 MiB record batch
+
+
 @dataclass(frozen=True)
 class DrillSpec:
     fault: str  # the name of one of kconsole.faults.FAULT_KINDS
@@ -45,6 +48,9 @@ class DrillSpec:
     settle_timeout_s: float = 90.0
     wait_preferred: bool = True  # settle also waits for the preferred leaders to return
     rate: float = 200.0
+    # Each message's value padded to this many bytes (0: as it comes, about 80 B): a load in
+    # bytes, for a link that falls behind on bytes, not on messages (a slow fault).
+    message_bytes: int = 0
     topic: str = "test-topic"
     warmup_s: float = 2.0
     links: NetLinks | None = None  # a partition's: what it cuts the target from (--from)
@@ -69,6 +75,11 @@ class DrillSpec:
             raise DrillError(f"--acks must be all, 1 or 0, not {self.acks!r}")
         if not 0 < self.rate <= 100_000:  # NaN too
             raise DrillError("--rate must be between 0 and 100000 messages per second")
+        if not 0 <= self.message_bytes <= MAX_MESSAGE_BYTES:
+            raise DrillError(
+                f"--message-bytes must be between 0 and {MAX_MESSAGE_BYTES:,} (under the "
+                f"brokers' default message.max.bytes), not {self.message_bytes:,}"
+            )
         if not (0 < self.duration_s < math.inf and 0 <= self.restore_after_s < math.inf):
             raise DrillError("--duration must be positive and --restore-after not negative")
         if self.warmup_s + self.restore_after_s >= self.duration_s:
@@ -251,7 +262,9 @@ class DrillReport:
             )
             + f") with acks={s.acks}",
             "",
-            f"Started {self.started}; workload {s.rate:g} msg/s on {s.topic}; restore asked "
+            f"Started {self.started}; workload {s.rate:g} msg/s"
+            + (f" of {s.message_bytes:,} B" if s.message_bytes else "")
+            + f" on {s.topic}; restore asked "
             f"after {s.restore_after_s:g} s"
             + (
                 ""

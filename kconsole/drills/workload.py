@@ -25,6 +25,17 @@ from kconsole.config import Settings
 from kconsole.drills.audit import ACKS0_NOTE, ACKS_VALUES, Acked, Acks, Failed, Pending
 
 
+def padded(record: dict[str, Any], size: int) -> str:
+    """`record` as JSON, with a "pad" field of filler making it `size` bytes long when it is
+    shorter (0: as it is; never shorter than the record with an empty "pad"). The read-back
+    parses it like any other value."""
+    value = json.dumps(record)
+    if size <= len(value):
+        return value
+    short = size - len(json.dumps({**record, "pad": ""}))
+    return json.dumps({**record, "pad": "x" * max(short, 0)})
+
+
 @dataclass(frozen=True)
 class WorkloadCounters:
     """A consistent live view, cheap enough to take on every UI refresh."""
@@ -96,6 +107,7 @@ class Workload:
         request_timeout_ms: int | None = None,
         linger_ms: int = 5,
         extra: Mapping[str, Any] | None = None,
+        value_bytes: int = 0,
     ):
         if acks not in ACKS_VALUES:
             raise ValueError(f"acks must be one of {', '.join(ACKS_VALUES)}, not {acks!r}")
@@ -107,6 +119,7 @@ class Workload:
         self.acks = acks
         self.rate = float(rate)
         self.keys = keys
+        self.value_bytes = value_bytes  # each value padded to this many bytes (0: not padded)
         self.run_id = run_id or uuid.uuid4().hex[:12]
         self._clock = clock
         self.config = producer_config(
@@ -295,7 +308,9 @@ class Workload:
     def _produce_one(self, producer: Producer, k: int) -> bool:
         """Produce the next message of key k; False when it must be retried (queue full)."""
         key, seq = f"k{k}", self._seq[k]
-        value = json.dumps({"run": self.run_id, "key": key, "seq": seq, "ts": time.time()})
+        value = padded(
+            {"run": self.run_id, "key": key, "seq": seq, "ts": time.time()}, self.value_bytes
+        )
         sent_at = self._clock()
         try:
             producer.produce(

@@ -498,11 +498,10 @@ def test_a_slow_follower_drops_out_of_the_isr_and_back(
     zk_net: LocalCluster, zk: KazooClient
 ) -> None:
     """slow: a follower whose links to the other brokers carry 65,536 B/s (the lowest rate)
-    cannot keep up with a workload of 6,000 msg/s (about 340 kB/s for it to replicate); its
-    leaders drop it from their ISRs once it has not caught up for replica.lag.time.max.ms (as
-    the drill predicts: measured 15.5 s for the first, with a core busy), it stays registered
-    all along, and after the heal it catches up and is back in every ISR. acks=all: nothing
-    acknowledged is lost."""
+    cannot keep up with a workload of 2,000 msg/s of 1 KiB (well over 500 kB/s for it to
+    replicate); its leaders drop it from their ISRs once it has not caught up for
+    replica.lag.time.max.ms (as the drill predicts), it stays registered all along, and after
+    the heal it catches up and is back in every ISR. acks=all: nothing acknowledged is lost."""
     cluster = zk_net
     b, _ = leader_not_controller(zk, cluster.spec.broker_ids)
     followed = [q for q in range(4) if int(partition_state(zk, TEST_TOPIC, q)["leader"]) != b]
@@ -515,7 +514,8 @@ def test_a_slow_follower_drops_out_of_the_isr_and_back(
         restore_after_s=30,
         settle_timeout_s=90,
         wait_preferred=False,
-        rate=6000,
+        rate=2000,
+        message_bytes=1024,
         warmup_s=1.5,
         links=NetLinks.parse("brokers", rate=65_536),
     )

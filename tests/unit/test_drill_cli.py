@@ -3,6 +3,7 @@ keeps out of its output, and what its report says (issue 26, items 5 and 21)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -15,6 +16,8 @@ from kconsole.cli import main as cli
 from kconsole.drills.audit import Acked, Consumed, check
 from kconsole.drills.export import ClusterIdentity
 from kconsole.drills.spec import DrillReport, DrillSpec
+from kconsole.drills.verify import _parse
+from kconsole.drills.workload import padded
 from kconsole.faults.process import PAGE_CACHE_NOTE, PAUSE_NOTE
 from kconsole.timeline import Event, EventKind
 
@@ -140,3 +143,20 @@ def test_help_names_the_kraft_targets() -> None:
     text = " ".join(result.output.split())
     for target in ("active-controller", "controller:ID", "quorum-majority", "broker:ID"):
         assert target in text
+
+
+@pytest.mark.parametrize("size", [0, 60, 86, 87, 97, 98, 1024, 65_536])
+def test_a_padded_value_is_the_size_asked_and_read_back_like_any_other(size: int) -> None:
+    """--message-bytes: the drill's value is padded to exactly that many bytes (when longer than
+    the record itself and its empty "pad" field), and the read-back parses it as it parses an
+    unpadded one (the run, the key and the sequence number)."""
+    record = {"run": "abcdef123456", "key": "k7", "seq": 1234, "ts": 1796590000.123456}
+    plain = json.dumps(record)
+    value = padded(record, size)
+    with_field = len(json.dumps({**record, "pad": ""}))
+    if size <= len(plain):
+        assert value == plain
+    else:
+        assert len(value.encode()) == max(size, with_field)
+    assert _parse(value.encode(), "abcdef123456", 2, 9) == Consumed("k7", 1234, 2, 9)
+    assert _parse(value.encode(), "another-run", 2, 9) is None

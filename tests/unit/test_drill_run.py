@@ -50,6 +50,7 @@ class Cluster:
         self.first = first
         self.events: list[Event] = []
         self.on_update: Any = None  # the runner's, once its observer started
+        self.workload_bytes: int | None = None  # what the runner asked the workload's values be
         cluster = self
 
         class Observer:
@@ -73,8 +74,10 @@ class Cluster:
                 cluster.steps.append(("observer.stop", None))
 
         class Workload:
-            def __init__(self, settings: Settings, topic: str, *, acks: str, rate: float):
-                pass
+            def __init__(
+                self, settings: Settings, topic: str, *, acks: str, rate: float, value_bytes: int
+            ):
+                cluster.workload_bytes = value_bytes
 
             def start(self) -> Workload:
                 cluster.steps.append(("workload.start", None))
@@ -176,8 +179,11 @@ class Cluster:
 def test_a_drill_runs_its_steps_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
     healthy = load("healthy")
     cluster = Cluster(monkeypatch, healthy)
-    spec = DrillSpec("kill", "broker:2", duration_s=30, restore_after_s=10, warmup_s=2)
+    spec = DrillSpec(
+        "kill", "broker:2", duration_s=30, restore_after_s=10, warmup_s=2, message_bytes=1024
+    )
     report = cluster.runner(spec, after=healthy).run()
+    assert cluster.workload_bytes == 1024  # --message-bytes reaches the workload
     assert cluster.order() == [
         "observer.start",
         "read_broker_config 2",
@@ -197,7 +203,7 @@ def test_a_drill_runs_its_steps_in_order(monkeypatch: pytest.MonkeyPatch) -> Non
     ]
     said = cluster.said()
     assert said[0] == "waiting for a healthy view of the cluster"
-    assert said[1] == "workload: 200 msg/s, acks=all, on test-topic"
+    assert said[1] == "workload: 200 msg/s of 1,024 B, acks=all, on test-topic"
     assert "settling: broker registered, every ISR full, preferred leaders back" in said
     assert "workload stopped: 0 acked, 0 failed, 0 unknown" in said
     assert isinstance(report, DrillReport)

@@ -186,6 +186,8 @@ def test_drill_target_bugs_found(target: str, message: str) -> None:
             r"--duration more than 12 s",
         ),
         ({"topic": "bad topic"}, "--topic: invalid topic name 'bad topic'"),
+        ({"message_bytes": -1}, "--message-bytes must be between 0 and 900,000"),
+        ({"message_bytes": 2_000_000}, r"under the brokers' default message\.max\.bytes"),
     ],
 )
 def test_drill_settings_bugs_found(kw: dict[str, Any], message: str) -> None:
