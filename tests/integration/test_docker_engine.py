@@ -288,6 +288,16 @@ def kconsole_chains(compose: Compose) -> dict[str, list[str]]:
     return out
 
 
+def healed(compose: Compose, zk: KazooClient, tmp_path: Path) -> None:
+    """After a network drill, pass or fail: any rule left is healed (`drill heal --all`) and
+    the cluster is healthy again for the next test; then it fails if a rule had been left."""
+    left = kconsole_chains(compose)
+    if left:
+        compose.cli("drill", "heal", "--all", "--yes", state_dir=tmp_path)
+    healthy(compose, zk)
+    assert left == {}, left
+
+
 def test_partition_drill_the_controller_from_zookeeper_in_its_container(
     compose: Compose, zk: KazooClient, tmp_path: Path
 ) -> None:
@@ -324,11 +334,7 @@ def test_partition_drill_the_controller_from_zookeeper_in_its_container(
         assert [e["broker"] for e in resigned] == [old] and resigned[0]["ts"] > heal["ts"]
         assert kconsole_chains(compose) == {}
     finally:
-        left = kconsole_chains(compose)
-        if left:
-            compose.cli("drill", "heal", "--all", "--yes", state_dir=tmp_path)
-        healthy(compose, zk)
-        assert left == {}, left
+        healed(compose, zk, tmp_path)
 
 
 def test_a_slow_follower_in_its_container_drops_out_of_the_isr_and_back(
@@ -373,11 +379,7 @@ def test_a_slow_follower_in_its_container_drops_out_of_the_isr_and_back(
         assert not [e for e in events if e["kind"] == "broker-left" and e["broker"] == b]
         assert kconsole_chains(compose) == {}
     finally:
-        left = kconsole_chains(compose)
-        if left:
-            compose.cli("drill", "heal", "--all", "--yes", state_dir=tmp_path)
-        healthy(compose, zk)
-        assert left == {}, left
+        healed(compose, zk, tmp_path)
 
 
 def test_a_container_fault_held_by_a_killed_process_is_healed_by_its_watchdog(
