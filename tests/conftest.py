@@ -3,8 +3,10 @@ pytest still runs fixture teardown and stops every process the tests started."""
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
+import shutil
 import signal
 import tempfile
 
@@ -18,8 +20,10 @@ logging.getLogger("kazoo").setLevel(logging.CRITICAL)
 
 # Nothing a test runs writes into the developer's own state dir (the audit log, job runs,
 # console logs): every test process, and every kconsole it starts, gets one of its own.
+# The process that made it removes it when it exits (the tests' own subprocesses inherit it).
 if not os.environ.get("KCONSOLE_TEST_STATE_DIR"):
     os.environ["KCONSOLE_TEST_STATE_DIR"] = tempfile.mkdtemp(prefix="kconsole-test-state-")
+    atexit.register(shutil.rmtree, os.environ["KCONSOLE_TEST_STATE_DIR"], ignore_errors=True)
 os.environ["KCONSOLE_STATE_DIR"] = os.environ["KCONSOLE_TEST_STATE_DIR"]
 
 # The test clusters' JVMs compile with C1 only: the suite starts Kafka and ZooKeeper JVMs some

@@ -61,18 +61,29 @@ class AdminState:
     min_isr: dict[str, int] = field(default_factory=dict)
 
 
+@dataclass
+class TopicConfigs:
+    """Racks and min.insync.replicas as last read (kafka-python), and when they were all read
+    again: one per observer, shared by its readers (one per thread), so what one thread's
+    refresh read, another's poll uses."""
+
+    racks: dict[int, str | None] = field(default_factory=dict)
+    min_isr: dict[str, int] = field(default_factory=dict)
+    read_at: float = 0.0  # monotonic
+
+
 class AdminReader:
     """Blocking reads for the pollers (one instance per poller thread)."""
 
-    def __init__(self, config: dict[str, Any], timeout_s: float = 5.0):
+    def __init__(
+        self, config: dict[str, Any], timeout_s: float = 5.0, configs: TopicConfigs | None = None
+    ):
         self.timeout_s = timeout_s
         self.admin = AdminClient(admin_config(config, timeout_s))
         self.config = dict(config)
         self.groups = GroupReader(self.config, timeout_s)
         """Consumer groups with lag (kafka-python for everything a dead broker would stall)."""
-        self._min_isr: dict[str, int] = {}
-        self._racks: dict[int, str | None] = {}
-        self._configs_at = 0.0
+        self.configs = configs if configs is not None else TopicConfigs()
         self._kp: Any = None
         self._kp_failures = 0
         self._kp_backoff_until = 0.0
@@ -112,10 +123,12 @@ class AdminReader:
                 log.debug("DescribeCluster: %s; reading the whole metadata", exc)
         md = self._metadata()
         self._known_servers = [f"{b.host}:{b.port}" for b in md.brokers.values() if b.host]
-        stale = refresh_stale and time.monotonic() - self._configs_at > config_refresh_s
-        if stale or set(md.brokers) - set(self._racks):
+        stale = refresh_stale and time.monotonic() - self.configs.read_at > config_refresh_s
+        if stale or set(md.brokers) - set(self.configs.racks):
             self._read_racks()
-        nodes = {b.id: (b.host or "?", b.port, self._racks.get(b.id)) for b in md.brokers.values()}
+        nodes = {
+            b.id: (b.host or "?", b.port, self.configs.racks.get(b.id)) for b in md.brokers.values()
+        }
         controller = md.controller_id if md.controller_id >= 0 else None
         topics = {}
         for name, t in md.topics.items():
@@ -166,11 +179,11 @@ class AdminReader:
             int(b["broker_id"]): (str(b.get("host") or "?"), int(b.get("port") or 0), b.get("rack"))
             for b in brokers
         }
-        self._racks = {bid: rack for bid, (_h, _p, rack) in nodes.items()}
+        self.configs.racks = {bid: rack for bid, (_h, _p, rack) in nodes.items()}
         self._known_servers = [f"{h}:{p}" for h, p, _r in nodes.values() if h != "?"]
         controller = desc.get("controller_id")
         controller = int(controller) if controller is not None and int(controller) >= 0 else None
-        stale = refresh_stale and time.monotonic() - self._configs_at > config_refresh_s
+        stale = refresh_stale and time.monotonic() - self.configs.read_at > config_refresh_s
         min_isr = self._min_isr_of(sorted(topic_names), stale)
         return AdminState(time.time(), desc.get("cluster_id"), controller, nodes, None, min_isr)
 
@@ -178,19 +191,20 @@ class AdminReader:
         """Racks and min.insync.replicas of `topics` read again when older than
         `config_refresh_s` (see read_cluster's `refresh_stale`); kept as they were when the
         brokers do not answer."""
-        if time.monotonic() - self._configs_at <= config_refresh_s:
+        if time.monotonic() - self.configs.read_at <= config_refresh_s:
             return
         self._read_racks()
         self._read_min_isr(sorted(topics))
-        self._configs_at = time.monotonic()
+        self.configs.read_at = time.monotonic()
 
     def _min_isr_of(self, topics: list[str], stale: bool) -> dict[str, int]:
         """min.insync.replicas of `topics`: read for new topics, and all again when stale."""
-        if set(topics) - set(self._min_isr) or stale:
+        if set(topics) - set(self.configs.min_isr) or stale:
             self._read_min_isr(topics)
-            self._configs_at = time.monotonic()
+            self.configs.read_at = time.monotonic()
         wanted = set(topics)
-        return {t: v for t, v in self._min_isr.items() if t in wanted}
+        # a copy: another thread's reader may be adding topics to it meanwhile
+        return {t: v for t, v in dict(self.configs.min_isr).items() if t in wanted}
 
     def _kafka_python(self) -> Any:
         """The kafka-python admin client for configs and racks (created on first use). It
@@ -236,7 +250,7 @@ class AdminReader:
         except ClusterError as exc:
             log.debug("racks: %s", exc)
             return  # keep what we had: racks are a label, not a health figure
-        self._racks = {int(b["broker_id"]): b.get("rack") for b in desc.get("brokers", ())}
+        self.configs.racks = {int(b["broker_id"]): b.get("rack") for b in desc.get("brokers", ())}
 
     def _read_min_isr(self, topics: list[str]) -> None:
         if not topics:
@@ -253,7 +267,7 @@ class AdminReader:
             return  # keep what we had; the partitions pane then shows no min-ISR flag
         for topic, configs in answer.get("topic", {}).items():
             try:
-                self._min_isr[topic] = int(configs["min.insync.replicas"]["value"])
+                self.configs.min_isr[topic] = int(configs["min.insync.replicas"]["value"])
             except (KeyError, ValueError, TypeError):
                 continue
 

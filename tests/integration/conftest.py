@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -282,6 +283,7 @@ class _DockerWarmUp:
             self.dog.terminate()
             self.dog.wait(10)
             self.dog = None
+        shutil.rmtree(self.workdir, ignore_errors=True)  # the engine's log, once it is stopped
 
 
 _WARM_UP: list[_DockerWarmUp] = []

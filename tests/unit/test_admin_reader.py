@@ -231,7 +231,7 @@ def test_stale_configs_are_left_to_refresh_configs_when_asked(reader: AdminReade
     kp = reader._kp
     assert isinstance(kp, KafkaPython)
     asked = kp.calls
-    reader._configs_at -= 3600  # long stale
+    reader.configs.read_at -= 3600  # long stale
     state = reader.read_cluster(refresh_stale=False)
     assert kp.calls == asked and state.min_isr == {"t": 2}  # the values read before
     reader.refresh_configs(["t"])
