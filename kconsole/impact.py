@@ -119,11 +119,12 @@ def partition_lines(
     brokers or clients only, it stays registered: no leader moves."""
     if rate is not None:
         return [
-            f"its links {', '.join(sides)} capped at {rate:,} B/s each way (what exceeds it is "
-            "dropped, TCP backs off): it stays a member and keeps its leaderships",
-            f"where it follows a leader across those links and cannot keep up, it drops out of "
-            f"that partition's ISR once it is replica.lag.time.max.ms = {replica_lag_ms} ms "
-            "behind (checked every half of that), and rejoins once caught up after the heal",
+            f"its links to {', '.join(sides)} capped at {rate:,} B/s each way (what exceeds it "
+            "is dropped, TCP backs off): it stays a member and keeps its leaderships",
+            f"where it follows a leader across those links and must fetch more than that, it "
+            f"drops out of that partition's ISR once it has not caught up for "
+            f"replica.lag.time.max.ms = {replica_lag_ms} ms (checked every half of that), and "
+            "rejoins once caught up after the heal",
         ]
     if NetLinks(sides).cuts_membership(kraft):
         what = (

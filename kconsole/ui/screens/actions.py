@@ -166,7 +166,9 @@ class NetworkChooser(ModalScreen[NetChoice | None]):
         table.add_row("c", "from clients", "producers and consumers lose it, the cluster does not")
         way = "on: only what it sends is dropped" if self.one_way else "off: both directions"
         table.add_row("o", "one way", way)
-        table.add_row("s", "slow", f"links to the brokers at {self.rate:,} B/s: it falls behind")
+        table.add_row(
+            "s", "slow", f"links to the brokers at {self.rate:,} B/s: behind if it must fetch more"
+        )
         later = SLOW_RATES[(SLOW_RATES.index(self.rate) + 1) % len(SLOW_RATES)]
         table.add_row("r", "rate", f"{self.rate:,} B/s (r: {later:,})")
         return Group(table)
