@@ -274,7 +274,7 @@ def measurements(
             window = [
                 e
                 for e in after
-                if froze.ts < e.ts < (thawed.ts if thawed is not None else float("inf"))
+                if froze.ts <= e.ts < (thawed.ts if thawed is not None else float("inf"))
                 and e.kind
                 in (
                     EventKind.LEADER_CHANGED,
@@ -292,7 +292,9 @@ def measurements(
                 e
                 for e in after
                 if e.kind is EventKind.CONTROLLER_CHANGED
-                and froze.ts < e.ts < (thawed.ts if thawed is not None else float("inf"))
+                # the snapshot that showed the freeze counts: a leader named in it is one
+                # whose high watermark was unknown (it committed nothing)
+                and froze.ts <= e.ts < (thawed.ts if thawed is not None else float("inf"))
             ]
             if named:
                 notes.append(

@@ -184,6 +184,38 @@ class TestMeasurements:
             "while metadata was frozen kconsole saw 0 leader, ISR or fencing change(s)"
         ]
 
+    def test_a_leader_named_in_the_snapshot_that_shows_the_freeze_committed_nothing(
+        self,
+    ) -> None:
+        """A lone leader (high watermark unknown) first seen in the very poll that shows the
+        freeze has the freeze's time: it is listed as named while frozen, and so is a leader
+        change seen then (a fresh-clone run lost it to a strict `<`). One named before the
+        freeze is not (it may have committed)."""
+        before = K.healthy()
+        fault = ev(100.0, EventKind.ACTION, "stop", broker=1003, new="stop")
+        restore = ev(108.0, EventKind.ACTION, "start", broker=1003, new="start")
+        lone = "quorum leader is controller 1002, epoch 4"
+        events = [
+            fault,
+            ev(100.2, EventKind.CONTROLLER_CHANGED, "quorum leader is controller 1001, epoch 3"),
+            ev(100.6, EventKind.CONTROLLER_CHANGED, lone),
+            ev(100.6, EventKind.METADATA_FROZEN, "quorum leader controller 1002, epoch 4 has "
+               "committed nothing (high watermark unknown: no majority fetches from it): "
+               "metadata frozen"),
+            ev(100.6, EventKind.LEADER_CHANGED, "test-topic/0 leader 1 -> 2"),
+            restore,
+            ev(115.0, EventKind.METADATA_UNFROZEN, "quorum leader is controller 1001, epoch 5"),
+        ]  # fmt: skip
+        _out, notes = kraft.measurements(
+            before, events, fault=fault, targets=(1003, 1001), restore=restore, cfg=CFG
+        )
+        assert notes[0] == (
+            "while metadata was frozen kconsole saw 1 leader, ISR or fencing change(s): "
+            "test-topic/0 leader 1 -> 2"
+        )
+        assert notes[1].startswith("quorum leader(s) named while metadata was frozen")
+        assert f"{lone} at +0.60 s" in notes[1] and "epoch 3" not in notes[1]
+
     def test_never_frozen_is_said_not_zero(self) -> None:
         fault = ev(100.0, EventKind.ACTION, "kill", broker=1003, new="kill")
         out, _ = kraft.measurements(
