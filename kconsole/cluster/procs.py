@@ -172,15 +172,31 @@ class ManagedProcess:
         if self._popen is None:
             return None
         code = self._popen.poll()
-        if code is None and not psutil.pid_exists(self._popen.pid):
-            # Reaped this instant by the thread waiting on it, which is storing the status.
+        if code is None and _exited(self._popen.pid):
+            # The reaper thread (see spawn) holds the Popen's wait lock while it waits, so
+            # poll() says None until that thread has run again and stored the status: under
+            # load that can be a while after the child died (seen: a zombie, and poll() None).
+            # It has exited, so the status comes; wait for it rather than say "still running".
             with suppress(subprocess.TimeoutExpired):
-                code = self._popen.wait(timeout=1.0)
+                code = self._popen.wait(timeout=_REAP_WAIT)
         return code
 
     def log_tail(self, lines: int = 30) -> list[str]:
         """The last lines of the process log (empty if none)."""
         return tail_lines(self.log_file, lines)
+
+
+_REAP_WAIT = 30.0  # seconds: a bound only; an exited child's status is stored at once
+
+
+def _exited(pid: int) -> bool:
+    """Whether our child `pid` has exited: a zombie, or reaped already."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.Error:
+        return False
 
 
 def wait_exited(proc: psutil.Process, timeout: float) -> bool:

@@ -85,6 +85,41 @@ def test_log_is_appended_and_tailed(proc: ManagedProcess, tmp_path: Path) -> Non
     assert "hello from child" in tail_lines(proc.log_file, 5)
 
 
+def test_exit_code_waits_for_the_status_of_an_exited_child_the_reaper_has_not_stored(
+    proc: ManagedProcess, tmp_path: Path
+) -> None:
+    """The reaper thread holds the Popen's wait lock while it waits: a child that has died but
+    whose status that thread has not stored yet (it was not scheduled, under load) is a zombie
+    and poll() says None. exit_code() must wait for the status, not report None (seen once in
+    a fresh-clone run with a busy core: `assert proc.exit_code() == 0` got None)."""
+    import threading
+
+    popen = subprocess.Popen([sys.executable, "-c", "pass"], cwd=tmp_path)
+    proc._popen = popen
+    held, release = threading.Event(), threading.Event()
+
+    def reaper_not_scheduled() -> None:
+        with popen._waitpid_lock:  # type: ignore[attr-defined]
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=reaper_not_scheduled)
+    holder.start()
+    try:
+        assert held.wait(5)
+        wait_until(
+            lambda: psutil.Process(popen.pid).status() == psutil.STATUS_ZOMBIE,
+            timeout=10,
+            what="the child exited (a zombie nobody has reaped yet)",
+        )
+        assert popen.poll() is None  # what the racing reaper makes poll() say
+        threading.Timer(0.3, release.set).start()
+        assert proc.exit_code() == 0
+    finally:
+        release.set()
+        holder.join(5)
+
+
 def test_check_port_free() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
