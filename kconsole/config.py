@@ -72,6 +72,7 @@ _EXPECTED = {
     "read_only": "true or false",
     "refresh": "a number of seconds like 1.0",
     "group_refresh": "a number of seconds like 2.0",
+    "rate_window": "a number of seconds like 30",
     "backend": f"one of {', '.join(map(json.dumps, BACKENDS))}",
     "compose_project": 'a string like "kconsole" (a docker compose project name)',
     "cluster_dir": 'a string like "~/kafka/local" (a directory)',
@@ -118,6 +119,8 @@ class Settings:
     bootstrap_controller: str = ""
     # The docker compose project whose broker containers the docker backend acts on.
     compose_project: str = DEFAULT_COMPOSE_PROJECT
+    # The window rates and groups' statuses are judged over (kconsole.rates), in seconds.
+    rate_window_s: float = 30.0
 
     def __post_init__(self) -> None:
         found = _Problems()
@@ -129,6 +132,7 @@ class Settings:
             ("compose_project", self.compose_project),
             ("refresh", self.refresh_s),
             ("group_refresh", self.group_refresh_s),
+            ("rate_window", self.rate_window_s),
         ):
             for what in value_problems(key, value):
                 found.add(key, key, what)
@@ -162,6 +166,10 @@ def value_problems(key: str, value: Any) -> list[str]:
     if key in ("refresh", "group_refresh"):
         if not 0.1 <= _seconds(value) <= 3600:
             return [f"must be between 0.1 and 3600 seconds, not {_shown(value, kind=False)}"]
+        return []
+    if key == "rate_window":
+        if not 5 <= _seconds(value) <= 3600:
+            return [f"must be between 5 and 3600 seconds, not {_shown(value, kind=False)}"]
         return []
     if key == "backend":
         if value not in BACKENDS:
@@ -230,6 +238,7 @@ _CLUSTER_KEYS: dict[str, Any] = {
     "read_only": bool,
     "refresh": (int, float),
     "group_refresh": (int, float),
+    "rate_window": (int, float),
     "backend": str,
     "compose_project": str,
     "cluster_dir": str,
@@ -361,6 +370,7 @@ def _apply_table(settings: Settings, data: dict[str, Any], origin: str = "") -> 
         read_only=data.get("read_only", settings.read_only),
         refresh_s=_seconds(data.get("refresh", settings.refresh_s)),
         group_refresh_s=_seconds(data.get("group_refresh", settings.group_refresh_s)),
+        rate_window_s=_seconds(data.get("rate_window", settings.rate_window_s)),
         backend=data.get("backend", settings.backend),
         compose_project=data.get("compose_project", settings.compose_project),
         cluster_dir=data.get("cluster_dir", settings.cluster_dir),

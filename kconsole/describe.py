@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 
-from kconsole.models import BrokerState, ClusterMode, ClusterSnapshot, Group, Quorum
+from kconsole.models import BrokerState, ClusterMode, ClusterSnapshot, Group, Quorum, Rates
+from kconsole.rates import rate_text, topic_loads, trend_text
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
@@ -101,9 +102,11 @@ def render_text(snap: ClusterSnapshot, now: float | None = None) -> str:
     # As kafka-topics --describe: the replicas of a partition being reassigned are the old and
     # the new ones, with those being added and removed said apart (only while one moves).
     moving = any(p.reassigning for p in snap.partitions)
+    r = snap.rates
+    sized = r is not None and not r.bytes_note
     out += _table(
         [*headers, *(["adding", "removing"] if moving else []), *(["elr"] if kraft else []),
-         "flags"],
+         *(["records/s"] if r else []), *(["bytes/s"] if sized else []), "flags"],
         [
             [
                 p.topic,
@@ -113,11 +116,15 @@ def render_text(snap: ClusterSnapshot, now: float | None = None) -> str:
                 ",".join(map(str, p.isr)),
                 *([_ids(p.adding), _ids(p.removing)] if moving else []),
                 *([_ids(p.elr)] if kraft else []),
+                *([rate_text(r.records(p.topic, p.partition), now)] if r else []),
+                *([rate_text(r.bytes(p.topic, p.partition), now, "B")] if r and sized else []),
                 " ".join(snap.flags(p)),
             ]
             for p in snap.partitions
         ],
     )  # fmt: skip
+    if r is not None:
+        out += _rates(snap, r, now)
     out.append("")
     typed = any(g.group_type for g in snap.groups)  # ListGroups v5 (Kafka 3.8+) says it
     out += _table(
@@ -135,7 +142,70 @@ def render_text(snap: ClusterSnapshot, now: float | None = None) -> str:
         ],
     )
     out += [f"  {g.group_id}: {g.lag_note}" for g in snap.groups if g.lag_note]
+    if r is not None and snap.groups:
+        out += _group_rates(snap, r, now)
     return "\n".join(out)
+
+
+def _rates(snap: ClusterSnapshot, r: Rates, now: float) -> list[str]:
+    """The topics' and the brokers' load over the window."""
+    sized = not r.bytes_note
+    out = [
+        "",
+        f"rates over the last {r.window_s:.0f} s"
+        + (f" (bytes/s: {r.bytes_note})" if r.bytes_note else ""),
+    ]
+    loads = topic_loads(snap, internal=True)
+    out += _table(
+        ["topic", "partitions", "records/s", *(["bytes/s"] if sized else []), "skew", "urp",
+         "offline"],
+        [
+            [
+                t.name,
+                str(t.partitions),
+                rate_text(t.records, now, why=True),
+                *([rate_text(t.bytes, now, "B")] if sized else []),
+                (f"{t.skew:.1f}x p{t.hottest}" + (" HOT" if t.hot else ""))
+                if t.skew is not None else "-",
+                str(t.under_replicated),
+                str(t.offline),
+            ]
+            for t in loads
+        ],
+    )  # fmt: skip
+    out.append("")
+    out += _table(
+        ["broker", "leads", "records/s in"],
+        [
+            [str(b.id), str(snap.led_by(b.id)), rate_text(snap.broker_records(b.id), now)]
+            for b in snap.brokers
+        ],
+    )
+    return out
+
+
+def _group_rates(snap: ClusterSnapshot, r: Rates, now: float) -> list[str]:
+    """Each group's consumption against production, its lag's trend and its status, with the
+    reason (judged over the window as Burrow does)."""
+    out = [""]
+    rows = []
+    reasons = []
+    for g in snap.groups:
+        gr = r.group(g.group_id)
+        if gr is None:
+            continue
+        rows.append(
+            [
+                g.group_id,
+                gr.status.value,
+                rate_text(gr.consumed, now),
+                rate_text(gr.produced, now),
+                trend_text(gr) or "-",
+            ]
+        )
+        reasons.append(f"  {g.group_id}: {gr.status.value}: {gr.reason}")
+    out += _table(["group", "status", "consumed/s", "produced/s", "lag trend"], rows)
+    return out + reasons
 
 
 def _group_lag(g: Group) -> str:

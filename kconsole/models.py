@@ -425,6 +425,155 @@ class Group:
         return min(times) if times else None
 
 
+# -- rates (kconsole.rates works them out; see docs/rates.md) -----------------------------------
+@dataclass(frozen=True)
+class Rate:
+    """How fast one counter (log-end offsets, a log's size, committed offsets) moved over the
+    window that ends at `as_of`. `per_s` None: unknown, `reason` says why and `as_of` when its
+    last figure was read (the age is measured from it), never 0."""
+
+    per_s: float | None
+    span_s: float = 0.0  # seconds the figure covers (the window once `full`)
+    window_s: float = 30.0
+    as_of: float | None = None  # when the newest reading in it was taken
+    reason: str = ""  # unknown: why; known: what a reader should know (measured since ...)
+    partial: bool = False  # a sum that leaves out counters not read (at least per_s)
+
+    @property
+    def known(self) -> bool:
+        return self.per_s is not None
+
+    @property
+    def full(self) -> bool:
+        """Whether it covers its whole window (a shorter span is shown as such)."""
+        return self.per_s is not None and self.span_s >= self.window_s - 1e-6
+
+
+UNREAD_RATE = Rate(None, reason="not read yet")
+
+
+def sum_rates(rates: Sequence[Rate]) -> Rate:
+    """The sum of `rates`: known when any is; `partial` (at least that much) when some are not,
+    with how many and why. An empty sequence is an exact 0 (nothing to add up)."""
+    if not rates:
+        return Rate(0.0, span_s=0.0, window_s=0.0)
+    known = [r for r in rates if r.per_s is not None]
+    unknown = [r for r in rates if r.per_s is None]
+    window = max(r.window_s for r in rates)
+    as_of = max((r.as_of for r in rates if r.as_of is not None), default=None)
+    if not known:
+        first = unknown[0]
+        reason = first.reason if len(unknown) == 1 else f"{len(unknown)} unknown: {first.reason}"
+        return Rate(None, window_s=window, as_of=as_of, reason=reason)
+    span = min(r.span_s for r in known)
+    total = sum(r.per_s for r in known if r.per_s is not None)
+    if unknown:
+        why = f"{len(unknown)} of {len(rates)} not known: {unknown[0].reason}"
+        return Rate(total, span, window, as_of, why, partial=True)
+    partial = any(r.partial for r in known)
+    reason = next((r.reason for r in known if r.partial), "")
+    return Rate(total, span, window, as_of, reason, partial=partial)
+
+
+class LagStatus(StrEnum):
+    """A group's or a partition's consumption judged over the window, as Burrow does."""
+
+    OK = "OK"
+    WARNING = "WARNING"  # lag grew over the window while offsets were committed
+    STALLED = "STALLED"  # members, but the committed offset did not move while behind
+    STOPPED = "STOPPED"  # no member consumes, and it is behind
+    UNKNOWN = "UNKNOWN"  # offsets not read this time
+    PENDING = "PENDING"  # not a whole window of readings yet
+
+    @property
+    def severity(self) -> int:
+        return _LAG_SEVERITY[self]
+
+
+_LAG_SEVERITY = {
+    LagStatus.OK: 0,
+    LagStatus.PENDING: 1,
+    LagStatus.UNKNOWN: 2,
+    LagStatus.WARNING: 3,
+    LagStatus.STALLED: 4,
+    LagStatus.STOPPED: 5,
+}
+
+
+@dataclass(frozen=True)
+class PartitionRate:
+    """One partition's records in (log-end offsets' rate) and bytes in (its leader's log
+    size's rate, where the cluster gives sizes)."""
+
+    topic: str
+    partition: int
+    records: Rate = UNREAD_RATE
+    bytes: Rate = UNREAD_RATE
+
+
+@dataclass(frozen=True)
+class GroupPartitionRate:
+    """One partition of a group: its consumption (committed offsets' rate) against its
+    production, judged."""
+
+    topic: str
+    partition: int
+    status: LagStatus
+    reason: str
+    consumed: Rate = UNREAD_RATE
+    produced: Rate = UNREAD_RATE
+
+
+@dataclass(frozen=True)
+class GroupRate:
+    """A group's consumption judged over the window: the worst of its partitions' status (and
+    that one's reason), its total lag's trend and, while it drains, the time to catch up."""
+
+    group_id: str
+    status: LagStatus
+    reason: str
+    trend: str = ""  # "growing", "draining", "steady"; "": not known
+    catch_up_s: float | None = None  # draining: lag / how fast it falls
+    lag_per_s: float | None = None  # the total lag's slope over the window
+    consumed: Rate = UNREAD_RATE
+    produced: Rate = UNREAD_RATE
+    partitions: tuple[GroupPartitionRate, ...] = ()
+    history: tuple[tuple[float, int], ...] = ()  # (when, total lag), oldest first
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Every rate the observer measured, as of its last reading of the offsets."""
+
+    window_s: float
+    taken_at: float
+    partitions: tuple[PartitionRate, ...] = ()
+    groups: tuple[GroupRate, ...] = ()
+    bytes_note: str = ""  # why bytes/s are not shown at all (the cluster gives no sizes)
+
+    @cached_property
+    def _by_key(self) -> dict[tuple[str, int], PartitionRate]:
+        return {(r.topic, r.partition): r for r in self.partitions}
+
+    @cached_property
+    def _groups(self) -> dict[str, GroupRate]:
+        return {g.group_id: g for g in self.groups}
+
+    def partition(self, topic: str, partition: int) -> PartitionRate | None:
+        return self._by_key.get((topic, partition))
+
+    def group(self, group_id: str) -> GroupRate | None:
+        return self._groups.get(group_id)
+
+    def records(self, topic: str, partition: int) -> Rate:
+        r = self._by_key.get((topic, partition))
+        return r.records if r is not None else UNREAD_RATE
+
+    def bytes(self, topic: str, partition: int) -> Rate:
+        r = self._by_key.get((topic, partition))
+        return r.bytes if r is not None else UNREAD_RATE
+
+
 @dataclass(frozen=True)
 class SourceHealth:
     """How fresh one source's data is: a failed source keeps its last data, marked stale."""
@@ -541,6 +690,9 @@ class ClusterSnapshot:
     # broker id) of each controller resignation the brokers' logs show, such as a zombie
     # controller's once it reaches ZooKeeper again and learns of its successor.
     resignations: tuple[tuple[float, int], ...] = ()
+    # How fast it moves: records and bytes in per partition, each group's consumption judged
+    # (None: not measured, e.g. `describe` without --sample).
+    rates: Rates | None = None
 
     def net_fault(self, node_id: int) -> str | None:
         """The network fault in force on `node_id`, in words (None: none)."""
@@ -746,6 +898,46 @@ class ClusterSnapshot:
 
     def under_replicated_on(self, broker_id: int) -> int:
         return self._broker_counts.get(broker_id, (0, 0, 0))[2]
+
+    # -- rates ----------------------------------------------------------------------------
+    @cached_property
+    def _rate_sums(self) -> tuple[dict[str, Rate], dict[int, Rate], dict[str, Rate]]:
+        """Records/s per topic and per leader, bytes/s per topic (one pass; see rates)."""
+        if self.rates is None:
+            return {}, {}, {}
+        by_topic: dict[str, list[Rate]] = {}
+        by_leader: dict[int, list[Rate]] = {}
+        bytes_by_topic: dict[str, list[Rate]] = {}
+        for p in self.partitions:
+            r = self.rates.partition(p.topic, p.partition)
+            rec = r.records if r is not None else UNREAD_RATE
+            by_topic.setdefault(p.topic, []).append(rec)
+            bytes_by_topic.setdefault(p.topic, []).append(r.bytes if r else UNREAD_RATE)
+            if not self.is_offline(p):
+                by_leader.setdefault(p.leader, []).append(rec)
+        return (
+            {t: sum_rates(rs) for t, rs in by_topic.items()},
+            {b: sum_rates(rs) for b, rs in by_leader.items()},
+            {t: sum_rates(rs) for t, rs in bytes_by_topic.items()},
+        )
+
+    def topic_records(self, topic: str) -> Rate | None:
+        """Records in per second to `topic` (None: rates not measured)."""
+        if self.rates is None:
+            return None
+        return self._rate_sums[0].get(topic, UNREAD_RATE)
+
+    def topic_bytes(self, topic: str) -> Rate | None:
+        if self.rates is None:
+            return None
+        return self._rate_sums[2].get(topic, UNREAD_RATE)
+
+    def broker_records(self, broker_id: int) -> Rate | None:
+        """Records in per second to the partitions `broker_id` leads now (None: not measured;
+        an exact 0 when it leads none)."""
+        if self.rates is None:
+            return None
+        return self._rate_sums[1].get(broker_id, sum_rates(()))
 
     # -- serialisation (recorded fixtures, `kconsole describe --json`) ---------------------
     def to_dict(self) -> dict[str, Any]:

@@ -230,11 +230,21 @@ EXIT_NOT_ASKED = 2  # describe: the cluster could not be asked (not reached, or 
 
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="The whole snapshot as JSON.")
+@click.option(
+    "--sample",
+    "sample_s",
+    type=click.FloatRange(min=0, max=3600),
+    default=0.0,
+    metavar="SECONDS",
+    help="Read the offsets for this long and add the rates over it: records and bytes in per "
+    "partition, topic and broker, each group's consumption, lag trend and status.",
+)
 @click.pass_context
-def describe(ctx: click.Context, as_json: bool) -> None:
-    """Print the cluster once: brokers, controller, partitions with flags, groups with lag.
-    Exits 2 when the cluster could not be asked: nothing answered, or it refused the login or
-    the TLS handshake (said on stderr too, with how to start the local cluster if it is that)."""
+def describe(ctx: click.Context, as_json: bool, sample_s: float) -> None:
+    """Print the cluster once: brokers, controller, partitions with flags, groups with lag
+    (with --sample, how fast each moves). Exits 2 when the cluster could not be asked: nothing
+    answered, or it refused the login or the TLS handshake (said on stderr too, with how to
+    start the local cluster if it is that)."""
     from kconsole.describe import not_asked, render_text
     from kconsole.observer import ClusterObserver
 
@@ -247,7 +257,7 @@ def describe(ctx: click.Context, as_json: bool) -> None:
         start_hint=door.start_hint,
         net_faults=door.network_faults(),
     )
-    snap = observer.read_once()
+    snap = observer.read_once(sample_s)
     if as_json:
         click.echo(secrets.scrub(snap.to_json(indent=2, default=str)))
     else:

@@ -33,6 +33,7 @@ from kconsole.models import (
     Partition,
     PartitionChanges,
     Quorum,
+    Rates,
     SourceHealth,
     SourceName,
     Topic,
@@ -81,6 +82,7 @@ class SnapshotBuilder:
         self.start_hint = ""  # how to start the local cluster while it cannot be reached
         self.net_faults: tuple[tuple[int, str], ...] = ()  # the backend's, as last read
         self.resignations: tuple[tuple[float, int], ...] = ()  # the brokers' logs', as read
+        self.rates: Rates | None = None  # as of the last reading of the offsets
         # When a registration was first seen (this builder's clock): brokers that joined while
         # it watched, not those already there at its first build.
         self._joined_at: dict[int, float] = {}
@@ -268,6 +270,7 @@ class SnapshotBuilder:
             start_hint=self.start_hint,
             net_faults=self.net_faults,
             resignations=self.resignations,
+            rates=self.rates,
         )
 
     def controllers(self, now: float) -> tuple[ControllerStatus, ...]:

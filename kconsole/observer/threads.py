@@ -34,7 +34,7 @@ from collections import deque
 from collections.abc import Callable
 
 from kconsole.cluster.admin import AdminReader, AdminState, TopicConfigs, reachable
-from kconsole.cluster.groups.reader import carry_forward
+from kconsole.cluster.groups.reader import GroupsRead, carry_forward
 from kconsole.cluster.kraft.quorum import NoQuorumLeader, NotKRaft, QuorumReader, QuorumUnanswered
 from kconsole.cluster.security.clients import auth_failure, diagnose_auth, nothing_listens
 from kconsole.cluster.values import ProcState
@@ -47,6 +47,8 @@ from kconsole.models import (
     BrokerState,
     ClusterMode,
     ClusterSnapshot,
+    Group,
+    Rates,
     SourceName,
 )
 from kconsole.observer.builder import (
@@ -57,6 +59,7 @@ from kconsole.observer.builder import (
     _same_where_equal,
 )
 from kconsole.observer.controllers import DEFAULT_FETCH_TIMEOUT_S
+from kconsole.rates import RateBook
 from kconsole.timeline import Event, diff
 
 log = logging.getLogger(__name__)
@@ -87,6 +90,11 @@ REFUSAL_PROBE_S = 2.0
 # ... again at most this often while the Admin API has never answered (the console).
 REFUSAL_PROBE_EVERY_S = 10.0
 
+
+# How often the partitions' log sizes are read (bytes/s): one DescribeLogDirs per broker lists
+# every replica it holds, more to decode than the log ends; a window of them still gives the rate.
+SIZES_EVERY_S = 10.0
+TP = tuple[str, int]
 
 # How often the backend's process states are read (the local backend: pid files and /proc).
 PROC_STATES_POLL_S = 0.25
@@ -149,6 +157,9 @@ class ClusterObserver:
         self.config_refresh_s = 30.0
         self._config_at = 0.0
         self._preferred: frozenset[tuple[str, int]] = frozenset()
+        # How fast it moves: the offsets each groups poll reads, over a window (kconsole.rates).
+        self._rates = RateBook(settings.rate_window_s)
+        self._sizes_at = -SIZES_EVERY_S
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self, on_update: OnUpdate) -> None:
@@ -220,11 +231,16 @@ class ClusterObserver:
             return [e for e in self.events if e.ts >= ts]
 
     # -- one-shot (kconsole describe) ---------------------------------------------------------
-    def read_once(self) -> ClusterSnapshot:
+    def read_once(self, sample_s: float = 0.0) -> ClusterSnapshot:
         """Read every source once, synchronously, and return the snapshot. The quorum is
         asked first: a KRaft cluster then needs no ZooKeeper timeout (the default ZooKeeper
         is given even when the cluster is KRaft). A cluster that refuses the login is asked
-        nothing more: each source says so (ZooKeeper, which has its own login, is read)."""
+        nothing more: each source says so (ZooKeeper, which has its own login, is read).
+
+        With `sample_s`, the offsets are read again every `group_refresh_s` for that many
+        seconds and the snapshot carries the rates over them (the window); else no rates."""
+        if sample_s > 0:
+            self._rates = RateBook(sample_s)
         login = self._refusal()
         if login is not None:
             with self._lock:
@@ -265,8 +281,21 @@ class ClusterObserver:
         try:
             self._poll_admin(reader, publish=False)
             self._poll_groups(reader, publish=False)
+            # Until the readings span the whole sample (or, when they fail, the clock says it
+            # has passed with room for one more poll's timeout).
+            first, start = self._rates.taken_at, self.clock()
+            deadline = start + sample_s + self.settings.group_refresh_s + 10.0
+            while (
+                sample_s > 0 and self._rates.taken_at - first < sample_s and self.clock() < deadline
+            ):
+                left = first + sample_s - self._rates.taken_at
+                time.sleep(max(0.05, min(self.settings.group_refresh_s, left)))
+                self._poll_groups(reader, publish=False)
         finally:
             reader.close()
+        if sample_s <= 0:
+            with self._lock:
+                self.builder.rates = None  # one reading: no rate
         self._settle_controllers()
         return self._publish(publish=False)
 
@@ -635,18 +664,24 @@ class ClusterObserver:
             known = [g.group_id for g in self.builder.groups]
             snap = self.snapshot
             admin = self.builder.admin
+            if snap is None and admin is not None:  # read_once: nothing published yet
+                snap = self.builder.build(self.clock())
         brokers, leaders, unasked = _hints(snap)
         if brokers is None and admin is not None:  # before the first snapshot (read_once)
             brokers = sorted(admin.nodes) or None
         start = time.monotonic()
         try:
-            read = reader.groups.read(known, brokers, leaders, unasked)
+            read = reader.groups.read(
+                known, brokers, leaders, unasked, sample=leaders, clock=self.clock
+            )
+            sizes = self._read_sizes(reader, brokers, leaders)
             with self._lock:
                 b = self.builder
                 b.groups = _same_where_equal(
                     b.groups, carry_forward(b.groups, b.groups_at, read.groups)
                 )
                 b.groups_at = self.clock()
+                b.rates = self._rate(read, sizes, b.groups)
                 partly = [g.group_id for g in b.groups if g.error]
                 notes = list(read.notes)
                 if partly:
@@ -658,6 +693,37 @@ class ClusterObserver:
                 self.builder.health[SourceName.GROUPS].failure(why, refused)
         if publish:
             self._publish()
+
+    def _read_sizes(
+        self, reader: AdminReader, brokers: list[int] | None, leaders: dict[TP, int]
+    ) -> tuple[float, dict[TP, tuple[int, int]], dict[TP, str], str] | None:
+        """The partitions' log sizes on their leaders, every SIZES_EVERY_S (None between)."""
+        now = self.clock()
+        if not leaders or not brokers or now - self._sizes_at < SIZES_EVERY_S:
+            return None
+        self._sizes_at = now
+        try:
+            sizes, errors, note = reader.groups.log_sizes(brokers, leaders)
+        except Exception as exc:  # its figures are unknown this time, said per partition
+            log.debug("log sizes", exc_info=True)
+            return self.clock(), {}, dict.fromkeys(leaders, _describe(exc)), ""
+        return self.clock(), sizes, errors, note
+
+    def _rate(
+        self,
+        read: GroupsRead,
+        sizes: tuple[float, dict[TP, tuple[int, int]], dict[TP, str], str] | None,
+        groups: tuple[Group, ...],
+    ) -> Rates | None:
+        """Hand this poll's readings to the rate book; the figures as of them."""
+        book = self._rates
+        if read.ends_at is not None:
+            book.read_ends(read.ends_at, read.ends, read.end_errors, [*read.ends, *read.end_errors])
+        if sizes is not None:
+            book.read_sizes(*sizes)
+        # The committed offsets were read just before the log ends: one time for both.
+        book.read_groups(read.ends_at if read.ends_at is not None else self.clock(), groups)
+        return book.rates(groups)
 
     def _broker_config(
         self, reader: AdminReader, state: AdminState, reach: dict[int, bool]

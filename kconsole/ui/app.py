@@ -59,6 +59,7 @@ from kconsole.ui.screens.produce import ProduceScreen
 from kconsole.ui.screens.reassign import ReassignScreen
 from kconsole.ui.screens.tail import TailScreen
 from kconsole.ui.screens.timeline import TimelineScreen
+from kconsole.ui.screens.topics import TopicsScreen
 from kconsole.ui.widgets.tables import BrokersTable, GroupsTable, PartitionsTable
 
 __all__ = ["ACTIONS_GROUP", "JOB_ACTIONS_GROUP", "KConsoleApp", "make_app"]
@@ -377,6 +378,7 @@ class KConsoleApp(BrokerActions, JobActions, ElectionActions):
             KeyGroup("Topic filter", (FilterInput,)),
             KeyGroup("Consumer groups pane", (GroupsTable,)),
             KeyGroup("Group screen", (GroupScreen,)),
+            KeyGroup("Topics (v)", (TopicsScreen,)),
             KeyGroup("Broker action chooser (C, L)", (BrokerChooser,)),
             KeyGroup(
                 "Confirmation",

@@ -22,9 +22,13 @@ from kconsole.models import (
     ClusterSnapshot,
     Group,
     GroupPartition,
+    GroupRate,
+    LagStatus,
     Partition,
+    Rate,
     aligned_changes,
 )
+from kconsole.rates import rate_text, topic_loads, trend_text
 from kconsole.timeline import Event, EventKind
 from kconsole.ui import format as fmt
 
@@ -77,10 +81,47 @@ KRAFT_BROKER_COLUMNS: Columns = (
 
 
 def broker_columns(snap: ClusterSnapshot | None) -> Columns:
-    """The brokers pane's columns for this snapshot's mode."""
-    if snap is not None and snap.mode is ClusterMode.KRAFT:
-        return KRAFT_BROKER_COLUMNS
-    return BROKER_COLUMNS
+    """The brokers pane's columns for this snapshot's mode (with the records in to what each
+    leads, once rates are measured)."""
+    columns = (
+        KRAFT_BROKER_COLUMNS
+        if snap is not None and snap.mode is ClusterMode.KRAFT
+        else (BROKER_COLUMNS)
+    )
+    if snap is None or snap.rates is None:
+        return columns
+    i = [k for k, _ in columns].index("leads") + 1
+    return (*columns[:i], RATE_COLUMN, *columns[i:])
+
+
+RATE_COLUMN = ("rate", "in/s")
+"""Records in per second: to a partition, or to the partitions a broker leads."""
+RATE_WIDTH = 8  # "12,345/s": the column's width whatever the figure (rows are not re-measured)
+
+
+def rate_cell(rate: Rate | None, now: float) -> Text:
+    """A records/s cell: dim until a whole window is in, amber when unknown (with its age) or
+    when some of a sum is unknown; "…" before the second reading."""
+    text = rate_text(rate, now)
+    if rate is None or rate.per_s is None:
+        return fmt.cell(text, fmt.DIM if text == "…" else fmt.WARN)
+    if rate.partial:
+        return fmt.cell(text, fmt.WARN)
+    return fmt.cell(text, "" if rate.full else fmt.DIM)
+
+
+def _with_rates(snap: ClusterSnapshot, rows: Rows) -> Rows:
+    """broker_rows' rows with the in/s cell after the leads (controllers: a dash)."""
+    if snap.rates is None:
+        return rows
+    i = [k for k, _ in broker_columns(snap)].index("rate")
+    out: Rows = {}
+    for key, cells in rows.items():
+        b = snap.broker(int(key))
+        rate = snap.broker_records(b.id) if b is not None and b.in_cluster else None
+        cell = rate_cell(rate, snap.taken_at) if rate is not None else fmt.cell(fmt.NONE, fmt.DIM)
+        out[key] = [*cells[:i], cell, *cells[i:]]
+    return out
 
 
 def controller_ids(snap: ClusterSnapshot) -> list[int]:
@@ -101,7 +142,7 @@ def broker_rows(snap: ClusterSnapshot | None) -> Rows:
     if snap is None:
         return {}
     if snap.mode is ClusterMode.KRAFT:
-        return kraft_broker_rows(snap)
+        return _with_rates(snap, kraft_broker_rows(snap))
     rows: Rows = {}
     for b in sorted(snap.brokers, key=lambda b: b.id):
         is_controller = snap.controller.id == b.id
@@ -112,7 +153,7 @@ def broker_rows(snap: ClusterSnapshot | None) -> Rows:
             state_cell(snap, b),
             *count_cells(snap, b),
         ]
-    return rows
+    return _with_rates(snap, rows)
 
 
 def state_cell(snap: ClusterSnapshot, b: Broker) -> Text:
@@ -286,12 +327,18 @@ def has_elr(snap: ClusterSnapshot | None) -> bool:
     return any(p.elr is not None or p.last_known_elr is not None for p in snap.partitions)
 
 
-def partition_columns(elr: bool) -> Columns:
+def partition_columns(elr: bool, rates: bool = False) -> Columns:
     """The partitions table's columns, with the ELR ones (after the ISR: they matter when it
-    is short, and the flags then are long) or without."""
-    if not elr:
-        return PARTITION_COLUMNS
-    return PARTITION_COLUMNS[:5] + ELR_COLUMNS + PARTITION_COLUMNS[5:]
+    is short, and the flags then are long) or without; with records in per second before the
+    flags once rates are measured."""
+    columns = (
+        PARTITION_COLUMNS
+        if not elr
+        else (PARTITION_COLUMNS[:5] + ELR_COLUMNS + PARTITION_COLUMNS[5:])
+    )
+    if rates:
+        columns = (*columns[:-1], RATE_COLUMN, columns[-1])
+    return columns
 
 
 SortKey = Callable[[ClusterSnapshot, Partition], Any]
@@ -302,6 +349,8 @@ PARTITION_SORTS: dict[str, SortKey] = {
     "leader": lambda s, p: (p.leader, p.topic, p.partition),
     "replicas": lambda s, p: (p.replicas, p.topic, p.partition),
     "isr": lambda s, p: (len(p.isr), p.isr, p.topic, p.partition),
+    # Busiest first; unknown ones last.
+    "rate": lambda s, p: (-_per_s(s, p), p.topic, p.partition),
     # Worst first, so the ascending default of this column is the useful one.
     "flags": lambda s, p: (
         -sum(fmt.FLAG_WEIGHT.get(f, 1) for f in s.flags(p)),
@@ -309,6 +358,13 @@ PARTITION_SORTS: dict[str, SortKey] = {
         p.partition,
     ),
 }
+
+
+def _per_s(snap: ClusterSnapshot, p: Partition) -> float:
+    if snap.rates is None:
+        return -1.0
+    per_s = snap.rates.records(p.topic, p.partition).per_s
+    return -1.0 if per_s is None else per_s
 
 
 @dataclass(frozen=True)
@@ -441,6 +497,8 @@ def partition_cells(snap: ClusterSnapshot, p: Partition, elr: bool = False) -> l
     ]
     if elr:  # before the flags, as partition_columns puts them
         cells[5:5] = [_id_list(p.elr, fmt.NOTE), _id_list(p.last_known_elr, fmt.WARN)]
+    if snap.rates is not None:
+        cells.insert(-1, rate_cell(snap.rates.records(p.topic, p.partition), snap.taken_at))
     return cells
 
 
@@ -456,7 +514,7 @@ def partition_widths(
     every row of a big table is measured by (tests hold the two to the same widths). `flags`:
     the partition's flags, when already known."""
     none = cell_len(fmt.NONE)
-    base = (
+    base: tuple[int, ...] = (
         cell_len(p.topic),
         len(str(p.partition)),
         4 if p.leader < 0 else len(str(p.leader)),  # "none"
@@ -464,14 +522,16 @@ def partition_widths(
         len(fmt.ids(p.isr)) if p.isr else none,
         len(" ".join(snap.flags(p) if flags is None else flags)),
     )
-    if not elr:
-        return base
-    return (
-        *base[:5],
-        len(fmt.ids(p.elr)) if p.elr else none,
-        len(fmt.ids(p.last_known_elr)) if p.last_known_elr else none,
-        base[5],
-    )
+    if elr:
+        base = (
+            *base[:5],
+            len(fmt.ids(p.elr)) if p.elr else none,
+            len(fmt.ids(p.last_known_elr)) if p.last_known_elr else none,
+            base[5],
+        )
+    if snap.rates is not None:
+        base = (*base[:-1], RATE_WIDTH, base[-1])
+    return base
 
 
 def _replicas(p: Partition) -> Text:
@@ -518,9 +578,35 @@ def has_group_types(groups: Sequence[Group]) -> bool:
     return any(g.group_type for g in groups)
 
 
-def group_columns(groups: Sequence[Group]) -> Columns:
-    """The groups pane's columns: with the type column when any group has a type."""
-    return TYPED_GROUP_COLUMNS if has_group_types(groups) else GROUP_COLUMNS
+GROUP_RATE_COLUMNS: Columns = (("status", "status"), ("trend", "trend"))
+"""After the lag once rates are measured: the group judged over the window, the lag's trend."""
+
+
+def group_columns(groups: Sequence[Group], rates: bool = False) -> Columns:
+    """The groups pane's columns: with the type column when any group has a type, and the
+    status and trend after the lag once rates are measured."""
+    columns = TYPED_GROUP_COLUMNS if has_group_types(groups) else GROUP_COLUMNS
+    if rates:
+        i = [k for k, _ in columns].index("lag") + 1
+        columns = (*columns[:i], *GROUP_RATE_COLUMNS, *columns[i:])
+    return columns
+
+
+def status_cell(gr: GroupRate | None) -> Text:
+    """A group's (or a partition's) status as Burrow would say it."""
+    if gr is None:
+        return fmt.cell("…", fmt.DIM)
+    return fmt.cell(gr.status.value, LAG_STATUS_STYLE.get(gr.status, fmt.PLAIN))
+
+
+LAG_STATUS_STYLE = {
+    LagStatus.OK: fmt.GOOD,
+    LagStatus.WARNING: fmt.WARN,
+    LagStatus.STALLED: fmt.BAD,
+    LagStatus.STOPPED: fmt.BAD,
+    LagStatus.UNKNOWN: fmt.WARN,
+    LagStatus.PENDING: fmt.DIM,
+}
 
 
 def group_rows(snap: ClusterSnapshot | None) -> Rows:
@@ -528,14 +614,27 @@ def group_rows(snap: ClusterSnapshot | None) -> Rows:
     if snap is None:
         return {}
     typed = has_group_types(snap.groups)
+    r = snap.rates
     return {
-        g.group_id: group_row(g, snap.taken_at, typed=typed)
+        g.group_id: group_row(
+            g,
+            snap.taken_at,
+            typed=typed,
+            rates=r is not None,
+            rate=r.group(g.group_id) if r else None,
+        )
         for g in sorted(snap.groups, key=lambda g: g.group_id)
     }
 
 
 def group_row(
-    g: Group, now: float, name_width: int | None = None, *, typed: bool = False
+    g: Group,
+    now: float,
+    name_width: int | None = None,
+    *,
+    typed: bool = False,
+    rates: bool = False,
+    rate: GroupRate | None = None,
 ) -> list[Text]:
     """One group's cells; only a group with carried figures (`g.oldest`) depends on `now`.
     With `name_width` (a narrow pane) the id is elided in the middle to fit it and a
@@ -555,6 +654,10 @@ def group_row(
     if typed:
         kind = g.group_type.lower()
         cells.insert(3, fmt.cell(kind or fmt.NONE, fmt.NOTE if kind == "share" else fmt.DIM))
+    if rates:  # after the lag, as group_columns puts them
+        trend = trend_text(rate)
+        style = fmt.WARN if rate is not None and rate.trend == "growing" else ""
+        cells[3:3] = [status_cell(rate), fmt.cell(trend or fmt.NONE, style or fmt.DIM)]
     return cells
 
 
@@ -624,18 +727,38 @@ SHARE_PARTITION_COLUMNS: Columns = (
 )
 
 
-def group_partition_columns(group: Group | None) -> Columns:
-    """The group screen's columns: a share group's start offset where others' commit is."""
+GROUP_PARTITION_RATE_COLUMNS: Columns = (
+    ("consumed", "out/s"),
+    ("produced", "in/s"),
+    ("status", "status"),
+)
+"""After the lag once rates are measured: the partition's consumption, production, status."""
+
+
+def group_partition_columns(group: Group | None, rated: bool = False) -> Columns:
+    """The group screen's columns: a share group's start offset where others' commit is; with
+    `rated`, each partition's rates and status after the lag."""
+    columns = GROUP_PARTITION_COLUMNS
     if group is not None and group.group_type == "share":
-        return SHARE_PARTITION_COLUMNS
-    return GROUP_PARTITION_COLUMNS
+        columns = SHARE_PARTITION_COLUMNS
+    if rated:
+        columns = (*columns[:5], *GROUP_PARTITION_RATE_COLUMNS, *columns[5:])
+    return columns
 
 
-def group_partition_rows(group: Group | None, now: float | None = None) -> Rows:
+def group_partition_rows(
+    group: Group | None,
+    now: float | None = None,
+    rate: GroupRate | None = None,
+    rated: bool = False,
+) -> Rows:
     """One row per partition the group has offsets for, by topic/partition; carried figures
-    say how old they are at `now`."""
+    say how old they are at `now`; with `rated`, the cells of GROUP_PARTITION_RATE_COLUMNS
+    from `rate` after the lag."""
     if group is None:
         return {}
+    judged = {(r.topic, r.partition): r for r in rate.partitions} if rate is not None else {}
+    at = now if now is not None else 0.0
     rows: Rows = {}
     for gp in sorted(group.partitions, key=lambda gp: (gp.topic, gp.partition)):
         key = f"{gp.topic}/{gp.partition}"
@@ -647,6 +770,15 @@ def group_partition_rows(group: Group | None, now: float | None = None) -> Rows:
             _partition_lag(gp, now),
             _owner(gp),
         ]
+        if rated:
+            r = judged.get((gp.topic, gp.partition))
+            rows[key][5:5] = [
+                rate_cell(r.consumed if r else None, at),
+                rate_cell(r.produced if r else None, at),
+                fmt.cell(r.status.value, LAG_STATUS_STYLE.get(r.status, fmt.PLAIN))
+                if r is not None
+                else fmt.cell("…", fmt.DIM),
+            ]
     return rows
 
 
@@ -675,6 +807,60 @@ def _owner(gp: GroupPartition) -> Text:
 
 def _lag(lag: int | None) -> Text:
     return fmt.cell(fmt.count(lag), fmt.DIM if lag is None else (fmt.WARN if lag else fmt.GOOD))
+
+
+# -- topics -----------------------------------------------------------------------------------
+def topic_columns(sized: bool) -> Columns:
+    """The topics view's columns (bytes/s only where the cluster gives log sizes)."""
+    return (
+        ("topic", "topic"),
+        ("partitions", "parts"),
+        ("records", "in/s"),
+        *((("bytes", "bytes/s"),) if sized else ()),
+        ("skew", "skew"),
+        ("urp", "URP"),
+        ("offline", "offline"),
+    )
+
+
+def topic_rows(snap: ClusterSnapshot | None) -> Rows:
+    """One row per topic (internal ones too), the busiest first (unknown ones last)."""
+    if snap is None:
+        return {}
+    now = snap.taken_at
+    sized = snap.rates is not None and not snap.rates.bytes_note
+    loads = topic_loads(snap, internal=True)
+    loads.sort(key=lambda t: (-_known(t.records), t.name))
+    out: Rows = {}
+    for t in loads:
+        skew = fmt.cell(fmt.NONE, fmt.DIM)
+        if t.skew is not None:
+            hot = " HOT" if t.hot else ""
+            skew = fmt.cell(f"{t.skew:.1f}x p{t.hottest}{hot}", fmt.WARN if t.hot else "")
+        cells = [
+            KeyCell(t.name, fmt.DIM if snap.is_internal(t.name) else "", row_key=t.name),
+            fmt.cell(t.partitions),
+            rate_cell(t.records, now) if t.records is not None else fmt.cell("-", fmt.DIM),
+            skew,
+            fmt.cell(t.under_replicated, fmt.WARN if t.under_replicated else fmt.DIM),
+            fmt.cell(t.offline, fmt.BAD if t.offline else fmt.DIM),
+        ]
+        if sized:
+            cells.insert(3, _bytes_cell(t.bytes, now))
+        out[t.name] = cells
+    return out
+
+
+def _known(rate: Rate | None) -> float:
+    """A rate for ordering: unknown after every known one."""
+    return -1.0 if rate is None or rate.per_s is None else rate.per_s
+
+
+def _bytes_cell(rate: Rate | None, now: float) -> Text:
+    text = rate_text(rate, now, "B")
+    if rate is None or rate.per_s is None:
+        return fmt.cell(text, fmt.DIM if text == "…" else fmt.WARN)
+    return fmt.cell(text, fmt.WARN if rate.partial else ("" if rate.full else fmt.DIM))
 
 
 # -- events -----------------------------------------------------------------------------------

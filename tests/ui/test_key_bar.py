@@ -18,6 +18,7 @@ from tests.ui import builders as B
 from tests.ui.conftest import FakeControl, feed, new_app, settle
 
 SIZE = (160, 48)
+EVERY_KEY = (200, 48)  # wide enough for every key of every pane: their counts differ
 
 
 def bar_keys(bar: KeyBar) -> list[KeySpec]:
@@ -54,7 +55,7 @@ async def test_every_move_shows_what_a_footer_would_and_keeps_the_keys() -> None
     five keys, the groups pane one): the bar equals a freshly composed one after each move,
     and the keys already there are the same widgets, rewritten rather than mounted again."""
     app = new_app(commands=Commands(FakeControl()))
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=EVERY_KEY) as pilot:
         feed(app, B.group_lag())
         await settle(pilot)
         bar, reference = await with_reference(pilot)

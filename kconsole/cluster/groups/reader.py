@@ -20,8 +20,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kconsole.cluster.security import kafka_python
@@ -40,6 +41,11 @@ class GroupsRead:
     groups: tuple[Group, ...]
     listed_by_all: bool  # every broker asked answered ListGroups
     notes: tuple[str, ...] = ()  # what could not be read, for the source's health line
+    # The log-end offsets read (the groups' partitions and every one asked to `sample`), what
+    # could not be, and when the answers were in (None: none asked).
+    ends: Mapping[TP, int] = field(default_factory=dict)
+    end_errors: Mapping[TP, str] = field(default_factory=dict)
+    ends_at: float | None = None
 
 
 class GroupsUnreadable(Exception):
@@ -74,10 +80,13 @@ class GroupReader:
         brokers: Iterable[int] | None = None,
         leaders: Mapping[TP, int] | None = None,
         unasked: Sequence[int] = (),
+        sample: Iterable[TP] = (),
+        clock: Callable[[], float] = time.time,
     ) -> GroupsRead:
         """Every group: listed by each broker in `brokers` (default: the client's metadata),
         plus the `known` ones when a broker did not answer; log-end offsets asked of the
-        partition leaders in `leaders` (default: the client's metadata)."""
+        partition leaders in `leaders` (default: the client's metadata), in the same requests
+        those of every partition in `sample` (the rates: one request per leader in all)."""
         try:
             kp = self.client()
         except AuthenticationFailed as exc:
@@ -96,6 +105,7 @@ class GroupReader:
             listed_by_all = listed and not unasked  # else its groups may be missing
             if not listed_by_all:
                 ids |= set(known)
+            sample = set(sample)
             if not ids:
                 # No group at all, as the brokers that answered say. A broker that is down
                 # coordinates nothing (its groups move with the __consumer_offsets leaders),
@@ -103,7 +113,10 @@ class GroupReader:
                 # says what was not asked (degraded), not a failure. Only when no broker
                 # answered is there nothing to show.
                 if answered:
-                    return GroupsRead((), listed_by_all, tuple(notes))
+                    ends, end_errors = self._log_ends(kp, sample, leaders or {})
+                    failed = failed or bool(end_errors)
+                    at = clock() if sample else None
+                    return GroupsRead((), listed_by_all, tuple(notes), ends, end_errors, at)
                 raise GroupsUnreadable("; ".join(notes) or "no broker listed its groups")
             order = sorted(ids)
             descs, errors = self._describe(kp, order)
@@ -115,7 +128,8 @@ class GroupReader:
             cerrors.update(serrors)
             owners = {gid: _owners(descs.get(gid)) for gid in order}
             tps = {tp for gid in order for tp in (*committed.get(gid, {}), *owners[gid])}
-            ends, end_errors = self._log_ends(kp, tps, leaders or {})
+            ends, end_errors = self._log_ends(kp, tps | sample, leaders or {})
+            ends_at = clock()
             failed = bool(cerrors or end_errors or not listed)
             groups = tuple(
                 _group(
@@ -136,7 +150,7 @@ class GroupReader:
                 replace(g, group_type=t) if (t := self._types.get(g.group_id)) else g
                 for g in groups
             )
-            return GroupsRead(groups, listed_by_all, tuple(notes))
+            return GroupsRead(groups, listed_by_all, tuple(notes), ends, end_errors, ends_at)
         finally:
             if failed:
                 # A client that met a dead broker refreshes its metadata from scratch next time.
@@ -418,6 +432,39 @@ class GroupReader:
                 errors[tp] = "no log-end offset in the answer"
         return ends, errors
 
+    def log_sizes(
+        self, brokers: Sequence[int], leaders: Mapping[TP, int]
+    ) -> tuple[dict[TP, tuple[int, int]], dict[TP, str], str]:
+        """Each partition's log size on its leader (broker, bytes): one DescribeLogDirs per
+        broker in `brokers`, all in flight at once; what could not be read; and why no size
+        is given at all ("" when some is: a cluster that refuses the request, say)."""
+        try:
+            kp = self.client()
+        except Exception as exc:
+            self.close()
+            return {}, dict.fromkeys(leaders, f"no broker answered: {_text(exc)}"), ""
+        answers = kafka_python.log_sizes_at(kp, brokers, int(self.timeout_s * 1000))
+        sizes: dict[TP, tuple[int, int]] = {}
+        errors: dict[TP, str] = {}
+        refusals = []
+        for broker, answer in answers.items():
+            if isinstance(answer, BaseException):
+                if kafka_python.is_unsupported(answer) or _is_refused(answer):
+                    refusals.append(f"broker {broker}: {_text(answer)}")
+                for tp, leader in leaders.items():
+                    if leader == broker:
+                        errors[tp] = f"broker {broker}: {_text(answer)}"
+                continue
+            for tp, size in answer.items():
+                if leaders.get(tp) == broker:
+                    sizes[tp] = (broker, size)
+        if refusals and len(refusals) == len(answers):
+            return {}, {}, "; ".join(refusals)
+        for tp, leader in leaders.items():
+            if tp not in sizes and tp not in errors:
+                errors[tp] = "partition offline" if leader < 0 else f"broker {leader}: no size"
+        return sizes, errors, ""
+
     def _routed_ends(self, kp: Any, tps: list[TP], errors: dict[TP, str]) -> dict[TP, int]:
         """Log-end offsets through kafka-python's own leader lookup (its metadata)."""
         from kafka import TopicPartition
@@ -439,6 +486,11 @@ _NOT_LEADER = frozenset({5, 6, 74, 75})
 # A leader kafka-python's metadata does not know yet (a broker that just joined): asked through
 # its own lookup instead, which refreshes that metadata.
 _NOT_KNOWN_YET = frozenset({"UnknownBrokerIdError"})
+
+
+def _is_refused(exc: BaseException) -> bool:
+    """An authorization refusal (DescribeLogDirs needs DESCRIBE on the cluster)."""
+    return "AUTHORIZATION" in type(exc).__name__.upper() or "Authorization" in str(exc)
 
 
 def _error_name(code: int) -> str:

@@ -212,6 +212,63 @@ async def _ask_log_ends(
     return out
 
 
+def log_sizes_at(
+    admin: Any, brokers: Sequence[int], timeout_ms: int
+) -> dict[int, dict[TP, int] | BaseException]:
+    """Per broker its partitions' log sizes in bytes (the current log of every replica it
+    holds, future ones left out), from one DescribeLogDirs (all topics) per broker, all sent
+    before any answer is awaited; or what the request failed with (a log dir's own error
+    too). Raises only when the IO thread itself fails."""
+    result: dict[int, dict[TP, int] | BaseException] = admin._manager.run(
+        _ask_log_sizes, admin, brokers, timeout_ms
+    )
+    return result
+
+
+async def _ask_log_sizes(
+    admin: Any, brokers: Sequence[int], timeout_ms: int
+) -> dict[int, dict[TP, int] | BaseException]:
+    import kafka.errors
+    from kafka.protocol.admin import DescribeLogDirsRequest
+
+    pending: list[tuple[int, Any]] = []
+    for broker in brokers:
+        try:
+            send = admin._manager.send(
+                DescribeLogDirsRequest(topics=None), node_id=broker, request_timeout_ms=timeout_ms
+            )
+        except Exception as exc:
+            pending.append((broker, exc))
+            continue
+        pending.append((broker, send))
+    out: dict[int, dict[TP, int] | BaseException] = {}
+    for broker, future in pending:
+        if isinstance(future, BaseException):
+            out[broker] = future
+            continue
+        try:
+            response = await future
+        except Exception as exc:
+            out[broker] = exc
+            continue
+        code = int(getattr(response, "error_code", 0) or 0)
+        if code:
+            out[broker] = kafka.errors.for_code(code)()
+            continue
+        sizes: dict[TP, int] = {}
+        for result in response.results:
+            if int(result.error_code or 0):
+                continue  # an offline log dir: its partitions are not sized here
+            for topic in result.topics:
+                for part in topic.partitions:
+                    if not part.is_future_key:
+                        sizes[(str(topic.name), int(part.partition_index))] = int(
+                            part.partition_size
+                        )
+        out[broker] = sizes
+    return out
+
+
 def describe_at(admin: Any, request: Any, node_id: int, timeout_ms: int) -> list[dict[str, Any]]:
     """One group-describe request (ConsumerGroupDescribe / ShareGroupDescribe, from
     kconsole.cluster.groups.messages) sent to one broker, its group coordinator: the answer's

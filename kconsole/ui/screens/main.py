@@ -24,6 +24,7 @@ from kconsole.ui.context import actions, state, subscribe
 from kconsole.ui.quorum import quorum_lines
 from kconsole.ui.screens.group import GroupScreen
 from kconsole.ui.screens.timeline import TimelineScreen
+from kconsole.ui.screens.topics import TopicsScreen
 from kconsole.ui.widgets.base import UNAVAILABLE
 from kconsole.ui.widgets.footer import KeyBar
 from kconsole.ui.widgets.panes import (
@@ -144,6 +145,13 @@ class MainScreen(Screen[None]):
             "Timeline",
             tooltip="Drill timeline: chart, measurements, events",
             id="timeline",
+        ),
+        Binding(
+            "v",
+            "topics",
+            "Topics",
+            tooltip="Topics: records and bytes in per second, skew (hot partitions), URP",
+            id="topics",
         ),
         Binding(
             "i",
@@ -293,6 +301,10 @@ class MainScreen(Screen[None]):
     def action_timeline(self) -> None:
         """Open the drill timeline."""
         self.app.push_screen(TimelineScreen())
+
+    def action_topics(self) -> None:
+        """Open the topics view."""
+        self.app.push_screen(TopicsScreen())
 
     def action_focus_pane(self, pane: str) -> None:
         """Focus one pane's table."""

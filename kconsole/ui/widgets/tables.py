@@ -14,7 +14,7 @@ from textual.reactive import reactive
 
 from kconsole.cluster.values import BrokerAction
 from kconsole.faults import keyed, keyed_words
-from kconsole.models import ClusterSnapshot, Group, Partition
+from kconsole.models import ClusterSnapshot, Group, GroupRate, Partition, Rates
 from kconsole.ui import rows
 from kconsole.ui.context import actions, state, subscribe
 from kconsole.ui.rows import LoggedEvent, PartitionView
@@ -122,6 +122,7 @@ class BrokersTable(KeyedTable):
                 snap.controllers,
                 snap.never_answered,
                 snap.net_faults,
+                snap.rates,
                 size,
             )
         if inputs is not None and inputs == self._synced:
@@ -214,6 +215,14 @@ class PartitionsTable(VirtualTable[Partition]):
             self.post_message(self.InView(frozenset((p.topic, p.partition) for p in items)))
 
     _elr = False  # the ELR columns are shown (the snapshot reports ELR)
+    _rated = False  # the rate column is shown (the snapshot carries rates)
+
+    def _order_in_view(self) -> list[str]:
+        """The keys of the rows on screen."""
+        top = round(self.scroll_offset.y)
+        return [
+            k for k in self._order[top : top + max(self.size.height - 1, 0)] if k in self._items
+        ]
 
     def render_cells(self, key: str, item: Partition) -> list[Text]:
         assert self._snap is not None
@@ -301,18 +310,20 @@ class PartitionsTable(VirtualTable[Partition]):
             self.counts = rows.PartitionCounts()
             return
         elr = rows.has_elr(snap)
+        rated = snap.rates is not None
         context = (
             snap.topics,
             tuple((b.id, b.state, b.registered) for b in snap.brokers),
             self.view,
             elr,
+            rated,
         )
         built = self._built_from
         if context != self._built_context or built is None:
             self._snap = snap
-            if elr != self._elr:
-                self._elr = elr
-                self.columns = rows.partition_columns(elr)
+            if (elr, rated) != (self._elr, self._rated):
+                self._elr, self._rated = elr, rated
+                self.columns = rows.partition_columns(elr, rated)
                 self._labels = [Text.from_markup(label) for _, label in self.columns]
             all_flags = {p.key: snap.flags(p) for p in snap.partitions}  # one pass: what costs
             shown = rows.visible_partitions(snap, self.view)
@@ -332,10 +343,20 @@ class PartitionsTable(VirtualTable[Partition]):
                 sum(u for _, u in self._health.values()),
             )
             return
-        if snap.partitions is built.partitions:
+        new_rates = rated and snap.rates is not built.rates
+        if snap.partitions is built.partitions and not new_rates:
             self._built_from = snap  # the next snapshot's changes are counted from this one
             return
         self._snap = snap
+        if snap.partitions is built.partitions:
+            # New rates only: the rows in view are drawn again (the rate column's width is
+            # fixed: nothing is measured again); sorted by rate, the order is worked out again.
+            self._built_from = snap
+            order = None
+            if self.view.sort == "rate":
+                order = [p.key for p in rows.visible_partitions(snap, self.view)]
+            self.patch({k: self._items[k] for k in self._order_in_view()}, (), order)
+            return
         # Same brokers, topics and view: a row depends on its own partition only, and so do
         # its flags (what the counts add up).
         shown_keys = set(self._built_shown)
@@ -407,6 +428,7 @@ class GroupsTable(KeyedTable):
         subscribe(self, "snapshot", self.redraw, init=True)
 
     _shown: tuple[Group, ...] = ()
+    _rates: Rates | None = None
     _aged: frozenset[str] = frozenset()  # groups with carried figures: their age keeps counting
     _name_width: int | None = None  # the ids' width when elided to fit (a narrow pane)
 
@@ -442,13 +464,16 @@ class GroupsTable(KeyedTable):
         if not self.columns:
             return
         now = snap.taken_at if snap is not None else 0.0
-        columns = rows.group_columns(groups)
+        rates = snap.rates if snap is not None else None
+        columns = rows.group_columns(groups, rates is not None)
         every = columns != self.shown_columns
         if every:
             self.set_columns(columns)  # every row goes: all are built again below
-        typed = columns is rows.TYPED_GROUP_COLUMNS
+        typed = rows.has_group_types(groups)
         name_width = self._fit_names(groups, now)
-        every = every or name_width != self._name_width
+        # New rates: every group's status and trend may have changed (a few rows at most).
+        every = every or name_width != self._name_width or rates is not self._rates
+        self._rates = rates
         if groups is self._shown and not self._aged and not every:
             return
         self._name_width = name_width
@@ -460,7 +485,14 @@ class GroupsTable(KeyedTable):
                 aged.add(g.group_id)
             elif before.get(g.group_id) is g and not every:
                 continue
-            changed[g.group_id] = rows.group_row(g, now, name_width, typed=typed)
+            changed[g.group_id] = rows.group_row(
+                g,
+                now,
+                name_width,
+                typed=typed,
+                rates=rates is not None,
+                rate=rates.group(g.group_id) if rates is not None else None,
+            )
         order = sorted(g.group_id for g in groups)
         present = set(order)
         self.patch(changed, [k for k in self.row_keys if k not in present], order)
@@ -571,7 +603,14 @@ class GroupPartitionsTable(KeyedTable):
 
     COLUMNS = rows.GROUP_PARTITION_COLUMNS
 
-    def show(self, group: Group | None, now: float | None = None) -> None:
-        """Show `group`'s partitions (carried figures aged at `now`)."""
-        self.set_columns(rows.group_partition_columns(group))
-        self.sync(rows.group_partition_rows(group, now))
+    def show(
+        self,
+        group: Group | None,
+        now: float | None = None,
+        rate: GroupRate | None = None,
+        rated: bool = False,
+    ) -> None:
+        """Show `group`'s partitions (carried figures aged at `now`; with `rated`, each one's
+        consumption, production and status from `rate`)."""
+        self.set_columns(rows.group_partition_columns(group, rated))
+        self.sync(rows.group_partition_rows(group, now, rate if rated else None, rated))

@@ -1,0 +1,494 @@
+"""How fast the cluster moves, from offsets read over a sliding window.
+
+The observer reads every partition's log-end offset once per groups poll (one ListOffsets per
+leader, the same requests that give the groups' lag), its leader's log size where the cluster
+gives sizes (DescribeLogDirs, one per broker) and each group's committed offsets, and hands
+each reading here with the time it was taken. From them:
+
+- records in per partition: the log-end offset's rise over the window / the time it spans;
+- bytes in per partition: the same of its leader's log size;
+- per group and partition: the committed offset's rate (consumption) against the log end's
+  (production), and a status judged over the window the way Burrow does (`judge`).
+
+Nothing is made up: a counter whose latest reading failed is unknown, with the reason and the
+time of its last good reading; one that went backwards (a log truncated, a topic deleted and
+made again, a group's offsets reset) starts again from that reading and says so, never a
+negative rate; until a whole window is in, the figure says how much it covers.
+
+Pure computation (no Kafka, no Textual): tests feed it recorded readings.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from kconsole.models import (
+    ClusterSnapshot,
+    Group,
+    GroupPartitionRate,
+    GroupRate,
+    LagStatus,
+    Partition,
+    PartitionRate,
+    Rate,
+    Rates,
+    sum_rates,
+)
+
+WINDOW_S = 30.0
+"""The window rates and statuses are judged over (Burrow's default is ten commits)."""
+
+HISTORY = 300
+"""Readings of a group's total lag kept for its trend chart (ten minutes at 2 s polls)."""
+
+TP = tuple[str, int]
+
+
+class Series:
+    """Readings of one counter that only rises: (time, value), oldest first, the oldest the
+    newest one at or before the window's start (so a full window is spanned exactly)."""
+
+    __slots__ = ("error", "note", "note_at", "points", "source", "what", "why")
+
+    def __init__(self, what: str = "offset", why: str = "") -> None:
+        self.what = what  # what went back, said when it does ("log end", "log size", ...)
+        self.why = why  # and what makes it do so
+        self.points: deque[tuple[float, int]] = deque()
+        self.error = ""  # why the latest reading failed ("" : it did not)
+        self.note = ""  # what reset it (offsets went back ...)
+        self.note_at = 0.0
+        self.source: int | None = None  # which broker's figure it is (a log's size)
+
+    def add(self, t: float, value: int, window: float, source: int | None = None) -> None:
+        pts = self.points
+        if pts and source != self.source:
+            # Another replica's log (the leader moved): its size is not the same counter.
+            pts.clear()
+            self.note, self.note_at = f"measured from broker {source} since it leads", t
+        elif pts and value < pts[-1][1]:
+            why = f" ({self.why})" if self.why else ""
+            self.note = f"{self.what} went back from {pts[-1][1]:,} to {value:,}{why}"
+            self.note_at = t
+            pts.clear()
+        self.source = source
+        pts.append((t, value))
+        self.error = ""
+        while len(pts) > 2 and pts[1][0] <= t - window:
+            pts.popleft()
+
+    def fail(self, why: str) -> None:
+        self.error = why
+
+    def rate(self, window: float) -> Rate:
+        pts = self.points
+        as_of = pts[-1][0] if pts else None
+        if self.error:
+            return Rate(None, window_s=window, as_of=as_of, reason=self.error)
+        if len(pts) < 2:
+            why = f"{self.note}; measuring again" if self.note else "one reading so far"
+            return Rate(None, window_s=window, as_of=as_of, reason=why)
+        (t0, v0), (t1, v1) = pts[0], pts[-1]
+        span = t1 - t0
+        if span <= 0:
+            return Rate(None, window_s=window, as_of=as_of, reason="one reading so far")
+        note = self.note if self.note and span < window else ""
+        return Rate((v1 - v0) / span, span, window, as_of, note)
+
+
+@dataclass
+class _GroupTrack:
+    """Readings of one group: per partition (time, committed, log end), and its total lag."""
+
+    parts: dict[TP, deque[tuple[float, int, int]]] = field(default_factory=dict)
+    committed: dict[TP, Series] = field(default_factory=dict)
+    history: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    counted: frozenset[TP] = frozenset()  # the partitions `history`'s totals add up
+
+
+class RateBook:
+    """Every counter's readings; `rates()` works out the figures as of the latest."""
+
+    def __init__(self, window_s: float = WINDOW_S):
+        self.window_s = window_s
+        self.ends: dict[TP, Series] = {}
+        self.sizes: dict[TP, Series] = {}
+        self.groups: dict[str, _GroupTrack] = {}
+        self.taken_at = 0.0
+        self.bytes_note = "not read yet"
+
+    # -- readings ---------------------------------------------------------------------------
+    def read_ends(
+        self, t: float, ends: Mapping[TP, int], errors: Mapping[TP, str], partitions: Iterable[TP]
+    ) -> None:
+        """One reading of the log-end offsets of `partitions` (every partition of the cluster:
+        the others are forgotten), at `t`."""
+        keep = set(partitions)
+        for tp in [tp for tp in self.ends if tp not in keep]:
+            del self.ends[tp]
+        for tp in keep:
+            s = self.ends.get(tp)
+            if s is None:
+                s = self.ends[tp] = Series("log end", "truncated, or the topic made again")
+            if tp in ends:
+                s.add(t, ends[tp], self.window_s)
+            else:
+                s.fail(errors.get(tp, "log end not read"))
+        self.taken_at = t
+
+    def read_sizes(
+        self,
+        t: float,
+        sizes: Mapping[TP, tuple[int, int]],
+        errors: Mapping[TP, str],
+        note: str = "",
+    ) -> None:
+        """One reading of the log sizes, per partition (broker read from, bytes); `note`: why
+        the cluster gives none at all (bytes/s are then not shown)."""
+        self.bytes_note = note
+        if note:
+            self.sizes.clear()
+            return
+        for tp in [tp for tp in self.sizes if tp not in self.ends]:
+            del self.sizes[tp]
+        for tp in self.ends:
+            s = self.sizes.get(tp)
+            if s is None:
+                s = self.sizes[tp] = Series("log size", "old segments deleted")
+            if tp in sizes:
+                broker, size = sizes[tp]
+                s.add(t, size, self.window_s, source=broker)
+            else:
+                s.fail(errors.get(tp, "log size not read"))
+
+    def read_groups(self, t: float, groups: Sequence[Group]) -> None:
+        """One reading of the groups' committed offsets (and the log ends read with them)."""
+        keep = {g.group_id for g in groups}
+        for gid in [gid for gid in self.groups if gid not in keep]:
+            del self.groups[gid]
+        horizon = t - self.window_s
+        for g in groups:
+            track = self.groups.setdefault(g.group_id, _GroupTrack())
+            seen = set()
+            for gp in g.partitions:
+                tp = (gp.topic, gp.partition)
+                seen.add(tp)
+                s = track.committed.get(tp)
+                if s is None:
+                    s = track.committed[tp] = Series("committed offset", "reset")
+                pts = track.parts.setdefault(tp, deque())
+                fresh = gp.as_of is None and gp.committed_known
+                if not fresh or gp.share:
+                    s.fail("committed offset not read" if not gp.committed_known else "carried")
+                    continue
+                if gp.committed is None:
+                    s.fail("nothing committed")
+                    pts.clear()
+                    continue
+                s.add(t, gp.committed, self.window_s)
+                if gp.log_end is None:
+                    continue
+                if pts and gp.committed < pts[-1][1]:
+                    pts.clear()  # offsets reset: judged again from here
+                pts.append((t, gp.committed, gp.log_end))
+                while len(pts) > 2 and pts[1][0] <= horizon:
+                    pts.popleft()
+            for tp in [tp for tp in track.parts if tp not in seen]:
+                del track.parts[tp]
+                track.committed.pop(tp, None)
+            if g.lag is not None and g.lag_read_whole:
+                # The total counts the partitions with a committed offset: when that set
+                # changes (a first commit), the total jumps; its trend starts again.
+                counted = frozenset(
+                    (p.topic, p.partition) for p in g.partitions if p.lag is not None
+                )
+                if counted != track.counted:
+                    track.history.clear()
+                    track.counted = counted
+                track.history.append((t, g.lag))
+
+    # -- figures ----------------------------------------------------------------------------
+    def rates(self, groups: Sequence[Group] = ()) -> Rates:
+        """The figures as of the latest readings; `groups` (the latest, with their states and
+        members) for the judgements."""
+        w = self.window_s
+        no_sizes = _NO_SIZES if self.bytes_note else None
+        parts = tuple(
+            PartitionRate(
+                tp[0],
+                tp[1],
+                s.rate(w),
+                no_sizes or (self.sizes[tp].rate(w) if tp in self.sizes else _SIZE_UNREAD),
+            )
+            for tp, s in sorted(self.ends.items())
+        )
+        return Rates(
+            window_s=w,
+            taken_at=self.taken_at,
+            partitions=parts,
+            groups=tuple(self._group_rate(g) for g in groups if g.group_id in self.groups),
+            bytes_note=self.bytes_note,
+        )
+
+    def _group_rate(self, g: Group) -> GroupRate:
+        track = self.groups[g.group_id]
+        w = self.window_s
+        rows = []
+        for gp in sorted(g.partitions, key=lambda gp: (gp.topic, gp.partition)):
+            tp = (gp.topic, gp.partition)
+            s = track.committed.get(tp)
+            consumed = s.rate(w) if s is not None else _SIZE_UNREAD
+            produced = self.ends[tp].rate(w) if tp in self.ends else _END_UNREAD
+            if gp.lag_unknown or gp.carried:
+                status, reason = LagStatus.UNKNOWN, _unread(gp.committed_known, gp.log_end)
+            elif gp.committed is None:
+                status, reason = LagStatus.OK, "nothing committed: no lag to judge"
+            else:
+                status, reason = judge(list(track.parts.get(tp, ())), w, g.members)
+            rows.append(GroupPartitionRate(*tp, status, reason, consumed, produced))
+        worst = max(rows, key=lambda r: r.status.severity, default=None)
+        if worst is None:
+            status, reason = LagStatus.OK, "no partitions"
+        else:
+            status = worst.status
+            same = sum(1 for r in rows if r.status is status)
+            where = f"{worst.topic}/{worst.partition}"
+            more = f" (and {same - 1} more)" if same > 1 else ""
+            reason = f"{where}{more}: {worst.reason}"
+        end = track.history[-1][0] if track.history else 0.0
+        slope = _slope([(t, float(v)) for t, v in track.history if t >= end - w])
+        trend, catch_up = _trend(slope, g.lag, sum_rates([r.produced for r in rows]))
+        return GroupRate(
+            g.group_id,
+            status,
+            reason,
+            trend,
+            catch_up,
+            slope,
+            sum_rates([r.consumed for r in rows]),
+            sum_rates([r.produced for r in rows]),
+            tuple(rows),
+            tuple(track.history),
+        )
+
+
+_NO_SIZES = Rate(None, reason="the cluster gives no log sizes")
+_SIZE_UNREAD = Rate(None, reason="not read yet")
+_END_UNREAD = Rate(None, reason="log end not read")
+
+
+def _unread(committed_known: bool, log_end: int | None) -> str:
+    if not committed_known:
+        return "committed offset not read this time"
+    if log_end is None:
+        return "log end not read this time"
+    return "figures carried from an earlier reading"
+
+
+def judge(
+    points: Sequence[tuple[float, int, int]], window: float, members: int
+) -> tuple[LagStatus, str]:
+    """One group partition's status from its readings (time, committed, log end), oldest
+    first, as Burrow's evaluator judges a window of commits:
+
+    1. lag 0 at any reading of the window: OK (it caught up);
+    2. the committed offset did not move over the whole window and lag is above 0: STOPPED
+       when the group has no member (nobody will commit), else STALLED (members, but the
+       offset is stuck: a consumer wedged, or committing the same offset);
+    3. the offset moved and the lag grew over the window (its slope above the noise, and
+       higher at the end than at the start): WARNING;
+    4. otherwise OK.
+    Until a whole window is in: PENDING, saying how much is.
+
+    Burrow sees each commit with its time; OffsetFetch gives only the offset, so "no
+    commits at all" is read from the group having no member. Burrow calls lag growing only
+    when it rose at every commit; a consumer that commits every few seconds makes the lag a
+    saw-tooth, so the slope over the window is judged instead."""
+    if not points:
+        return LagStatus.PENDING, "no reading with a committed offset and a log end yet"
+    t_end, c_end, e_end = points[-1]
+    lag_end = max(0, e_end - c_end)
+    t0 = points[0][0]
+    span = t_end - t0
+    lags = [max(0, e - c) for _, c, e in points]
+    if any(lag == 0 for lag in lags):
+        return LagStatus.OK, "caught up within the window" if lag_end else "no lag"
+    if span < window - 1e-6:
+        return LagStatus.PENDING, f"judged once {window:.0f} s are read ({span:.0f} s so far)"
+    c0 = points[0][1]
+    if c_end == c0:
+        stuck = f"committed offset {c_end:,} has not moved for {span:.0f} s; lag {lag_end:,}"
+        if members == 0:
+            return LagStatus.STOPPED, f"no member consumes: {stuck}"
+        return LagStatus.STALLED, f"{members} member(s), but {stuck}"
+    slope = _slope([(t, float(lag)) for (t, _, _), lag in zip(points, lags, strict=True)])
+    produced = (e_end - points[0][2]) / span
+    consumed = (c_end - c0) / span
+    if slope is not None and slope > _noise(produced) and lag_end > lags[0]:
+        return LagStatus.WARNING, (
+            f"lag grew {lags[0]:,} -> {lag_end:,} in {span:.0f} s "
+            f"(consuming {consumed:,.0f}/s, produced {produced:,.0f}/s)"
+        )
+    return LagStatus.OK, f"consuming {consumed:,.0f}/s, produced {produced:,.0f}/s"
+
+
+def _noise(produced_per_s: float) -> float:
+    """Lag slope below which a lag is steady: 1 record/s, or 2 % of the production rate (a
+    consumer that commits every few seconds makes the lag a saw-tooth)."""
+    return max(1.0, 0.02 * abs(produced_per_s))
+
+
+def _slope(points: Sequence[tuple[float, float]]) -> float | None:
+    """Least-squares slope of (t, value) per second; None for fewer than 2 distinct times."""
+    n = len(points)
+    if n < 2:
+        return None
+    mt = sum(t for t, _ in points) / n
+    mv = sum(v for _, v in points) / n
+    den = sum((t - mt) ** 2 for t, _ in points)
+    if den <= 0:
+        return None
+    return sum((t - mt) * (v - mv) for t, v in points) / den
+
+
+def _trend(slope: float | None, lag: int | None, produced: Rate) -> tuple[str, float | None]:
+    """growing / draining / steady from the lag's slope, and while draining the time to catch
+    up at that pace."""
+    if slope is None or lag is None:
+        return "", None
+    noise = _noise(produced.per_s or 0.0)
+    if slope > noise:
+        return "growing", None
+    if slope < -noise:
+        return "draining", (lag / -slope) if lag > 0 else 0.0
+    return "steady", None
+
+
+# -- reading the figures (the console's cells and `describe`) -----------------------------------
+HOT_SKEW = 2.0
+"""A topic whose busiest partition takes this many times the mean is flagged hot."""
+HOT_MIN_PER_S = 10.0
+"""... once the busiest one takes at least this many records a second (below, noise)."""
+
+
+def per_s_text(value: float, unit: str = "") -> str:
+    """1,234/s; 3.5/s below 10; with `unit` "B" bytes in B, KiB, MiB or GiB."""
+    if unit == "B":
+        for name, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+            if abs(value) >= size:
+                return f"{value / size:,.1f} {name}/s"
+        return f"{value:,.0f} B/s"
+    if abs(value) < 10 and value != int(value):
+        return f"{value:.1f}/s"
+    return f"{value:,.0f}/s"
+
+
+def rate_text(rate: Rate | None, now: float, unit: str = "", *, why: bool = False) -> str:
+    """A rate as a cell says it: "2,001/s"; "≥2,001/s" when some of a sum is unknown; "…"
+    before a second reading; "?" with the age of its last reading when unknown (never 0). With
+    `why`, the reason too and how much of the window a short figure covers."""
+    if rate is None:
+        return "-"
+    if rate.per_s is None:
+        if rate.reason in ("one reading so far", "not read yet") and not why:
+            return "…"
+        age = f" {_age(now - rate.as_of)}" if rate.as_of is not None else ""
+        return f"?{age}" + (f" ({rate.reason})" if why and rate.reason else "")
+    text = ("≥" if rate.partial else "") + per_s_text(rate.per_s, unit)
+    if why:
+        notes = []
+        if rate.window_s and rate.span_s < rate.window_s - 1e-6:
+            notes.append(f"over {rate.span_s:.0f} s of {rate.window_s:.0f}")
+        if rate.reason:
+            notes.append(rate.reason)
+        if notes:
+            text += f" ({'; '.join(notes)})"
+    return text
+
+
+def duration_text(seconds: float | None) -> str:
+    """4m10s, 12s, 1h05m; "-" for none."""
+    if seconds is None:
+        return "-"
+    s = round(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+
+
+def _age(seconds: float) -> str:
+    return duration_text(max(0.0, seconds))
+
+
+def trend_text(g: GroupRate | None) -> str:
+    """ "draining, 4m10s to catch up", "growing +120/s", "steady"; "" when not known."""
+    if g is None or not g.trend:
+        return ""
+    if g.trend == "draining":
+        return f"draining, {duration_text(g.catch_up_s)} to catch up"
+    if g.trend == "growing" and g.lag_per_s is not None:
+        return f"growing +{per_s_text(g.lag_per_s)}"
+    return g.trend
+
+
+@dataclass(frozen=True)
+class TopicLoad:
+    """One topic's row of the topics view."""
+
+    name: str
+    partitions: int
+    records: Rate | None
+    bytes: Rate | None
+    skew: float | None  # busiest partition / mean (None: not known, or no traffic)
+    hottest: int | None  # that partition
+    under_replicated: int
+    offline: int
+
+    @property
+    def hot(self) -> bool:
+        total = self.records.per_s if self.records is not None else None
+        busiest = (total or 0.0) / max(1, self.partitions) * (self.skew or 0.0)
+        return (self.skew or 0.0) >= HOT_SKEW and busiest >= HOT_MIN_PER_S
+
+
+def topic_loads(snap: ClusterSnapshot, internal: bool = False) -> list[TopicLoad]:
+    """One TopicLoad per topic (internal ones only with `internal`), by name."""
+    by_topic: dict[str, list[Partition]] = {}
+    for p in snap.partitions:
+        by_topic.setdefault(p.topic, []).append(p)
+    out = []
+    for name in sorted(by_topic):
+        if not internal and snap.is_internal(name):
+            continue
+        parts = by_topic[name]
+        skew = hottest = None
+        if snap.rates is not None:
+            known = [
+                (r.per_s, p.partition)
+                for p in parts
+                if (r := snap.rates.records(p.topic, p.partition)).per_s is not None
+            ]
+            if known and len(known) == len(parts):
+                mean = sum(v for v, _ in known) / len(known)
+                top, hottest = max(known)
+                skew = top / mean if mean > 0 else None
+                if skew is None:
+                    hottest = None
+        out.append(
+            TopicLoad(
+                name,
+                len(parts),
+                snap.topic_records(name),
+                snap.topic_bytes(name)
+                if snap.rates is not None and not snap.rates.bytes_note
+                else None,
+                skew,
+                hottest,
+                sum(1 for p in parts if p.under_replicated),
+                sum(1 for p in parts if snap.is_offline(p)),
+            )
+        )
+    return out
