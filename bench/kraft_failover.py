@@ -512,22 +512,41 @@ async def drive(cluster: KRaftCluster, args: argparse.Namespace) -> dict[str, An
         freeze_gc=True,
     )
     app.animation_level = "none"
-    out: dict[str, Any] = {"idle_cpu_pct": [], "rss_mib": [], "runs": []}
+    out: dict[str, Any] = {"idle_cpu_pct": [], "rss_mib": [], "runs": [], "requests": []}
+    started = time.monotonic()
     async with app.run_test(size=(160, 48)) as pilot:
         await wait_for(
             lambda: app.snapshot is not None and app.snapshot.mode is ClusterMode.KRAFT,
             120,
             "a KRaft snapshot",
         )
+
+        def complete() -> bool:
+            # Every partition in the table, and their rates on it (a second reading in).
+            snap = app.snapshot
+            table = app.screen.query_one(PartitionsTable)
+            return (
+                snap is not None
+                and len(snap.partitions) >= args.expect
+                and table.counts.total == len(snap.partitions)
+                and snap.rates is not None
+                and any(r.records.per_s is not None for r in snap.rates.partitions)
+            )
+
+        await wait_for(complete, 300, "the first complete frame (every partition, with rates)")
+        out["first_frame_s"] = time.monotonic() - started
+        say(f"first complete frame: {out['first_frame_s']:.1f} s")
         await restore(app, cluster)
         await pilot.pause()
         parts = len(app.snapshot.partitions) if app.snapshot else 0
         out["partitions"] = parts
         for i in range(args.idle_runs):
             await asyncio.sleep(3)  # the last change's repaint done
+            REQUESTS.clear()
             cpu, rss = await idle(app, args.idle)
             out["idle_cpu_pct"].append(cpu)
             out["rss_mib"].append(rss)
+            out["requests"].append(list(REQUESTS))
             say(f"idle {i + 1}: {cpu:.2f} % of a core, RSS {rss:.0f} MiB")
         plan = [("kill", i) for i in range(1, args.kills + 1)]
         plan += [("pause", i) for i in range(1, args.pauses + 1)]
@@ -547,11 +566,33 @@ async def drive(cluster: KRaftCluster, args: argparse.Namespace) -> dict[str, An
     return out
 
 
-def create_topics(cluster: KRaftCluster, topics: int, partitions: int) -> None:
-    deadline = time.monotonic() + 600
+def create_topics(cluster: KRaftCluster, topics: int, partitions: int, rf: int = 3) -> None:
+    deadline = time.monotonic() + 1800
     for i in range(topics):
-        cluster.ensure_topic(f"bench-{i:02d}", partitions, 3, deadline)
-        say(f"topic bench-{i:02d}: {partitions} partitions, full ISR")
+        cluster.ensure_topic(f"bench-{i:02d}", partitions, rf, deadline)
+        say(f"topic bench-{i:02d}: {partitions} partitions, RF {rf}, full ISR")
+
+
+# The offsets the console reads, by request (the rates' cost): (what, requests, partitions).
+REQUESTS: list[tuple[str, int, int]] = []
+
+
+def count_requests() -> None:
+    """Count the console's ListOffsets and DescribeLogDirs requests (in this process)."""
+    from kconsole.cluster.security import kafka_python as kp
+
+    ends, sizes = kp.log_ends_by_leader, kp.log_sizes_at
+
+    def log_ends(admin: Any, by_leader: Any, timeout_ms: int) -> Any:
+        REQUESTS.append(("ListOffsets", len(by_leader), sum(map(len, by_leader.values()))))
+        return ends(admin, by_leader, timeout_ms)
+
+    def log_sizes(admin: Any, brokers: Any, timeout_ms: int) -> Any:
+        REQUESTS.append(("DescribeLogDirs", len(brokers), 0))
+        return sizes(admin, brokers, timeout_ms)
+
+    kp.log_ends_by_leader = log_ends
+    kp.log_sizes_at = log_sizes
 
 
 CHANGES = ("quorum leader", "broker fenced", "leader change", "ISR shrink")
@@ -595,9 +636,25 @@ def report(data: dict[str, Any], revision: str) -> None:
     idle_vals = data["idle_cpu_pct"]
     if idle_vals:
         print(
-            f"Idle console process (all threads): {', '.join(f'{v:.2f}' for v in idle_vals)} "
+            f"Idle console process (all threads, rates on): "
+            f"{', '.join(f'{v:.2f}' for v in idle_vals)} "
             f"% of a core; RSS {', '.join(f'{v:.0f}' for v in data['rss_mib'])} MiB."
         )
+    if data.get("first_frame_s") is not None:
+        print(
+            f"\nStart -> first complete frame (every partition, with rates): "
+            f"{data['first_frame_s']:.1f} s."
+        )
+    for i, reqs in enumerate(data.get("requests", [])):
+        ends = [r for r in reqs if r[0] == "ListOffsets"]
+        sizes = [r for r in reqs if r[0] == "DescribeLogDirs"]
+        if ends:
+            print(
+                f"\nIdle window {i + 1}: {len(ends)} offset reads, each "
+                f"{sorted({r[1] for r in ends})} ListOffsets request(s) (one per leader) for "
+                f"{sorted({r[2] for r in ends})} partitions; {len(sizes)} DescribeLogDirs "
+                f"reads of {sorted({r[1] for r in sizes})} broker(s)."
+            )
 
 
 def main() -> None:
@@ -606,7 +663,8 @@ def main() -> None:
     ap.add_argument("--pauses", type=int, default=5, help="broker pauses (past fencing)")
     ap.add_argument("--idle", type=float, default=30.0, help="seconds per idle measurement")
     ap.add_argument("--idle-runs", type=int, default=3)
-    ap.add_argument("--topics", type=int, default=0, help="extra topics (RF 3)")
+    ap.add_argument("--topics", type=int, default=0, help="extra topics")
+    ap.add_argument("--rf", type=int, default=3, help="their replication factor")
     ap.add_argument("--partitions", type=int, default=100, help="partitions per extra topic")
     ap.add_argument("--timeout", type=float, default=90.0, help="per-run deadline, seconds")
     ap.add_argument("--json", type=Path)
@@ -614,9 +672,11 @@ def main() -> None:
     logging.basicConfig(level=logging.CRITICAL, stream=sys.stderr)
     revision = code_revision()
     load_start = load()
+    count_requests()
+    args.expect = args.topics * args.partitions
     with temporary_kraft() as cluster:
         if args.topics:
-            create_topics(cluster, args.topics, args.partitions)
+            create_topics(cluster, args.topics, args.partitions, args.rf)
         data = asyncio.run(drive(cluster, args))
         data["kafka"] = cluster.spec.kafka_version
     data["load"] = [load_start, load()]

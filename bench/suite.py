@@ -19,6 +19,8 @@ Sections (each is also a script of its own in bench/):
              change -> screen minus Kafka's own time for a killed active controller and a
              paused broker (fenced, leaders moved, ISR shrunk)
   kraft-scale  the same with 2,000 more partitions
+  kraft-10k  rates on, 10,000 more partitions (RF 2): first frame, idle, leader change, RSS,
+             ListOffsets requests per read
   produce    bulk produce, the console's path vs a plain confluent-kafka loop
   produce-latency  one record: the dialog's later sends and the CLI vs a plain warm producer
   describe   `kconsole describe --json` vs kafka-topics / kafka-consumer-groups (and kcat)
@@ -520,7 +522,8 @@ KRAFT_CHANGES = (  # kraft_failover.py's change names, the figure's name
 
 
 def kraft_section(title: str, label: str, args: list[str], p50: float, p99: float | None,
-                  idle_target: float) -> Section:  # fmt: skip
+                  idle_target: float, rss_target: float = 250.0,
+                  first_frame: float | None = None) -> Section:  # fmt: skip
     """A kraft_failover.py run: per change, the console's share (screen - what a client asking
     every 20 ms saw), its median against `p50` and its max against `p99`; idle CPU and RSS."""
     out, path = script("kraft_failover.py", *args)
@@ -529,8 +532,16 @@ def kraft_section(title: str, label: str, args: list[str], p50: float, p99: floa
     s.figures += [
         Figure(f"{label}: idle, console process (all threads)", "% of a core",
                data["idle_cpu_pct"], idle_target),
-        Figure(f"{label}: RSS", "MiB", data["rss_mib"], 250.0, stat="max"),
+        Figure(f"{label}: RSS", "MiB", data["rss_mib"], rss_target, stat="max"),
     ]  # fmt: skip
+    if data.get("first_frame_s") is not None:
+        s.figures.append(Figure(f"{label}: start -> first complete frame (with rates)", "s",
+                                [data["first_frame_s"]], first_frame))  # fmt: skip
+    reads = [r for window in data.get("requests", []) for r in window if r[0] == "ListOffsets"]
+    if reads:
+        # One ListOffsets per leader in each read, whatever the partitions: requests per read.
+        s.figures.append(Figure(f"{label}: ListOffsets requests per offsets read", "requests",
+                                [float(r[1]) for r in reads], 3.0, stat="max"))  # fmt: skip
     for what, name in KRAFT_CHANGES:
         changes = [c for r in data["runs"] for c in r["changes"] if c["what"] == what]
         if not changes:
@@ -562,6 +573,18 @@ def section_kraft_scale(smoke: bool, charts: Path) -> Section:
         ["--kills", "3", "--pauses", "3", "--idle", "30", "--idle-runs", "2", "--topics", "20",
          "--partitions", "100"],
         1000.0, None, 5.0,
+    )  # fmt: skip
+
+
+def section_kraft_10k(smoke: bool, charts: Path) -> Section:
+    # RF 2: three brokers on this 2-core, 24 GB machine carry 20,000 replicas (RF 3 would be
+    # 30,000 logs, 10,000 a broker); see bench/RESULTS.md.
+    return kraft_section(
+        "KRaft: rates on, 10,000 more partitions (100 x 100, RF 2)",
+        "KRaft 10k partitions",
+        ["--kills", "3", "--pauses", "3", "--idle", "30", "--idle-runs", "2", "--topics", "100",
+         "--partitions", "100", "--rf", "2", "--timeout", "180"],
+        1000.0, None, 5.0, 300.0, None,
     )  # fmt: skip
 
 
@@ -713,6 +736,7 @@ SECTIONS: dict[str, Callable[[bool, Path], Section]] = {
     "compose-failover": section_compose_failover,
     "kraft-failover": section_kraft_failover,
     "kraft-scale": section_kraft_scale,
+    "kraft-10k": section_kraft_10k,
     "produce": section_produce,
     "produce-latency": section_produce_latency,
     "tail": section_tail,

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from enum import StrEnum
 from functools import cached_property
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -541,15 +541,43 @@ class GroupRate:
     history: tuple[tuple[float, int], ...] = ()  # (when, total lag), oldest first
 
 
+class RateSource(Protocol):
+    """Works a partition's figures out of the readings when asked (kconsole.rates): on 10,000
+    partitions, building every one at each reading cost more than the reading itself."""
+
+    def partition_keys(self) -> list[tuple[str, int]]: ...
+    def has(self, tp: tuple[str, int]) -> bool: ...
+    def records(self, tp: tuple[str, int]) -> Rate: ...
+    def bytes(self, tp: tuple[str, int]) -> Rate: ...
+    def totals(self, groups: dict[Any, list[tuple[str, int]]], sizes: bool) -> dict[Any, Rate]: ...
+
+
 @dataclass(frozen=True)
 class Rates:
-    """Every rate the observer measured, as of its last reading of the offsets."""
+    """Every rate the observer measured, as of its last reading of the offsets. The partitions'
+    figures come from `source` when it is there (worked out when asked), else from
+    `partitions` (a snapshot read back from JSON)."""
 
     window_s: float
     taken_at: float
     partitions: tuple[PartitionRate, ...] = ()
     groups: tuple[GroupRate, ...] = ()
     bytes_note: str = ""  # why bytes/s are not shown at all (the cluster gives no sizes)
+    # Records landed in every partition between the last two readings, a second: the whole
+    # cluster's throughput now, not over the window (a drill's dip). None: no two readings.
+    recent: Rate | None = None
+    source: RateSource | None = field(default=None, compare=False, repr=False)
+
+    def materialized(self) -> Rates:
+        """These rates with every partition's figures in `partitions` (and no source)."""
+        if self.source is None:
+            return self
+        src = self.source
+        parts = tuple(
+            PartitionRate(t, p, src.records((t, p)), self.bytes(t, p))
+            for t, p in src.partition_keys()
+        )
+        return replace(self, partitions=parts, source=None)
 
     @cached_property
     def _by_key(self) -> dict[tuple[str, int], PartitionRate]:
@@ -560,18 +588,40 @@ class Rates:
         return {g.group_id: g for g in self.groups}
 
     def partition(self, topic: str, partition: int) -> PartitionRate | None:
+        if self.source is not None:
+            tp = (topic, partition)
+            if not self.source.has(tp):
+                return None
+            return PartitionRate(topic, partition, self.source.records(tp), self.bytes(*tp))
         return self._by_key.get((topic, partition))
 
     def group(self, group_id: str) -> GroupRate | None:
         return self._groups.get(group_id)
 
     def records(self, topic: str, partition: int) -> Rate:
+        if self.source is not None:
+            return self.source.records((topic, partition))
         r = self._by_key.get((topic, partition))
         return r.records if r is not None else UNREAD_RATE
 
     def bytes(self, topic: str, partition: int) -> Rate:
+        if self.source is not None:
+            if self.bytes_note:
+                return Rate(None, reason=self.bytes_note)
+            return self.source.bytes((topic, partition))
         r = self._by_key.get((topic, partition))
         return r.bytes if r is not None else UNREAD_RATE
+
+    def totals(
+        self, groups: dict[Any, list[tuple[str, int]]], sizes: bool = False
+    ) -> dict[Any, Rate]:
+        """The sum of the records (`sizes`: bytes) a second of each group of partitions."""
+        if self.source is not None:
+            if sizes and self.bytes_note:
+                return {k: Rate(None, reason=self.bytes_note) for k in groups}
+            return self.source.totals(groups, sizes)
+        pick = self.bytes if sizes else self.records
+        return {k: sum_rates([pick(*tp) for tp in tps]) for k, tps in groups.items()}
 
 
 @dataclass(frozen=True)
@@ -905,20 +955,17 @@ class ClusterSnapshot:
         """Records/s per topic and per leader, bytes/s per topic (one pass; see rates)."""
         if self.rates is None:
             return {}, {}, {}
-        by_topic: dict[str, list[Rate]] = {}
-        by_leader: dict[int, list[Rate]] = {}
-        bytes_by_topic: dict[str, list[Rate]] = {}
+        by_topic: dict[str, list[tuple[str, int]]] = {}
+        by_leader: dict[int, list[tuple[str, int]]] = {}
         for p in self.partitions:
-            r = self.rates.partition(p.topic, p.partition)
-            rec = r.records if r is not None else UNREAD_RATE
-            by_topic.setdefault(p.topic, []).append(rec)
-            bytes_by_topic.setdefault(p.topic, []).append(r.bytes if r else UNREAD_RATE)
+            tp = (p.topic, p.partition)
+            by_topic.setdefault(p.topic, []).append(tp)
             if not self.is_offline(p):
-                by_leader.setdefault(p.leader, []).append(rec)
+                by_leader.setdefault(p.leader, []).append(tp)
         return (
-            {t: sum_rates(rs) for t, rs in by_topic.items()},
-            {b: sum_rates(rs) for b, rs in by_leader.items()},
-            {t: sum_rates(rs) for t, rs in bytes_by_topic.items()},
+            self.rates.totals(by_topic),
+            self.rates.totals(by_leader),
+            self.rates.totals(by_topic, sizes=True),
         )
 
     def topic_records(self, topic: str) -> Rate | None:
@@ -941,7 +988,10 @@ class ClusterSnapshot:
 
     # -- serialisation (recorded fixtures, `kconsole describe --json`) ---------------------
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+        me = self if self.rates is None else replace(self, rates=self.rates.materialized())
+        out = asdict(me)
+        if out.get("rates") is not None:
+            del out["rates"]["source"]
         for name in _IN_PROCESS_ONLY:
             del out[name]
         # Each group's total as the console shows it, and what it leaves out (from_dict

@@ -22,16 +22,17 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from kconsole.models import (
+    UNREAD_RATE,
     ClusterSnapshot,
     Group,
     GroupPartitionRate,
     GroupRate,
     LagStatus,
     Partition,
-    PartitionRate,
     Rate,
     Rates,
     sum_rates,
@@ -97,6 +98,161 @@ class Series:
         return Rate((v1 - v0) / span, span, window, as_of, note)
 
 
+Reading = tuple[float, Mapping[TP, int], Mapping[TP, str]]  # (time, values, why unread)
+
+
+class Readings:
+    """Readings of many counters taken at once (every partition's log end, or log size), oldest
+    first: the oldest kept is the newest at or before the window's start, so a full window is
+    spanned exactly. Each reading's dicts are kept as given (never changed after): a figure is
+    worked out only when asked, and a snapshot of them costs a tuple."""
+
+    def __init__(self, window: float, what: str, why: str):
+        self.window = window
+        self.what, self.why = what, why  # said when a counter goes back
+        self.list: deque[Reading] = deque()
+        # Per counter, the reading from which it counts again (it went back, or another
+        # broker's log is read), and why.
+        self.resets: dict[TP, tuple[float, str]] = {}
+        self.sources: dict[TP, int] = {}  # which broker each value was read from (sizes)
+
+    def add(
+        self,
+        t: float,
+        values: Mapping[TP, int],
+        errors: Mapping[TP, str],
+        sources: Mapping[TP, int] | None = None,
+    ) -> None:
+        if self.list:
+            last = self.list[-1][1]
+            for tp, v in values.items():
+                was = last.get(tp)
+                if was is not None and v < was:
+                    why = f" ({self.why})" if self.why else ""
+                    self.resets[tp] = (t, f"{self.what} went back from {was:,} to {v:,}{why}")
+        if sources is not None:
+            for tp, broker in sources.items():
+                if self.sources.get(tp, broker) != broker:
+                    self.resets[tp] = (t, f"measured from broker {broker} since it leads")
+                self.sources[tp] = broker
+        self.list.append((t, values, errors))
+        while len(self.list) > 2 and self.list[1][0] <= t - self.window:
+            self.list.popleft()
+        oldest = self.list[0][0]
+        if self.resets and any(at < oldest for at, _ in self.resets.values()):
+            self.resets = {tp: r for tp, r in self.resets.items() if r[0] >= oldest}
+
+    def view(self) -> _View:
+        return _View(tuple(self.list), dict(self.resets), self.window)
+
+
+@dataclass(frozen=True)
+class _View:
+    """The readings as of one moment (what a snapshot's rates are worked out from)."""
+
+    readings: tuple[Reading, ...]
+    resets: dict[TP, tuple[float, str]]
+    window: float
+
+    def rate(self, tp: TP) -> Rate:
+        w = self.window
+        if not self.readings:
+            return UNREAD_RATE
+        t1, values, errors = self.readings[-1]
+        if tp not in values:
+            as_of = next((t for t, v, _ in reversed(self.readings) if tp in v), None)
+            return Rate(None, window_s=w, as_of=as_of, reason=errors.get(tp, "not read"))
+        since, note = self.resets.get(tp, (None, ""))
+        base: tuple[float, int] | None = None
+        for t, vals, _ in self.readings:
+            if (since is not None and t < since) or tp not in vals:
+                continue
+            if t <= t1 - w or base is None:
+                base = (t, vals[tp])
+            if t > t1 - w:
+                break
+        if base is None or base[0] >= t1:
+            why = f"{note}; measuring again" if note else "one reading so far"
+            return Rate(None, window_s=w, as_of=t1, reason=why)
+        span = t1 - base[0]
+        return Rate((values[tp] - base[1]) / span, span, w, t1, note if span < w else "")
+
+    def totals(self, groups: Mapping[Any, Sequence[TP]]) -> dict[Any, Rate]:
+        """The sum of each group's rates: one subtraction per counter that counts over the
+        same readings as the others (the usual case), its own rate otherwise."""
+        if not self.readings:
+            return {k: sum_rates([UNREAD_RATE] * len(v)) if v else sum_rates(()) for k, v in
+                    groups.items()}  # fmt: skip
+        w = self.window
+        t1, last, _ = self.readings[-1]
+        base = self.readings[0]
+        for r in self.readings:
+            if r[0] <= t1 - w:
+                base = r
+        t0, first, _ = base
+        span = t1 - t0
+        out = {}
+        resets = self.resets
+        for key, tps in groups.items():
+            total, slow = 0, []
+            for tp in tps:
+                v1 = last.get(tp)
+                v0 = first.get(tp)
+                if v1 is None or v0 is None or tp in resets or span <= 0:
+                    slow.append(self.rate(tp))
+                else:
+                    total += v1 - v0
+            if not slow:
+                out[key] = Rate(total / span, span, w, t1) if tps else sum_rates(())
+            else:
+                fast = [Rate(total / span, span, w, t1)] if len(slow) < len(tps) else []
+                out[key] = _merge(fast, slow, len(tps))
+        return out
+
+
+def _merge(fast: list[Rate], slow: list[Rate], n: int) -> Rate:
+    """sum_rates of the fast sum and the slow ones, counting the counters as `n`."""
+    total = sum_rates([*fast, *slow])
+    unknown = sum(1 for r in slow if r.per_s is None)
+    if unknown and total.per_s is not None:
+        why = next(r.reason for r in slow if r.per_s is None)
+        return replace(total, reason=f"{unknown} of {n} not known: {why}", partial=True)
+    return total
+
+
+class _Source:
+    """A snapshot's RateSource: the log ends' and sizes' readings as of one moment."""
+
+    def __init__(self, keys: list[TP], ends: _View, sizes: _View):
+        self._keys, self.ends, self.sizes = keys, ends, sizes
+        self._records: dict[TP, Rate] = {}
+        self._bytes: dict[TP, Rate] = {}
+        self._key_set: set[TP] | None = None
+
+    def partition_keys(self) -> list[TP]:
+        return self._keys
+
+    def has(self, tp: TP) -> bool:
+        if self._key_set is None:
+            self._key_set = set(self._keys)
+        return tp in self._key_set
+
+    def records(self, tp: TP) -> Rate:
+        r = self._records.get(tp)
+        if r is None:
+            r = self._records[tp] = self.ends.rate(tp)
+        return r
+
+    def bytes(self, tp: TP) -> Rate:
+        r = self._bytes.get(tp)
+        if r is None:
+            r = self._bytes[tp] = self.sizes.rate(tp)
+        return r
+
+    def totals(self, groups: dict[Any, list[TP]], sizes: bool) -> dict[Any, Rate]:
+        return (self.sizes if sizes else self.ends).totals(groups)
+
+
 @dataclass
 class _GroupTrack:
     """Readings of one group: per partition (time, committed, log end), and its total lag."""
@@ -112,11 +268,13 @@ class RateBook:
 
     def __init__(self, window_s: float = WINDOW_S):
         self.window_s = window_s
-        self.ends: dict[TP, Series] = {}
-        self.sizes: dict[TP, Series] = {}
+        self.ends = Readings(window_s, "log end", "truncated, or the topic made again")
+        self.sizes = Readings(window_s, "log size", "old segments deleted")
+        self.keys: list[TP] = []
         self.groups: dict[str, _GroupTrack] = {}
         self.taken_at = 0.0
         self.bytes_note = "not read yet"
+        self.recent: Rate | None = None
 
     # -- readings ---------------------------------------------------------------------------
     def read_ends(
@@ -124,18 +282,13 @@ class RateBook:
     ) -> None:
         """One reading of the log-end offsets of `partitions` (every partition of the cluster:
         the others are forgotten), at `t`."""
-        keep = set(partitions)
-        for tp in [tp for tp in self.ends if tp not in keep]:
-            del self.ends[tp]
-        for tp in keep:
-            s = self.ends.get(tp)
-            if s is None:
-                s = self.ends[tp] = Series("log end", "truncated, or the topic made again")
-            if tp in ends:
-                s.add(t, ends[tp], self.window_s)
-            else:
-                s.fail(errors.get(tp, "log end not read"))
+        keys = sorted(partitions)
+        last = self.ends.list[-1] if self.ends.list else None
+        self.ends.add(t, ends, {tp: errors.get(tp, "log end not read") for tp in keys
+                                if tp not in ends})  # fmt: skip
+        self.keys = keys
         self.taken_at = t
+        self.recent = _recent(last, self.ends.list[-1])
 
     def read_sizes(
         self,
@@ -148,19 +301,14 @@ class RateBook:
         the cluster gives none at all (bytes/s are then not shown)."""
         self.bytes_note = note
         if note:
-            self.sizes.clear()
+            self.sizes = Readings(self.window_s, "log size", "old segments deleted")
             return
-        for tp in [tp for tp in self.sizes if tp not in self.ends]:
-            del self.sizes[tp]
-        for tp in self.ends:
-            s = self.sizes.get(tp)
-            if s is None:
-                s = self.sizes[tp] = Series("log size", "old segments deleted")
-            if tp in sizes:
-                broker, size = sizes[tp]
-                s.add(t, size, self.window_s, source=broker)
-            else:
-                s.fail(errors.get(tp, "log size not read"))
+        self.sizes.add(
+            t,
+            {tp: size for tp, (_, size) in sizes.items()},
+            {tp: errors.get(tp, "log size not read") for tp in self.keys if tp not in sizes},
+            {tp: broker for tp, (broker, _) in sizes.items()},
+        )
 
     def read_groups(self, t: float, groups: Sequence[Group]) -> None:
         """One reading of the groups' committed offsets (and the log ends read with them)."""
@@ -210,26 +358,20 @@ class RateBook:
 
     # -- figures ----------------------------------------------------------------------------
     def rates(self, groups: Sequence[Group] = ()) -> Rates:
-        """The figures as of the latest readings; `groups` (the latest, with their states and
-        members) for the judgements."""
-        w = self.window_s
-        no_sizes = _NO_SIZES if self.bytes_note else None
-        parts = tuple(
-            PartitionRate(
-                tp[0],
-                tp[1],
-                s.rate(w),
-                no_sizes or (self.sizes[tp].rate(w) if tp in self.sizes else _SIZE_UNREAD),
-            )
-            for tp, s in sorted(self.ends.items())
-        )
+        """The figures as of the latest readings (a partition's worked out when asked);
+        `groups` (the latest, with their states and members) for the judgements."""
+        source = _Source(self.keys, self.ends.view(), self.sizes.view())
+        self._source = source
         return Rates(
-            window_s=w,
+            window_s=self.window_s,
             taken_at=self.taken_at,
-            partitions=parts,
             groups=tuple(self._group_rate(g) for g in groups if g.group_id in self.groups),
             bytes_note=self.bytes_note,
+            recent=self.recent,
+            source=source,
         )
+
+    _source: _Source | None = None
 
     def _group_rate(self, g: Group) -> GroupRate:
         track = self.groups[g.group_id]
@@ -239,7 +381,7 @@ class RateBook:
             tp = (gp.topic, gp.partition)
             s = track.committed.get(tp)
             consumed = s.rate(w) if s is not None else _SIZE_UNREAD
-            produced = self.ends[tp].rate(w) if tp in self.ends else _END_UNREAD
+            produced = self._source.records(tp) if self._source is not None else _END_UNREAD
             if gp.lag_unknown or gp.carried:
                 status, reason = LagStatus.UNKNOWN, _unread(gp.committed_known, gp.log_end)
             elif gp.committed is None:
@@ -273,9 +415,27 @@ class RateBook:
         )
 
 
-_NO_SIZES = Rate(None, reason="the cluster gives no log sizes")
 _SIZE_UNREAD = Rate(None, reason="not read yet")
 _END_UNREAD = Rate(None, reason="log end not read")
+
+
+def _recent(last: Reading | None, now: Reading) -> Rate | None:
+    """Records landed in every partition between the last two readings, a second: at least
+    that much when some partition was not read in both (or went back)."""
+    if last is None or now[0] <= last[0]:
+        return None
+    before, after = last[1], now[1]
+    total, missing = 0, 0
+    for tp, v in after.items():
+        was = before.get(tp)
+        if was is None or v < was:
+            missing += 1
+        else:
+            total += v - was
+    missing += len(now[2])
+    dt = now[0] - last[0]
+    why = f"{missing} partition(s) not read twice running" if missing else ""
+    return Rate(total / dt, dt, dt, now[0], why, partial=bool(missing))
 
 
 def _unread(committed_known: bool, log_end: int | None) -> str:

@@ -11,7 +11,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import NamedTuple
 
@@ -19,7 +19,7 @@ from kconsole.cluster.admin import AdminReader
 from kconsole.cluster.control import BrokerControl
 from kconsole.cluster.values import BrokerAction, ProcState
 from kconsole.config import Settings
-from kconsole.drills import kraft
+from kconsole.drills import kraft, throughput
 from kconsole.drills.audit import AuditResult, check
 from kconsole.drills.export import ClusterIdentity
 from kconsole.drills.losses import explain_losses
@@ -76,6 +76,9 @@ class _Plan:
         return ",".join(str(t) for t in self.targets)
 
 
+DRILL_OFFSETS_S = 1.0  # how often a drill's observer reads the log ends, at most
+
+
 class _Fault(NamedTuple):
     """The fault held and restored (DrillRunner._hold_fault)."""
 
@@ -109,7 +112,9 @@ class DrillRunner:
         states = getattr(control, "controller_states", None)
         faults = getattr(control, "network_faults", None)
         self.observer = ClusterObserver(
-            settings,
+            # The log ends read every second at most: the cluster's throughput through the
+            # fault needs readings before it (the warm-up is 2 s by default).
+            replace(settings, group_refresh_s=min(settings.group_refresh_s, DRILL_OFFSETS_S)),
             proc_states=control.states,
             controller_states=states if callable(states) else None,
             net_faults=faults if callable(faults) else None,
@@ -120,11 +125,23 @@ class DrillRunner:
         # KRaft: when no quorum leader answered, and when one did again (not the observer's
         # events: said by the drill, which knows it took the quorum's majority away)
         self._frozen: list[Event] = []
+        # (wall time, records a second) landed in the whole cluster between two readings of
+        # the log ends: the cluster's throughput through the fault.
+        self._landed: list[tuple[float, float, bool]] = []  # and: some partition not read
 
     def _on_update(self, snap: ClusterSnapshot, _events: tuple[Event, ...]) -> None:
         with self._changed:
             if (e := kraft.frozen_event(self._latest, snap)) is not None:
                 self._frozen.append(e)
+            r = snap.rates
+            recent = r.recent if r is not None else None
+            if (
+                r is not None
+                and recent is not None
+                and recent.per_s is not None
+                and (not self._landed or self._landed[-1][0] != r.taken_at)
+            ):
+                self._landed.append((r.taken_at, recent.per_s, recent.partial))
             self._latest = snap
             self._changed.notify_all()
 
@@ -647,7 +664,16 @@ class DrillRunner:
         )
         zombie = zombie_measurements(events, fault.restore, resigned)
         explained = self._explain(audit, result, before, events, fault)
-        measurements = [fault.held, *measurements, *zombie]
+        with self._changed:
+            landed = [(t - fault.event.ts, v) for t, v, _ in self._landed]
+            partial = sum(1 for _, _, p in self._landed if p)
+        flow = throughput.measurements(
+            throughput.acked_rates([a.acked_at for a in result.acked], fault.clock,
+                                   result.send_times[1]),
+            landed,
+            partial,
+        )  # fmt: skip
+        measurements = [fault.held, *measurements, *zombie, *flow]
         notes += more
         if back.unfinished:
             notes.append(

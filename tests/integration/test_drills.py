@@ -6,6 +6,7 @@ acknowledged message is lost."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -102,6 +103,13 @@ def test_kill(healthy: LocalCluster, zk: KazooClient, target: str) -> None:
         assert gone is not None and SESSION_S * 0.5 < gone < SESSION_S * 4  # session expiry
         led = seconds(report, "fault -> every partition it led")
         assert led is not None and led >= gone - 0.5  # no leader moves before it is noticed
+        # acks=all: every ISR holds the killed broker until it is noticed gone, so the
+        # workload's acks stall from the kill, and come back once the ISRs shrank.
+        dip = next(m for m in report.measurements if m.name == "workload throughput dip")
+        assert dip.seconds is not None and dip.seconds > SESSION_S * 0.5, dip
+        assert re.match(r"1[45]\d acks/s before; under 80% from \+0\.\d s", dip.note), dip
+        cluster = next(m for m in report.measurements if m.name == "cluster throughput dip")
+        assert "records/s before" in cluster.note, cluster  # measured, not "not measured"
         if report.was_controller:
             assert (seconds(report, "fault -> new controller") or 0) >= gone - 0.5
     finally:
