@@ -26,12 +26,15 @@ from kazoo.client import KazooClient
 
 from kconsole.cli.main import main as cli
 from kconsole.cluster.settings import KAFKA_VERSION, TEST_TOPIC
+from kconsole.config import Settings
 from tests.integration.conftest import _free, port_offsets
 from tests.integration.docker_support import (
     ComposeProject,
     Engine,
     running_project,
 )
+from tests.integration.test_rates import WINDOW_S as RATES_WINDOW_S
+from tests.integration.test_rates import rates_on
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
@@ -169,6 +172,24 @@ def test_topology_as_kconsole_describes_it(
     assert len(parts) == 4 and all(len(p["replicas"]) == 3 for p in parts)
     text = compose.cli("describe", state_dir=tmp_path)
     assert f"127.0.0.1:{compose.ports[2]}" in text.output and "kafka-2:29092" not in text.output
+
+
+def test_rates_of_a_known_load_through_the_compose_cluster(
+    compose: Compose, zk: KazooClient, tmp_path: Path
+) -> None:
+    """Issue 38 through the docker backend's cluster: a producer at 2,000 records/s shown at
+    that rate within 5 %, a consumer at 500/s likewise, STALLED and STOPPED within the window
+    (the same check as on the local clusters, tests/integration/test_rates.py)."""
+    healthy(compose, zk)
+    settings = Settings(
+        bootstrap=compose.bootstrap,
+        zookeeper=compose.zk_connect,
+        backend="docker",
+        compose_project=compose.project.name,
+        cluster_dir=tmp_path,
+        rate_window_s=RATES_WINDOW_S,
+    )
+    rates_on(compose.bootstrap, settings)
 
 
 def test_broker_commands_through_the_docker_backend(
