@@ -180,7 +180,13 @@ def rates_on(bootstrap: str, settings: Settings) -> None:
             # 2,000 in, 500 out: the lag grows 1,500 a second, and the group says so.
             assert gr.status is LagStatus.WARNING, gr.reason
             assert gr.trend == "growing" and gr.lag_per_s is not None
-            assert gr.lag_per_s == pytest.approx(landed - done, rel=0.2)  # a slope, not ends
+            # The trend is the least-squares slope of the total lag at each reading of the
+            # window: the same from what the producer and the consumer saw at those times.
+            times = [t for t, _ in gr.history if t >= gr.history[-1][0] - WINDOW_S]
+            truth = _slope(
+                [(t, sum(1 for a, _ in acked if a <= t) - _committed_at(commits, t)) for t in times]
+            )
+            assert gr.lag_per_s == pytest.approx(truth, rel=0.1), (gr.lag_per_s, truth)
             leaders = {
                 p.leader for p in snap.partitions if p.topic == topic and not snap.is_offline(p)
             }
@@ -231,14 +237,22 @@ def _settled(
     return snap
 
 
+def _committed_at(commits: list[tuple[float, int]], t: float) -> int:
+    """The committed count a reader at `t` saw (the last commit made by then)."""
+    return max((n for when, n in commits if when <= t), default=0)
+
+
 def _committed_rate(commits: list[tuple[float, int]], t0: float, t1: float) -> float:
-    """The committed count's rise over [t0, t1] as a reader at t0 and t1 saw it (the last
-    commit made by then), a second."""
+    """The committed count's rise over [t0, t1] as a reader at t0 and t1 saw it, a second."""
+    return (_committed_at(commits, t1) - _committed_at(commits, t0)) / (t1 - t0)
 
-    def at(t: float) -> int:
-        return max((n for when, n in commits if when <= t), default=0)
 
-    return (at(t1) - at(t0)) / (t1 - t0)
+def _slope(points: list[tuple[float, float]]) -> float:
+    """Least-squares slope of (t, value), a second."""
+    n = len(points)
+    mt = sum(t for t, _ in points) / n
+    mv = sum(v for _, v in points) / n
+    return sum((t - mt) * (v - mv) for t, v in points) / sum((t - mt) ** 2 for t, _ in points)
 
 
 def _status(snap: ClusterSnapshot | None, group: str) -> LagStatus | None:
