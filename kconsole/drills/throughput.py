@@ -101,7 +101,10 @@ def measurements(
         if d is None:
             out.append(
                 Measurement(
-                    name, None, "", f"not measured: no {unit} a second before and after the fault"
+                    name,
+                    None,
+                    "",
+                    f"not measured: no readings of {unit} a second both before and after the fault",
                 )
             )
             continue

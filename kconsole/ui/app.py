@@ -31,6 +31,7 @@ from kconsole import paths, secrets
 from kconsole.commands import Commands
 from kconsole.commands.views import JobsView, ReassignView
 from kconsole.config import Settings
+from kconsole.drills import throughput
 from kconsole.drills.measure import Measurement
 from kconsole.jobs.runs import JobRun
 from kconsole.jobs.specs import JobSpec
@@ -66,6 +67,7 @@ __all__ = ["ACTIONS_GROUP", "JOB_ACTIONS_GROUP", "KConsoleApp", "make_app"]
 
 MAX_EVENTS = 500
 LAG_HISTORY = 60
+LANDED_HISTORY = 900  # readings of the cluster's throughput kept (30 min at 2 s)
 # The timeline keeps more than the events pane: one broker leaving a big cluster is an event
 # per partition, and a drill's measurements need all of them.
 TIMELINE_EVENTS = 5000
@@ -144,6 +146,9 @@ class KConsoleApp(BrokerActions, JobActions, ElectionActions):
         self.broker_config = broker_config or BrokerConfig()
         self._export_dir = export_dir
         self.lag_history: dict[str, deque[int]] = {}
+        # (when, records a second) landed in the whole cluster between two readings of the
+        # log ends: a drill's cluster throughput through its fault (kconsole.drills.throughput).
+        self.landed: deque[tuple[float, float]] = deque(maxlen=LANDED_HISTORY)
         self.timeline: deque[LoggedEvent] = deque(maxlen=TIMELINE_EVENTS)
         """Every event in arrival order (the events pane shows the newest MAX_EVENTS)."""
         self.actions: list[ActionRun] = []
@@ -282,6 +287,14 @@ class KConsoleApp(BrokerActions, JobActions, ElectionActions):
             if lag is not None and group.lag_read_whole:
                 history = self.lag_history.setdefault(group.group_id, deque(maxlen=LAG_HISTORY))
                 history.append(lag)
+        recent = snapshot.rates.recent if snapshot.rates is not None else None
+        if (
+            recent is not None
+            and recent.per_s is not None
+            and recent.as_of is not None
+            and (not self.landed or self.landed[-1][0] != recent.as_of)
+        ):
+            self.landed.append((recent.as_of, recent.per_s))
 
     @property
     def predictions_config(self) -> BrokerConfig:
@@ -305,7 +318,10 @@ class KConsoleApp(BrokerActions, JobActions, ElectionActions):
         drill = drill or self.latest_drill()
         if drill is None:
             return []
-        return drill.measurements(self.timeline_events(), self.predictions_config)
+        measured = drill.measurements(self.timeline_events(), self.predictions_config)
+        # The console runs no workload: the cluster's throughput only (every producer's).
+        landed = [(t - drill.fault.ts, v) for t, v in self.landed]
+        return [*measured, throughput.measurements([], landed)[1]]
 
     # -- actions ------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
