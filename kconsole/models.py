@@ -567,6 +567,9 @@ class Rates:
     # cluster's throughput now, not over the window (a drill's dip). None: no two readings.
     recent: Rate | None = None
     source: RateSource | None = field(default=None, compare=False, repr=False)
+    # The sums of the last partitions tuple asked about (the observer hands on the same tuple
+    # while no partition changes: a metadata poll every second then costs no 10,000 adds).
+    _sums: list[Any] = field(default_factory=list, compare=False, repr=False)
 
     def materialized(self) -> Rates:
         """These rates with every partition's figures in `partitions` (and no source)."""
@@ -952,9 +955,20 @@ class ClusterSnapshot:
     # -- rates ----------------------------------------------------------------------------
     @cached_property
     def _rate_sums(self) -> tuple[dict[str, Rate], dict[int, Rate], dict[str, Rate]]:
-        """Records/s per topic and per leader, bytes/s per topic (one pass; see rates)."""
+        """Records/s per topic and per leader, bytes/s per topic (one pass; see rates), kept
+        with the rates for this partitions tuple (and these brokers' states)."""
         if self.rates is None:
             return {}, {}, {}
+        key = (self.partitions, self._down)
+        cache = self.rates._sums
+        if cache and cache[0][0] is key[0] and cache[0][1] == key[1]:
+            return cache[1]
+        sums = self._work_out_rate_sums()
+        cache[:] = [key, sums]
+        return sums
+
+    def _work_out_rate_sums(self) -> tuple[dict[str, Rate], dict[int, Rate], dict[str, Rate]]:
+        assert self.rates is not None
         by_topic: dict[str, list[tuple[str, int]]] = {}
         by_leader: dict[int, list[tuple[str, int]]] = {}
         for p in self.partitions:

@@ -128,6 +128,8 @@ class SnapshotBuilder:
         self._changes: PartitionChanges | None = None  # how `_parts` differs from the ones before
         self._part_objs: dict[tuple[str, int], Partition] = {}
         self._pos: dict[tuple[str, int], int] = {}  # where each partition is in `_parts`
+        # Each partition's Admin figures at the last build from the metadata (_from_admin).
+        self._admin_raw: dict[tuple[str, int], tuple[Any, ...]] = {}
         self._per_topic: Counter[str] = Counter()  # partitions per topic in `_parts`
         # The ZooKeeper topics and states the partitions were last built from, and its seq.
         self._zk_read: tuple[dict[str, Any], dict[tuple[str, int], Any]] = ({}, {})
@@ -336,6 +338,7 @@ class SnapshotBuilder:
 
     def _full_build(self, zk: ZkState | None) -> None:
         if zk is not None:
+            self._admin_raw = {}  # what the next build from the metadata compares with: none
             built = self._from_zk(zk, self._parts_from[:1] == ("zk",))
         else:
             built = self._from_admin()
@@ -410,21 +413,43 @@ class SnapshotBuilder:
         return out
 
     def _from_admin(self) -> list[Partition]:
+        """Partitions from the Admin metadata, by topic and partition. A partition whose
+        figures are those of the last build stays the same object without being built again:
+        on 10,000 partitions, building and comparing them all every metadata poll (every
+        second) was most of an idle console's CPU (bench/RESULTS.md, kraft-10k)."""
         out: list[Partition] = []
         kraft = self.mode is ClusterMode.KRAFT
+        known_objs = self._part_objs
+        last_raw = self._admin_raw
+        raw_now: dict[tuple[str, int], tuple[Any, ...]] = {}
+        moving = bool(self.reassignments)
+        elrs = self.elr
         if self.admin is not None and self.admin.topics is not None:
-            for topic, parts in self.admin.topics.items():
+            topics = self.admin.topics
+            for topic in sorted(topics):
+                parts = topics[topic]
+                if any(parts[i].partition > parts[i + 1].partition for i in range(len(parts) - 1)):
+                    parts = tuple(sorted(parts, key=lambda ap: ap.partition))
                 for ap in parts:
                     elr: tuple[int, ...] | None = None
                     known: tuple[int, ...] | None = None
                     if kraft:
-                        read = self.elr.get((topic, ap.partition))
+                        read = elrs.get((topic, ap.partition))
                         if read is not None:
                             elr, known = read
                         elif len(ap.isr) >= len(ap.replicas) and ap.leader >= 0:
                             # ELR holds replicas out of the ISR: none while the ISR is full.
                             elr, known = (), ()
-                    adding, removing = self.moving(topic, ap.partition, ap.replicas)
+                    adding, removing = (
+                        self.moving(topic, ap.partition, ap.replicas) if moving else ((), ())
+                    )
+                    key = (topic, ap.partition)
+                    raw = (ap.leader, ap.replicas, ap.isr, adding, removing, elr, known)
+                    raw_now[key] = raw
+                    old = known_objs.get(key)
+                    if old is not None and last_raw.get(key) == raw:
+                        out.append(old)
+                        continue
                     out.append(
                         Partition(
                             topic,
@@ -438,7 +463,8 @@ class SnapshotBuilder:
                             last_known_elr=known,
                         )
                     )
-        return sorted(out, key=lambda p: (p.topic, p.partition))
+        self._admin_raw = raw_now
+        return out
 
     def _since(self, gen: int) -> tuple[Partition, ...] | None:
         """The partitions built again since the build `gen` (none if it is the last one);

@@ -94,6 +94,9 @@ REFUSAL_PROBE_EVERY_S = 10.0
 # How often the partitions' log sizes are read (bytes/s): one DescribeLogDirs per broker lists
 # every replica it holds, more to decode than the log ends; a window of them still gives the rate.
 SIZES_EVERY_S = 10.0
+# Partitions whose log ends a second the rates read at most: on more, less often than every
+# groups poll (10,000 partitions: every 5 s).
+SAMPLE_PARTITIONS_PER_S = 2000.0
 TP = tuple[str, int]
 
 # How often the backend's process states are read (the local backend: pid files and /proc).
@@ -160,6 +163,7 @@ class ClusterObserver:
         # How fast it moves: the offsets each groups poll reads, over a window (kconsole.rates).
         self._rates = RateBook(settings.rate_window_s)
         self._sizes_at = -SIZES_EVERY_S
+        self._sampled_at = float("-inf")
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self, on_update: OnUpdate) -> None:
@@ -671,8 +675,9 @@ class ClusterObserver:
             brokers = sorted(admin.nodes) or None
         start = time.monotonic()
         try:
+            sample = self._sample_due(len(leaders))
             read = reader.groups.read(
-                known, brokers, leaders, unasked, sample=leaders, clock=self.clock
+                known, brokers, leaders, unasked, sample=leaders if sample else (), clock=self.clock
             )
             sizes = self._read_sizes(reader, brokers, leaders)
             with self._lock:
@@ -681,7 +686,7 @@ class ClusterObserver:
                     b.groups, carry_forward(b.groups, b.groups_at, read.groups)
                 )
                 b.groups_at = self.clock()
-                b.rates = self._rate(read, sizes, b.groups)
+                b.rates = self._rate(read if sample else None, sizes, b.groups)
                 partly = [g.group_id for g in b.groups if g.error]
                 notes = list(read.notes)
                 if partly:
@@ -709,20 +714,34 @@ class ClusterObserver:
             return self.clock(), {}, dict.fromkeys(leaders, _describe(exc)), ""
         return self.clock(), sizes, errors, note
 
+    def _sample_due(self, partitions: int) -> bool:
+        """Whether this groups poll reads every partition's log end for the rates: every poll
+        up to SAMPLE_PARTITIONS_PER_S * group_refresh_s partitions, less often beyond (on
+        10,000 partitions decoding the answers is most of an idle console's CPU; a window of
+        30 s still holds several readings)."""
+        every = max(self.settings.group_refresh_s, partitions / SAMPLE_PARTITIONS_PER_S)
+        now = self.clock()
+        if now - self._sampled_at < every - 0.05:
+            return False
+        self._sampled_at = now
+        return True
+
     def _rate(
         self,
-        read: GroupsRead,
+        read: GroupsRead | None,
         sizes: tuple[float, dict[TP, tuple[int, int]], dict[TP, str], str] | None,
         groups: tuple[Group, ...],
     ) -> Rates | None:
-        """Hand this poll's readings to the rate book; the figures as of them."""
+        """Hand this poll's readings to the rate book (`read`: None when it read only the
+        groups' partitions); the figures as of them."""
         book = self._rates
-        if read.ends_at is not None:
+        at = self.clock()
+        if read is not None and read.ends_at is not None:
             book.read_ends(read.ends_at, read.ends, read.end_errors, [*read.ends, *read.end_errors])
+            at = read.ends_at  # the committed offsets were read just before: one time for both
         if sizes is not None:
             book.read_sizes(*sizes)
-        # The committed offsets were read just before the log ends: one time for both.
-        book.read_groups(read.ends_at if read.ends_at is not None else self.clock(), groups)
+        book.read_groups(at, groups)
         return book.rates(groups)
 
     def _broker_config(

@@ -493,3 +493,26 @@ def test_a_client_listener_that_a_broker_lacks_falls_back_to_its_own_endpoints()
     assert _endpoint(regs[2], "EXTERNAL") == ("127.0.0.1", 19093)
     assert _endpoint(regs[2], "SSL") == ("kafka-2", 29092)
     assert _endpoint(REG[1], "EXTERNAL") == ("127.0.0.1", 19092)  # host/port set, no endpoints
+
+
+def test_a_metadata_poll_builds_again_only_the_partitions_whose_figures_changed() -> None:
+    """From the Admin metadata (KRaft, or ZooKeeper down): an unchanged partition is the
+    very same object, only a changed one is built again, and the order is by topic and
+    partition whatever order the metadata lists them in."""
+    from dataclasses import replace as dc_replace
+
+    b = SnapshotBuilder(use_zookeeper=False)
+    parts = tuple(AdminPartition(i, 1 + i % 3, (1, 2, 3), (1, 2, 3)) for i in range(5))
+    b.admin = dc_replace(admin_state(), topics={"u": parts[::-1], "t": parts})
+    b.health[SourceName.ADMIN].success(1.0)
+    first = b.build(100.0).partitions
+    assert [(p.topic, p.partition) for p in first] == [
+        *(("t", i) for i in range(5)),
+        *(("u", i) for i in range(5)),
+    ]
+    moved = (*parts[:2], AdminPartition(2, 1, (1, 2, 3), (1, 3)), *parts[3:])
+    b.admin = dc_replace(admin_state(), topics={"u": parts[::-1], "t": moved})
+    second = b.build(101.0).partitions
+    same = [i for i, (x, y) in enumerate(zip(first, second, strict=True)) if x is y]
+    assert same == [0, 1, 3, 4, 5, 6, 7, 8, 9]
+    assert (second[2].leader, second[2].isr) == (1, (1, 3))

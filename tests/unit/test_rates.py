@@ -273,3 +273,24 @@ def test_the_sums_over_many_partitions_agree_with_adding_each_one_up() -> None:
     assert fast.reason == "1 of 6 not known: leader 2: timed out"
     assert r.records(*tps[1]).per_s == pytest.approx(50.0)
     assert r.records(*tps[0]).per_s == pytest.approx(100.0)
+
+
+def test_every_partition_s_log_end_is_read_less_often_on_a_big_cluster() -> None:
+    """Up to 2,000 partitions a second: on 10,000 every 5 s (a 30 s window still holds six
+    readings), on a small cluster every groups poll."""
+    from kconsole.config import Settings
+    from kconsole.observer import ClusterObserver
+
+    now = [1000.0]
+    obs = ClusterObserver(Settings(group_refresh_s=2.0), clock=lambda: now[0])
+    due = []
+    for _ in range(10):
+        due.append(obs._sample_due(10_000))
+        now[0] += 2.0
+    assert due == [True, False, False, True, False, False, True, False, False, True]
+    small = ClusterObserver(Settings(group_refresh_s=2.0), clock=lambda: now[0])
+    every_poll = []
+    for _ in range(3):
+        every_poll.append(small._sample_due(100))
+        now[0] += 2.0
+    assert every_poll == [True, True, True]
