@@ -720,6 +720,8 @@ class ClusterObserver:
         10,000 partitions decoding the answers is most of an idle console's CPU; a window of
         30 s still holds several readings)."""
         every = max(self.settings.group_refresh_s, partitions / SAMPLE_PARTITIONS_PER_S)
+        if len(self._rates.ends.list) < 2:
+            every = 0.0  # the first two readings at once: a first rate on screen sooner
         now = self.clock()
         if now - self._sampled_at < every - 0.05:
             return False
