@@ -63,13 +63,38 @@ def end_offsets(
 ) -> dict[int, int]:
     """Every partition's high watermark now: capture it before a workload starts."""
     consumer = Consumer(verifier_config(settings_or_config))
+    deadline = time.monotonic() + timeout_s
     try:
         return {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)[1]
+            p: _high_watermark(consumer, TopicPartition(topic, p), deadline)
             for p in partitions_of(consumer, topic, timeout_s)
         }
     finally:
         consumer.close()
+
+
+# Right after a leader election the new leader answers these until it has caught up (seen in
+# CI: OFFSET_NOT_AVAILABLE, "Leader high watermark is not caught up", just after the preferred
+# leaders were elected): asked again until the deadline.
+_NOT_YET = frozenset(
+    {
+        KafkaError.OFFSET_NOT_AVAILABLE,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+    }
+)
+
+
+def _high_watermark(consumer: Any, tp: TopicPartition, deadline: float) -> int:
+    while True:
+        try:
+            left = max(0.1, deadline - time.monotonic())
+            return int(consumer.get_watermark_offsets(tp, timeout=left)[1])
+        except KafkaException as exc:
+            code = exc.args[0].code() if exc.args else None
+            if code not in _NOT_YET or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.1)
 
 
 def read_back(

@@ -107,7 +107,8 @@ def test_kill(healthy: LocalCluster, zk: KazooClient, target: str) -> None:
         # workload's acks stall from the kill, and come back once the ISRs shrank.
         dip = next(m for m in report.measurements if m.name == "workload throughput dip")
         assert dip.seconds is not None and dip.seconds > SESSION_S * 0.5, dip
-        assert re.match(r"1[45]\d acks/s before; under 80% from \+0\.\d s", dip.note), dip
+        before = re.match(r"(\d+) acks/s before; under 80% from \+0\.\d s", dip.note)
+        assert before is not None and int(before[1]) >= 100, dip  # 150 a second, ramp included
         cluster = next(m for m in report.measurements if m.name == "cluster throughput dip")
         assert "records/s before" in cluster.note, cluster  # measured, not "not measured"
         if report.was_controller:
