@@ -48,10 +48,11 @@ TP = tuple[str, int]
 
 
 class Series:
-    """Readings of one counter that only rises: (time, value), oldest first, the oldest the
-    newest one at or before the window's start (so a full window is spanned exactly)."""
+    """Readings of one counter that only rises (a group's committed offset): (time, value),
+    oldest first, the oldest the newest one at or before the window's start (so a full window
+    is spanned exactly). Many counters read at once are Readings."""
 
-    __slots__ = ("error", "note", "note_at", "points", "source", "what", "why")
+    __slots__ = ("error", "note", "points", "what", "why")
 
     def __init__(self, what: str = "offset", why: str = "") -> None:
         self.what = what  # what went back, said when it does ("log end", "log size", ...)
@@ -59,21 +60,13 @@ class Series:
         self.points: deque[tuple[float, int]] = deque()
         self.error = ""  # why the latest reading failed ("" : it did not)
         self.note = ""  # what reset it (offsets went back ...)
-        self.note_at = 0.0
-        self.source: int | None = None  # which broker's figure it is (a log's size)
 
-    def add(self, t: float, value: int, window: float, source: int | None = None) -> None:
+    def add(self, t: float, value: int, window: float) -> None:
         pts = self.points
-        if pts and source != self.source:
-            # Another replica's log (the leader moved): its size is not the same counter.
-            pts.clear()
-            self.note, self.note_at = f"measured from broker {source} since it leads", t
-        elif pts and value < pts[-1][1]:
+        if pts and value < pts[-1][1]:
             why = f" ({self.why})" if self.why else ""
             self.note = f"{self.what} went back from {pts[-1][1]:,} to {value:,}{why}"
-            self.note_at = t
             pts.clear()
-        self.source = source
         pts.append((t, value))
         self.error = ""
         while len(pts) > 2 and pts[1][0] <= t - window:
@@ -361,27 +354,24 @@ class RateBook:
         """The figures as of the latest readings (a partition's worked out when asked);
         `groups` (the latest, with their states and members) for the judgements."""
         source = _Source(self.keys, self.ends.view(), self.sizes.view())
-        self._source = source
         return Rates(
             window_s=self.window_s,
             taken_at=self.taken_at,
-            groups=tuple(self._group_rate(g) for g in groups if g.group_id in self.groups),
+            groups=tuple(self._group_rate(g, source) for g in groups if g.group_id in self.groups),
             bytes_note=self.bytes_note,
             recent=self.recent,
             source=source,
         )
 
-    _source: _Source | None = None
-
-    def _group_rate(self, g: Group) -> GroupRate:
+    def _group_rate(self, g: Group, source: _Source) -> GroupRate:
         track = self.groups[g.group_id]
         w = self.window_s
         rows = []
         for gp in sorted(g.partitions, key=lambda gp: (gp.topic, gp.partition)):
             tp = (gp.topic, gp.partition)
             s = track.committed.get(tp)
-            consumed = s.rate(w) if s is not None else _SIZE_UNREAD
-            produced = self._source.records(tp) if self._source is not None else _END_UNREAD
+            consumed = s.rate(w) if s is not None else UNREAD_RATE
+            produced = source.records(tp)
             if gp.lag_unknown or gp.carried:
                 status, reason = LagStatus.UNKNOWN, _unread(gp.committed_known, gp.log_end)
             elif gp.committed is None:
@@ -413,10 +403,6 @@ class RateBook:
             tuple(rows),
             tuple(track.history),
         )
-
-
-_SIZE_UNREAD = Rate(None, reason="not read yet")
-_END_UNREAD = Rate(None, reason="log end not read")
 
 
 def _recent(last: Reading | None, now: Reading) -> Rate | None:
