@@ -270,6 +270,19 @@ class TimedObserver(ClusterObserver):
         self.polls: list[tuple[float, float, float, float]] = []  # start, end, metadata, elr
         self.wakes: list[float] = []  # the quorum thread asked for a metadata read now
         self._part: dict[str, float] = {}
+        wakes = self.wakes
+
+        class Recorded(threading.Event):
+            """Each set() of the admin thread's wake-up, when it was not set yet (read at the
+            quorum poll's end, a poll that takes a few ms had already woken and cleared it)."""
+
+            def set(self) -> None:
+                if not self.is_set():
+                    wakes.append(time.monotonic())
+                    del wakes[:-2000]
+                super().set()
+
+        self._wake_admin = Recorded()
 
     def _poll_admin(self, reader: Any, publish: bool = True) -> None:
         if not getattr(reader, "_timed", False):
@@ -290,14 +303,6 @@ class TimedObserver(ClusterObserver):
         end = time.monotonic()
         self.polls.append((t, end, self._part.get("metadata", 0.0), 0.0))
         del self.polls[:-2000]
-
-    def _poll_quorum(self, reader: Any, publish: bool = True) -> Any:
-        was = self._wake_admin.is_set()
-        mode = super()._poll_quorum(reader, publish)
-        if not was and self._wake_admin.is_set():
-            self.wakes.append(time.monotonic())
-            del self.wakes[:-2000]
-        return mode
 
     def window(self, t0: float, end: float) -> dict[str, Any]:
         """What the admin thread did between t0 and end (ms after t0)."""
@@ -670,8 +675,18 @@ def main() -> None:
     ap.add_argument("--rf", type=int, default=3, help="their replication factor")
     ap.add_argument("--partitions", type=int, default=100, help="partitions per extra topic")
     ap.add_argument("--timeout", type=float, default=90.0, help="per-run deadline, seconds")
+    ap.add_argument(
+        "--broker-heap",
+        default="",
+        help="the brokers' JVM heap flags (default: kconsole's own, 512 MiB; on 10,000 "
+        "partitions at RF 2 that ran out of heap)",
+    )
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
+    if args.broker_heap:
+        import kconsole.cluster.kraft.cluster as kraft_cluster
+
+        kraft_cluster.BROKER_HEAP = args.broker_heap  # read when a broker is started
     logging.basicConfig(level=logging.CRITICAL, stream=sys.stderr)
     revision = code_revision()
     load_start = load()

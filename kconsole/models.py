@@ -452,6 +452,30 @@ class Rate:
 UNREAD_RATE = Rate(None, reason="not read yet")
 
 
+TPs = list[tuple[str, int]]
+_GROUPINGS: list[tuple[object, frozenset[int], dict[str, TPs], dict[int, TPs]]] = []
+
+
+def _groupings(
+    partitions: tuple[Partition, ...], down: frozenset[int]
+) -> tuple[dict[str, TPs], dict[int, TPs]]:
+    """The partitions by topic, and the online ones by leader (offline as
+    ClusterSnapshot.is_offline says: no leader, or a leader down): the same lists for the same
+    partitions tuple and brokers down, so each reading of the rates only sums them."""
+    last = _GROUPINGS[0] if _GROUPINGS else None
+    if last is not None and last[0] is partitions and last[1] == down:
+        return last[2], last[3]
+    by_topic: dict[str, TPs] = {}
+    by_leader: dict[int, TPs] = {}
+    for p in partitions:
+        tp = (p.topic, p.partition)
+        by_topic.setdefault(p.topic, []).append(tp)
+        if p.leader >= 0 and p.leader not in down:
+            by_leader.setdefault(p.leader, []).append(tp)
+    _GROUPINGS[:] = [(partitions, down, by_topic, by_leader)]
+    return by_topic, by_leader
+
+
 def sum_rates(rates: Sequence[Rate]) -> Rate:
     """The sum of `rates`: known when any is; `partial` (at least that much) when some are not,
     with how many and why. An empty sequence is an exact 0 (nothing to add up)."""
@@ -969,13 +993,7 @@ class ClusterSnapshot:
 
     def _work_out_rate_sums(self) -> tuple[dict[str, Rate], dict[int, Rate], dict[str, Rate]]:
         assert self.rates is not None
-        by_topic: dict[str, list[tuple[str, int]]] = {}
-        by_leader: dict[int, list[tuple[str, int]]] = {}
-        for p in self.partitions:
-            tp = (p.topic, p.partition)
-            by_topic.setdefault(p.topic, []).append(tp)
-            if not self.is_offline(p):
-                by_leader.setdefault(p.leader, []).append(tp)
+        by_topic, by_leader = _groupings(self.partitions, self._down)
         return (
             self.rates.totals(by_topic),
             self.rates.totals(by_leader),

@@ -11,14 +11,16 @@ import contextlib
 import logging
 import socket
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
+from kconsole.cluster import metadata
 from kconsole.cluster.groups.reader import GroupReader
+from kconsole.cluster.metadata import AdminPartition, Metadata
 from kconsole.cluster.security import denied, kafka_python
 from kconsole.cluster.security.clients import (
     RDKAFKA_LOG,
@@ -38,14 +40,13 @@ REASSIGN_TIMEOUT_S = 2.0
 # The metadata read's attempts (s); the last one gets whatever is left of the timeout.
 METADATA_ATTEMPTS_S = (1.0, 1.5, 2.5)
 _TIMED_OUT = frozenset({KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT})
+# The metadata read undecoded (see kconsole.cluster.metadata): how long its broker may take
+# (a healthy one answers 10,000 partitions in tens of ms) and, after it failed, how long the
+# poll reads through librdkafka instead (a paused broker is then not asked every second).
+RAW_TIMEOUT_S = 1.0
+RAW_BACKOFF_S = 5.0
 
-
-@dataclass(frozen=True)
-class AdminPartition:
-    partition: int
-    leader: int
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
+__all__ = ["AdminPartition", "AdminReader", "AdminState", "TopicConfigs"]
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,11 @@ class AdminReader:
         self._kp_error = ""
         self._known_servers: list[str] = []
         self._reassign_node: int | None = None  # the broker ListPartitionReassignments asks
+        self._md: Metadata | None = None  # the last metadata read undecoded, and its broker
+        self._md_node: int | None = None
+        self._raw_off_until = 0.0  # monotonic; after a failed undecoded read
+        self._raw_refused = ""  # why the metadata is never read undecoded (no such version)
+        self._md_answered = False  # the last metadata read answered
 
     def read_cluster(
         self,
@@ -97,11 +103,13 @@ class AdminReader:
         *,
         topic_names: Sequence[str] | None = None,
         refresh_stale: bool = True,
+        avoid: Collection[int] = (),
     ) -> AdminState:
         """Brokers, controller and every topic's partitions; min.insync.replicas per topic.
 
-        The metadata comes from librdkafka (one Metadata request). Everything else (racks,
-        topic and broker configs) is asked with kafka-python: librdkafka's admin requests
+        The metadata is one Metadata request: read undecoded through kafka-python and decoded
+        only when it changed (`_read_metadata`), else through librdkafka. Everything else
+        (racks, topic and broker configs) is asked with kafka-python: librdkafka's admin requests
         (DescribeCluster, DescribeConfigs) aborted the whole process when a broker went away
         mid-request (`rd_kafka_admin_response_parse: Assertion rko_result failed`, seen when
         a drill stopped the controller; see README, Libraries and why).
@@ -112,6 +120,9 @@ class AdminReader:
         whole metadata of 2,000 partitions, every second, was a third of the idle console's
         CPU). `topics` is None then. If that request fails, the whole metadata is read.
 
+        `avoid`: brokers not to ask for the metadata read undecoded (fenced: one cut off from
+        the quorum answers with what it knew then; paused).
+
         With `refresh_stale=False` the racks and min.insync.replicas older than
         `config_refresh_s` are not read again here (only those of new brokers and topics):
         the caller does it with `refresh_configs` after it has used the metadata. They are
@@ -121,25 +132,69 @@ class AdminReader:
                 return self._read_brokers(config_refresh_s, topic_names, refresh_stale)
             except ClusterError as exc:
                 log.debug("DescribeCluster: %s; reading the whole metadata", exc)
-        md = self._metadata()
-        self._known_servers = [f"{b.host}:{b.port}" for b in md.brokers.values() if b.host]
+        md = self._read_metadata(avoid)
+        self._known_servers = [f"{h}:{p}" for h, p in md.brokers.values() if h]
         stale = refresh_stale and time.monotonic() - self.configs.read_at > config_refresh_s
         if stale or set(md.brokers) - set(self.configs.racks):
             self._read_racks()
         nodes = {
-            b.id: (b.host or "?", b.port, self.configs.racks.get(b.id)) for b in md.brokers.values()
+            bid: (host or "?", port, self.configs.racks.get(bid))
+            for bid, (host, port) in md.brokers.items()
         }
-        controller = md.controller_id if md.controller_id >= 0 else None
-        topics = {}
-        for name, t in md.topics.items():
-            if t.error is not None and not t.partitions:
-                continue
-            topics[name] = tuple(
-                AdminPartition(p.id, p.leader, tuple(p.replicas), tuple(p.isrs))
-                for p in sorted(t.partitions.values(), key=lambda p: p.id)
-            )
-        min_isr = self._min_isr_of(sorted(topics), stale)
-        return AdminState(time.time(), md.cluster_id, controller, nodes, topics, min_isr)
+        min_isr = self._min_isr_of(sorted(md.topics), stale)
+        return AdminState(time.time(), md.cluster_id, md.controller, nodes, md.topics, min_isr)
+
+    def _read_metadata(self, avoid: Collection[int] = ()) -> Metadata:
+        """The whole metadata: one answer read undecoded and decoded only when it differs from
+        the last one (see kconsole.cluster.metadata), the same `topics` object when it does
+        not, so nothing is built again downstream. Through librdkafka (`_metadata`) when that
+        read fails (then for RAW_BACKOFF_S) or the cluster answers no such version."""
+        now = time.monotonic()
+        # Only after a read that answered: on a cluster that is down, kafka-python's bootstrap
+        # would wait out its own timeout before librdkafka's read failed the same way.
+        if (
+            self._md_answered
+            and not self._raw_refused
+            and now >= max(self._raw_off_until, self._kp_backoff_until)
+        ):
+            try:
+                return self._read_undecoded(avoid)
+            except Exception as exc:
+                log.debug("metadata read undecoded (broker %s): %s", self._md_node, exc)
+                self._md_node = None  # the next one asks another broker
+                self._raw_off_until = time.monotonic() + RAW_BACKOFF_S
+        self._md_answered = False
+        md = metadata.from_librdkafka(self._metadata())
+        self._md_answered = True
+        return md
+
+    def _read_undecoded(self, avoid: Collection[int]) -> Metadata:
+        """The broker that answered last is asked again (its answer's bytes are then the same
+        while nothing changes), unless it is to be avoided."""
+        kp = self._kafka_python()
+        node = self._md_node if self._md_node not in avoid else None
+        if node is None:
+            node = kafka_python.least_loaded_node(kp)
+            if node is None or node in avoid:
+                known = self._md.brokers if self._md is not None else {}
+                node = min((b for b in known if b not in avoid), default=None)
+            if node is None:
+                raise ClusterError("no broker to ask but fenced or paused ones")
+        version, body = kafka_python.metadata_answer(
+            kp, node, int(RAW_TIMEOUT_S * 1000), metadata.RAW_MAX_VERSION
+        )
+        if version < metadata.RAW_MIN_VERSION:
+            self._raw_refused = f"the cluster answers Metadata v{version} only"
+            raise ClusterError(self._raw_refused)
+        key, answered = metadata.fingerprint(body)
+        controller = answered if answered >= 0 else None
+        last = self._md
+        if last is not None and last.key == key:
+            md = last if last.controller == controller else replace(last, controller=controller)
+        else:
+            md = metadata.from_answer(kafka_python.decode_metadata(version, body), key)
+        self._md, self._md_node = md, node
+        return md
 
     def _metadata(self) -> Any:
         """librdkafka's Metadata, asked of a broker of its own choosing, in attempts of growing

@@ -539,7 +539,11 @@ class ClusterObserver:
                 tree = self.builder.zk
                 serves = tree is not None and self.builder.health[SourceName.ZOOKEEPER].ok
                 names = sorted(tree.topics) if serves and tree is not None else None
-            state = reader.read_cluster(topic_names=names, refresh_stale=False)
+                # Not asked for the metadata: a broker the controller fenced (one cut off from
+                # the quorum still answers, with what it knew when it was cut off) or paused.
+                avoid = {b for b, r in (self.builder.registrations or {}).items() if r.fenced}
+                avoid |= {b for b, st in self.builder.proc_states.items() if st is ProcState.PAUSED}
+            state = reader.read_cluster(topic_names=names, refresh_stale=False, avoid=avoid)
             nodes = dict(state.nodes)
             if self.builder.zk is not None:
                 # probed where the console's clients reach it (not an inter-broker listener)
@@ -566,7 +570,8 @@ class ClusterObserver:
                 b = self.builder
                 if kraft:  # the last ELR read stands only where the ISR is still short
                     short = _short(state)
-                    b.elr = {k: v for k, v in b.elr.items() if k in short}
+                    if any(k not in short for k in b.elr):  # else the same object: no build
+                        b.elr = {k: v for k, v in b.elr.items() if k in short}
                     if moving is not None:
                         b.reassignments_read(moving, self.clock())
                     else:
@@ -896,20 +901,42 @@ def _hints(
         return None, {}, []
     brokers = [b.id for b in snap.brokers if b.in_cluster and b.state is BrokerState.UP]
     unasked = [b.id for b in snap.brokers if b.registered and b.state is not BrokerState.UP]
+    # Offline as ClusterSnapshot.is_offline says: no leader, or a leader that is down. Worked
+    # out again only for other partitions or other brokers down (10,000 partitions every
+    # groups poll were a fifth of its thread's CPU); the callers only read it.
+    down = frozenset(b.id for b in snap.brokers if b.state is BrokerState.DOWN)
+    last = _LEADERS[0] if _LEADERS else None
+    if last is not None and last[0] is snap.partitions and last[1] == down:
+        return (brokers or None), last[2], unasked
     leaders = {
-        (p.topic, p.partition): -1 if snap.is_offline(p) else p.leader for p in snap.partitions
+        (p.topic, p.partition): -1 if p.offline or p.leader in down else p.leader
+        for p in snap.partitions
     }
+    _LEADERS[:] = [(snap.partitions, down, leaders)]
     return (brokers or None), leaders, unasked
 
 
+# _hints' last leaders, by the partitions and the brokers down they were worked out from
+_LEADERS: list[tuple[object, frozenset[int], dict[tuple[str, int], int]]] = []
+
+
 def _short(state: AdminState) -> set[tuple[str, int]]:
-    """The partitions with an ISR short of their replicas, or no leader."""
-    return {
+    """The partitions with an ISR short of their replicas, or no leader (worked out again only
+    for another metadata answer: an unchanged one hands on the same `topics`)."""
+    topics = state.topics or {}
+    if _SHORT and _SHORT[0][0] is topics:
+        return _SHORT[0][1]
+    short = {
         (t, p.partition)
-        for t, parts in (state.topics or {}).items()
+        for t, parts in topics.items()
         for p in parts
         if len(p.isr) < len(p.replicas) or p.leader < 0
     }
+    _SHORT[:] = [(topics, short)]
+    return short
+
+
+_SHORT: list[tuple[object, set[tuple[str, int]]]] = []  # _short's last answer, by its topics
 
 
 def _read_elr(
@@ -917,14 +944,7 @@ def _read_elr(
 ) -> dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]]:
     """ELR and last known ELR (KIP-966) of the partitions whose ISR is not full (a full ISR
     has none: the builder says so without asking); {} when nothing is short or unread."""
-    short = sorted(
-        {
-            t
-            for t, parts in (state.topics or {}).items()
-            for p in parts
-            if len(p.isr) < len(p.replicas) or p.leader < 0
-        }
-    )
+    short = sorted({t for t, _p in _short(state)})
     if not short:
         return {}
     try:

@@ -217,6 +217,19 @@ class TestLogEnds:
                 assert not isinstance(answer, BaseException), (leader, answer)
                 got.update(answer)
             assert got == {(name, p): (0, n) for p, n in counts.items()}
+            # Asked again for the same partitions: the same request object, sent again (with
+            # a new header), answers what was produced since.
+            made = {leader: kafka_python._LOG_END_REQUESTS[admin][leader][1] for leader in answers}
+            for i in range(4):
+                producer.produce(name, f"more{i}".encode(), partition=0)
+            assert producer.flush(30) == 0
+            again = kafka_python.log_ends_by_leader(admin, by_leader, 10_000)
+            assert all(kafka_python._LOG_END_REQUESTS[admin][b][1] is r for b, r in made.items())
+            got = {}
+            for answer in again.values():
+                assert not isinstance(answer, BaseException), answer
+                got.update(answer)
+            assert got == {(name, 0): (0, 11), (name, 1): (0, 3)}
 
     def test_a_follower_says_not_leader(self, healthy: LocalCluster, admin: Any) -> None:
         """Asked of a follower, ListOffsets answers NOT_LEADER_OR_FOLLOWER (6): groups.py then
@@ -228,6 +241,44 @@ class TestLogEnds:
             answer = answers[follower]
             assert not isinstance(answer, BaseException), answer
             assert answer[(name, 0)][0] == 6
+
+
+class TestMetadata:
+    def test_an_answer_read_undecoded_is_the_metadata_and_its_fingerprint_says_what_changed(
+        self, healthy: LocalCluster, admin: Any
+    ) -> None:
+        """metadata_answer hands on one broker's answer undecoded; decoded, it is what
+        librdkafka's list_topics says; asked again with nothing changed, its fingerprint is the
+        same; a new topic changes it. A decoded request on the same client still decodes."""
+        from kconsole.cluster import metadata
+
+        node = kafka_python.least_loaded_node(admin)
+        assert node in (1, 2, 3)
+
+        def ask() -> tuple[int, bytes]:
+            return kafka_python.metadata_answer(admin, node, 10_000, metadata.RAW_MAX_VERSION)
+
+        version, body = ask()
+        assert metadata.RAW_MIN_VERSION <= version <= metadata.RAW_MAX_VERSION
+        key, controller = metadata.fingerprint(body)
+        raw = metadata.from_answer(kafka_python.decode_metadata(version, body), key)
+        rdkafka = metadata.from_librdkafka(
+            AdminClient({"bootstrap.servers": healthy.spec.bootstrap}).list_topics(timeout=10)
+        )
+        assert raw.topics == rdkafka.topics and raw.brokers == rdkafka.brokers
+        assert raw.cluster_id == rdkafka.cluster_id and controller in (1, 2, 3)
+        wait_until(lambda: metadata.fingerprint(ask()[1])[0] == key, 30, "the same answer again")
+        with topic(healthy, partitions=1) as name:
+            wait_until(
+                lambda: (
+                    name in metadata.from_answer(kafka_python.decode_metadata(*ask()), None).topics
+                ),
+                30,
+                f"{name} in the answer",
+            )
+            assert metadata.fingerprint(ask()[1])[0] != key
+            ends = kafka_python.log_ends_by_leader(admin, {node: [(name, 0)]}, 10_000)[node]
+            assert not isinstance(ends, BaseException)  # decoded: a dict, not bytes
 
 
 class TestElection:

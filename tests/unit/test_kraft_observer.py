@@ -698,3 +698,44 @@ class TestNoLeader:
         assert q is not None and q.stale
         assert "26192: timed out" in q.error and "26194: timed out" in q.error
         assert "Broken" not in q.error
+
+
+def test_the_groups_poll_s_leaders_are_worked_out_again_only_when_they_can_differ() -> None:
+    """_hints: a partition whose leader is down (or has none) is asked of nobody (-1), as
+    ClusterSnapshot.is_offline says; the same partitions and brokers down give the very same
+    answer (10,000 partitions every groups poll were a fifth of its thread); a broker going
+    down, or other partitions, give a new one; _short likewise per metadata answer."""
+    from kconsole.models import Broker, BrokerState, Partition
+    from kconsole.observer.threads import _hints, _short
+
+    parts = (
+        Partition("t", 0, 1, (1, 2), (1, 2)),
+        Partition("t", 1, 2, (2, 1), (2, 1)),
+        Partition("t", 2, -1, (1, 2), ()),
+    )
+    up = (Broker(1, "h", 1), Broker(2, "h", 2))
+    snap = ClusterSnapshot(taken_at=1.0, partitions=parts, brokers=up)
+    brokers, leaders, unasked = _hints(snap)
+    assert (brokers, unasked) == ([1, 2], [])
+    assert leaders == {("t", 0): 1, ("t", 1): 2, ("t", 2): -1}
+    again = _hints(dataclasses.replace(snap, taken_at=2.0))[1]
+    assert again is leaders
+    one_down = (Broker(1, "h", 1), Broker(2, "h", 2, state=BrokerState.DOWN))
+    down = dataclasses.replace(snap, brokers=one_down)
+    moved = _hints(down)[1]
+    assert moved == {("t", 0): 1, ("t", 1): -1, ("t", 2): -1}
+    assert [k for k, v in moved.items() if v < 0] == [
+        (p.topic, p.partition) for p in parts if down.is_offline(p)
+    ]
+    other = _hints(dataclasses.replace(snap, partitions=parts[:1]))[1]
+    assert other == {("t", 0): 1}
+
+    topics: dict[str, tuple[AdminPartition, ...]] = {
+        "t": (AdminPartition(0, 1, (1, 2), (1,)), AdminPartition(1, -1, (1, 2), (1, 2)))
+    }
+    state = AdminState(0.0, "c", 1, {}, topics)
+    short = _short(state)
+    assert short == {("t", 0), ("t", 1)}
+    assert _short(dataclasses.replace(state, read_at=1.0)) is short
+    full: dict[str, tuple[AdminPartition, ...]] = {"t": (AdminPartition(0, 1, (1, 2), (1, 2)),)}
+    assert _short(dataclasses.replace(state, topics=full)) == set()

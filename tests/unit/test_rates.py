@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kconsole.models import (
+    Broker,
+    BrokerState,
     ClusterSnapshot,
     Group,
     GroupPartition,
@@ -297,3 +299,33 @@ def test_every_partition_s_log_end_is_read_less_often_on_a_big_cluster() -> None
         every_poll.append(small._sample_due(100))
         now[0] += 2.0
     assert every_poll == [True, True, True]
+
+
+def test_rates_without_a_new_reading_share_their_figures_and_sums() -> None:
+    """A groups poll that read no log end hands on rates from the same readings: their
+    per-partition figures and topic / broker sums are not worked out again (on 10,000
+    partitions that was most of the console's own thread every poll); a new reading, or
+    other partitions or brokers down, work them out anew."""
+    book = RateBook(30.0)
+    tps = [("t", 0), ("t", 1)]
+    book.read_ends(0.0, dict.fromkeys(tps, 0), {}, tps)
+    book.read_ends(10.0, {tps[0]: 100, tps[1]: 300}, {}, tps)
+    parts = (Partition("t", 0, 1, (1, 2), (1, 2)), Partition("t", 1, 2, (1, 2), (1, 2)))
+    one, two = book.rates(), book.rates()
+    assert one is not two and one.source is two.source and one._sums is two._sums
+    s1 = ClusterSnapshot(taken_at=10.0, partitions=parts, rates=one)
+    s2 = ClusterSnapshot(taken_at=11.0, partitions=parts, rates=two)
+    assert s1.topic_records("t") is s2.topic_records("t")
+    assert s2.broker_records(2).per_s == pytest.approx(30.0)  # type: ignore[union-attr]
+    down = ClusterSnapshot(
+        taken_at=11.0,
+        partitions=parts,
+        brokers=(Broker(2, "h", 2, state=BrokerState.DOWN),),
+        rates=two,
+    )
+    assert down.broker_records(2).per_s == 0.0  # type: ignore[union-attr]  # leads nothing
+    book.read_ends(20.0, {tps[0]: 300, tps[1]: 500}, {}, tps)
+    three = book.rates()
+    assert three.source is not one.source
+    s3 = ClusterSnapshot(taken_at=20.0, partitions=parts, rates=three)
+    assert s3.topic_records("t").per_s == pytest.approx(40.0)  # type: ignore[union-attr]
