@@ -267,7 +267,8 @@ class TimedObserver(ClusterObserver):
 
     def __init__(self, *a: Any, **kw: Any) -> None:
         super().__init__(*a, **kw)
-        self.polls: list[tuple[float, float, float, float]] = []  # start, end, metadata, elr
+        # start, end, its metadata read (s), its reassignments read (s), its publish's end
+        self.polls: list[tuple[float, float, float, float, float]] = []
         self.wakes: list[float] = []  # the quorum thread asked for a metadata read now
         self._part: dict[str, float] = {}
         wakes = self.wakes
@@ -295,14 +296,34 @@ class TimedObserver(ClusterObserver):
                 finally:
                     self._part["metadata"] = time.monotonic() - t
 
+            moving = reader.read_reassignments
+
+            def timed_moving(*a: Any, **kw: Any) -> Any:
+                t = time.monotonic()
+                try:
+                    return moving(*a, **kw)
+                finally:
+                    self._part["reassignments"] = time.monotonic() - t
+
             reader.read_cluster = timed_read
+            reader.read_reassignments = timed_moving
             reader._timed = True
         self._part = {}
         t = time.monotonic()
         super()._poll_admin(reader, publish)
         end = time.monotonic()
-        self.polls.append((t, end, self._part.get("metadata", 0.0), 0.0))
+        part = self._part
+        self.polls.append(
+            (t, end, part.get("metadata", 0.0), part.get("reassignments", 0.0),
+             part.get("published", end))
+        )  # fmt: skip
         del self.polls[:-2000]
+
+    def _publish(self, publish: bool = True) -> ClusterSnapshot:
+        snap = super()._publish(publish)
+        if threading.current_thread().name == "kconsole-admin":
+            self._part["published"] = time.monotonic()
+        return snap
 
     def window(self, t0: float, end: float) -> dict[str, Any]:
         """What the admin thread did between t0 and end (ms after t0)."""
@@ -310,8 +331,14 @@ class TimedObserver(ClusterObserver):
         return {
             "wakes_ms": [round((w - t0) * 1000) for w in self.wakes if t0 <= w <= end],
             "polls_ms": [
-                [round((a - t0) * 1000), round((b - t0) * 1000), round(m * 1000)]
-                for a, b, m, _e in polls
+                [
+                    round((a - t0) * 1000),
+                    round((b - t0) * 1000),
+                    round(m * 1000),
+                    round(r * 1000),
+                    round((p - t0) * 1000),
+                ]
+                for a, b, m, r, p in polls
             ],
         }
 
@@ -634,10 +661,13 @@ def report(data: dict[str, Any], revision: str) -> None:
         print(
             "The observer's metadata thread in each run (ms after the kill / pause): when the "
             "quorum thread woke it (a leader, voter or fencing change), and each admin poll as "
-            "start-end (its metadata read's ms):\n"
+            "start-end (its metadata read's ms / its reassignments read's ms / when it was "
+            "published):\n"
         )
         for r in diag:
-            polls = ", ".join(f"{a}-{b} ({m})" for a, b, m in r["admin"]["polls_ms"])
+            polls = ", ".join(
+                f"{a}-{b} ({m}/{ra}/{p})" for a, b, m, ra, p in r["admin"]["polls_ms"]
+            )
             wakes = ", ".join(str(w) for w in r["admin"]["wakes_ms"]) or "none"
             print(f"- {r['action']} {r['n']}: woken at {wakes}; polls {polls}")
         print()

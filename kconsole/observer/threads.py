@@ -430,8 +430,10 @@ class ClusterObserver:
             return mode
         registrations = None
         reg_error = ""
+        with self._lock:
+            avoid = self._not_to_ask()
         try:
-            registrations = reader.read_registrations()
+            registrations = reader.read_registrations(avoid)
         except Exception as exc:  # the brokers are down: the quorum still is news
             reg_error = f"brokers not described: {_describe(exc)}"
         features = None
@@ -539,10 +541,7 @@ class ClusterObserver:
                 tree = self.builder.zk
                 serves = tree is not None and self.builder.health[SourceName.ZOOKEEPER].ok
                 names = sorted(tree.topics) if serves and tree is not None else None
-                # Not asked for the metadata: a broker the controller fenced (one cut off from
-                # the quorum still answers, with what it knew when it was cut off) or paused.
-                avoid = {b for b, r in (self.builder.registrations or {}).items() if r.fenced}
-                avoid |= {b for b, st in self.builder.proc_states.items() if st is ProcState.PAUSED}
+                avoid = self._not_to_ask()
             state = reader.read_cluster(topic_names=names, refresh_stale=False, avoid=avoid)
             nodes = dict(state.nodes)
             if self.builder.zk is not None:
@@ -656,6 +655,14 @@ class ClusterObserver:
                         log.debug("details after a poll", exc_info=True)
         finally:
             reader.close()
+
+    def _not_to_ask(self) -> set[int]:
+        """The brokers whose answer about the cluster is not asked for (call it holding the
+        lock): fenced by the controller (one cut off from the quorum still answers, with what
+        it knew when it was cut off) or paused by kconsole (it answers nothing)."""
+        avoid = {b for b, r in (self.builder.registrations or {}).items() if r.fenced}
+        avoid |= {b for b, st in self.builder.proc_states.items() if st is ProcState.PAUSED}
+        return avoid
 
     def _up_brokers(self, state: AdminState, reach: dict[int, bool]) -> list[int]:
         """The brokers in the metadata whose port answers and whose process is not paused

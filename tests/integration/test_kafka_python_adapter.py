@@ -281,6 +281,17 @@ class TestMetadata:
             assert not isinstance(ends, BaseException)  # decoded: a dict, not bytes
 
 
+class TestDescribeCluster:
+    def test_zookeeper_mode_answers_describe_cluster_with_fenced_brokers_unsupported(
+        self, admin: Any
+    ) -> None:
+        """DescribeCluster v2 (fenced brokers, Kafka 4.0+) asked of a 3.9 broker: unsupported,
+        which read_registrations takes as "ask as kafka-python asks"."""
+        with pytest.raises(Exception) as refused:
+            kafka_python.describe_cluster_at(admin, 1, 10_000)
+        assert kafka_python.is_unsupported(refused.value), refused.value
+
+
 class TestElection:
     def test_election_codes_of_a_preferred_election_not_needed(
         self, healthy: LocalCluster, admin: Any

@@ -367,3 +367,26 @@ def test_zookeeper_mode_cluster_says_zookeeper(healthy: Any) -> None:
     code, snap = describe_json("-b", spec.bootstrap, "-z", "")
     assert code == 0 and snap["mode"] == "zookeeper" and snap["quorum"] is None
     assert [s["name"] for s in snap["sources"]] == ["admin", "groups"]
+
+
+def test_describe_cluster_asked_of_each_broker_names_every_broker_and_its_fencing(
+    kraft: Kraft,
+) -> None:
+    """kafka_python.describe_cluster_at (what the quorum poller asks of a broker it chose, not
+    a paused one): every broker answers with all three, unfenced, as Kafka's own tool says."""
+    from kconsole.cluster.kraft.quorum import registrations_of
+    from kconsole.cluster.security import kafka_python
+    from kconsole.cluster.security.clients import kafka_python_config
+
+    cluster, _ = kraft
+    wait_until(lambda: not any(cluster.broker_fencing().values()), 60, "every broker unfenced")
+    admin = kafka_python.admin_client(
+        kafka_python_config({"bootstrap.servers": cluster.spec.bootstrap}, 10.0)
+    )
+    try:
+        for node in (1, 2, 3):
+            regs = registrations_of(kafka_python.describe_cluster_at(admin, node, 10_000))
+            assert sorted(regs) == [1, 2, 3], node
+            assert not any(r.fenced for r in regs.values()), (node, regs)
+    finally:
+        admin.close()

@@ -233,7 +233,7 @@ class _Reader:
         self.reads += 1
         return dataclasses.replace(self.quorum, read_at=now)
 
-    def read_registrations(self) -> object:
+    def read_registrations(self, avoid: object = ()) -> object:
         raise ClusterError("brokers not answering")
 
     def read_features(self, now: float) -> object:

@@ -304,6 +304,27 @@ async def _send(admin: Any, request: Any, node_id: int, timeout_ms: int) -> Any:
     return await admin._manager.send(request, node_id=node_id, request_timeout_ms=timeout_ms)
 
 
+def describe_cluster_at(admin: Any, node_id: int, timeout_ms: int) -> dict[str, Any]:
+    """DescribeCluster with fenced brokers (v2, KIP-1073) sent to broker `node_id`, as
+    `describe_cluster()` answers it (a dict: "brokers" with "broker_id", "host", "port", "rack",
+    "is_fenced"; "controller_id", "cluster_id"), but to a broker of the caller's choosing: left
+    to pick, kafka-python may ask a paused one and wait out the whole timeout. Raises what the
+    request failed with (a top-level error as its kafka-python error class;
+    IncompatibleBrokerVersion before Kafka 4.0)."""
+    import kafka.errors
+    from kafka.protocol.admin import DescribeClusterRequest
+
+    request = DescribeClusterRequest(
+        include_cluster_authorized_operations=False, include_fenced_brokers=True, min_version=2
+    )
+    response = admin._manager.run(_send, admin, request, node_id, timeout_ms)
+    code = int(response.error_code or 0)
+    if code:
+        raise kafka.errors.for_code(code)(response.error_message)
+    answer: dict[str, Any] = response.to_dict()
+    return answer
+
+
 def least_loaded_node(admin: Any) -> int | None:
     """The broker kafka-python would ask next (an idle connection first), None if it knows
     none."""
