@@ -152,8 +152,17 @@ class _View:
     readings: tuple[Reading, ...]
     resets: dict[TP, tuple[float, str]]
     window: float
+    # each partition's figure, once worked out (a view is shared by every snapshot until the
+    # next reading)
+    _rates: dict[TP, Rate] = field(default_factory=dict, compare=False, repr=False)
 
     def rate(self, tp: TP) -> Rate:
+        r = self._rates.get(tp)
+        if r is None:
+            r = self._rates[tp] = self._work_out(tp)
+        return r
+
+    def _work_out(self, tp: TP) -> Rate:
         w = self.window
         if not self.readings:
             return UNREAD_RATE
@@ -201,19 +210,20 @@ class _View:
                 else:
                     out[key] = Rate(total / span, span, w, t1)
                     continue
-            total, slow = 0, []
-            for tp in tps:
-                v1 = last.get(tp)
-                v0 = first.get(tp)
-                if v1 is None or v0 is None or tp in resets or span <= 0:
-                    slow.append(self.rate(tp))
-                else:
-                    total += v1 - v0
-            if not slow:
+            # Those that count from elsewhere (reset, not in both readings) take their own
+            # figure; the rest are still one subtraction each. During a failover every
+            # partition that changed leader has its log size reset.
+            own = [tp for tp in tps if tp in resets or tp not in last or tp not in first]
+            if span <= 0:
+                own = list(tps)
+            mine = set(own)
+            rest = [tp for tp in tps if tp not in mine] if own else tps
+            total = sum(map(last.__getitem__, rest)) - sum(map(first.__getitem__, rest))
+            if not own:
                 out[key] = Rate(total / span, span, w, t1) if tps else sum_rates(())
             else:
-                fast = [Rate(total / span, span, w, t1)] if len(slow) < len(tps) else []
-                out[key] = _merge(fast, slow, len(tps))
+                fast = [Rate(total / span, span, w, t1)] if rest else []
+                out[key] = _merge(fast, [self.rate(tp) for tp in own], len(tps))
         return out
 
 
