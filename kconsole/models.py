@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from enum import StrEnum
 from functools import cached_property
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -453,27 +453,36 @@ UNREAD_RATE = Rate(None, reason="not read yet")
 
 
 TPs = list[tuple[str, int]]
-_GROUPINGS: list[tuple[object, frozenset[int], dict[str, TPs], dict[int, TPs]]] = []
 
 
-def _groupings(
-    partitions: tuple[Partition, ...], down: frozenset[int]
-) -> tuple[dict[str, TPs], dict[int, TPs]]:
-    """The partitions by topic, and the online ones by leader (offline as
-    ClusterSnapshot.is_offline says: no leader, or a leader down): the same lists for the same
-    partitions tuple and brokers down, so each reading of the rates only sums them."""
-    last = _GROUPINGS[0] if _GROUPINGS else None
+class _Leaders(NamedTuple):
+    by_topic: dict[str, TPs]  # every partition, by topic
+    by_leader: dict[int, TPs]  # the online ones, by leader
+    serving: dict[tuple[str, int], int]  # each partition's leader, -1 when offline
+
+
+_LEADERS: list[tuple[object, frozenset[int], _Leaders]] = []
+
+
+def _leaders(partitions: tuple[Partition, ...], down: frozenset[int]) -> _Leaders:
+    """The partitions by topic and by leader, and who serves each (offline as
+    ClusterSnapshot.is_offline says: no leader, or a leader down): the very same for the same
+    partitions tuple and brokers down, so the rates' sums and the groups poll (every poll, on
+    10,000 partitions) only use them."""
+    last = _LEADERS[0] if _LEADERS else None
     if last is not None and last[0] is partitions and last[1] == down:
-        return last[2], last[3]
-    by_topic: dict[str, TPs] = {}
-    by_leader: dict[int, TPs] = {}
+        return last[2]
+    out = _Leaders({}, {}, {})
     for p in partitions:
         tp = (p.topic, p.partition)
-        by_topic.setdefault(p.topic, []).append(tp)
+        out.by_topic.setdefault(p.topic, []).append(tp)
         if p.leader >= 0 and p.leader not in down:
-            by_leader.setdefault(p.leader, []).append(tp)
-    _GROUPINGS[:] = [(partitions, down, by_topic, by_leader)]
-    return by_topic, by_leader
+            out.by_leader.setdefault(p.leader, []).append(tp)
+            out.serving[tp] = p.leader
+        else:
+            out.serving[tp] = -1
+    _LEADERS[:] = [(partitions, down, out)]
+    return out
 
 
 def sum_rates(rates: Sequence[Rate]) -> Rate:
@@ -591,8 +600,9 @@ class Rates:
     # cluster's throughput now, not over the window (a drill's dip). None: no two readings.
     recent: Rate | None = None
     source: RateSource | None = field(default=None, compare=False, repr=False)
-    # The sums of the last partitions tuple asked about (the observer hands on the same tuple
-    # while no partition changes: a metadata poll every second then costs no 10,000 adds).
+    # The sums of the last partitions tuple asked about, kept by the readings' source: every
+    # Rates of the same readings shares them, and the observer hands on the same partitions
+    # tuple while none changes, so a snapshot every second costs no 10,000 adds.
     _sums: list[Any] = field(default_factory=list, compare=False, repr=False)
 
     def materialized(self) -> Rates:
@@ -993,7 +1003,7 @@ class ClusterSnapshot:
 
     def _work_out_rate_sums(self) -> tuple[dict[str, Rate], dict[int, Rate], dict[str, Rate]]:
         assert self.rates is not None
-        by_topic, by_leader = _groupings(self.partitions, self._down)
+        by_topic, by_leader, _ = _leaders(self.partitions, self._down)
         return (
             self.rates.totals(by_topic),
             self.rates.totals(by_leader),
@@ -1010,6 +1020,11 @@ class ClusterSnapshot:
         if self.rates is None:
             return None
         return self._rate_sums[2].get(topic, UNREAD_RATE)
+
+    def serving_leaders(self) -> dict[tuple[str, int], int]:
+        """Each partition's leader, -1 where it is offline (`is_offline`): the same dict for
+        every snapshot with the same partitions and brokers down. Read it, never change it."""
+        return _leaders(self.partitions, self._down).serving
 
     def broker_records(self, broker_id: int) -> Rate | None:
         """Records in per second to the partitions `broker_id` leads now (None: not measured;

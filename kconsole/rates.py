@@ -202,7 +202,10 @@ class _View:
         out = {}
         resets = self.resets
         for key, tps in groups.items():
-            if span > 0 and tps and resets.keys().isdisjoint(tps):
+            if not tps:
+                out[key] = sum_rates(())
+                continue
+            if span > 0 and resets.keys().isdisjoint(tps):
                 try:  # every counter in both readings (the usual case): summed in C
                     total = sum(map(last.__getitem__, tps)) - sum(map(first.__getitem__, tps))
                 except KeyError:
@@ -211,19 +214,19 @@ class _View:
                     out[key] = Rate(total / span, span, w, t1)
                     continue
             # Those that count from elsewhere (reset, not in both readings) take their own
-            # figure; the rest are still one subtraction each. During a failover every
-            # partition that changed leader has its log size reset.
-            own = [tp for tp in tps if tp in resets or tp not in last or tp not in first]
+            # figure; the rest are still summed in C. During a failover every partition that
+            # changed leader has its log size reset.
             if span <= 0:
                 own = list(tps)
-            mine = set(own)
-            rest = [tp for tp in tps if tp not in mine] if own else tps
-            total = sum(map(last.__getitem__, rest)) - sum(map(first.__getitem__, rest))
-            if not own:
-                out[key] = Rate(total / span, span, w, t1) if tps else sum_rates(())
             else:
-                fast = [Rate(total / span, span, w, t1)] if rest else []
-                out[key] = _merge(fast, [self.rate(tp) for tp in own], len(tps))
+                own = [tp for tp in tps if tp in resets or tp not in last or tp not in first]
+            mine = set(own)
+            rest = [tp for tp in tps if tp not in mine]
+            fast = []
+            if rest:
+                total = sum(map(last.__getitem__, rest)) - sum(map(first.__getitem__, rest))
+                fast = [Rate(total / span, span, w, t1)]
+            out[key] = _merge(fast, [self.rate(tp) for tp in own], len(tps))
         return out
 
 

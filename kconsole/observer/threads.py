@@ -908,23 +908,9 @@ def _hints(
         return None, {}, []
     brokers = [b.id for b in snap.brokers if b.in_cluster and b.state is BrokerState.UP]
     unasked = [b.id for b in snap.brokers if b.registered and b.state is not BrokerState.UP]
-    # Offline as ClusterSnapshot.is_offline says: no leader, or a leader that is down. Worked
-    # out again only for other partitions or other brokers down (10,000 partitions every
-    # groups poll were a fifth of its thread's CPU); the callers only read it.
-    down = frozenset(b.id for b in snap.brokers if b.state is BrokerState.DOWN)
-    last = _LEADERS[0] if _LEADERS else None
-    if last is not None and last[0] is snap.partitions and last[1] == down:
-        return (brokers or None), last[2], unasked
-    leaders = {
-        (p.topic, p.partition): -1 if p.offline or p.leader in down else p.leader
-        for p in snap.partitions
-    }
-    _LEADERS[:] = [(snap.partitions, down, leaders)]
-    return (brokers or None), leaders, unasked
-
-
-# _hints' last leaders, by the partitions and the brokers down they were worked out from
-_LEADERS: list[tuple[object, frozenset[int], dict[tuple[str, int], int]]] = []
+    # Worked out again only for other partitions or other brokers down (10,000 partitions
+    # every groups poll were a fifth of its thread's CPU).
+    return (brokers or None), snap.serving_leaders(), unasked
 
 
 def _short(state: AdminState) -> set[tuple[str, int]]:

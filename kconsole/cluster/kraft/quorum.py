@@ -433,10 +433,7 @@ class QuorumReader:
             if kafka_python.is_unsupported(exc):
                 self._registrations_v2 = False
                 return self._remember(registrations_of(self._call("describe_cluster")), None)
-            # the next call asks the next one
-            self._registrations_node = next((b for b in known if b > node), None)
-            if self._registrations_node is None and known and known[0] != node:
-                self._registrations_node = known[0]
+            self._registrations_node = known[(known.index(node) + 1) % len(known)]  # the next
             raise ClusterError(
                 f"describe_cluster (broker {node}): {str(exc) or type(exc).__name__}"
             ) from exc

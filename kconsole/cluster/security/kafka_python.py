@@ -43,6 +43,7 @@ What they rely on, beyond kafka-python's public API:
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import threading
 import time
@@ -357,12 +358,9 @@ def decode_metadata(version: int, body: bytes) -> Any:
     return MetadataResponse[version].decode(body)
 
 
-_RAW_METADATA: list[Any] = []  # the request class, made on first use (kafka-python is lazy)
-
-
+@functools.cache
 def _raw_metadata_request() -> Any:
-    if _RAW_METADATA:
-        return _RAW_METADATA[0]
+    """The request class, made on first use (kafka-python is imported lazily)."""
     from kafka.protocol.api_header import RequestHeader
     from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
@@ -394,7 +392,6 @@ def _raw_metadata_request() -> Any:
                 client_id=client_id,
             )
 
-    _RAW_METADATA.append(UndecodedMetadataRequest)
     return UndecodedMetadataRequest
 
 
