@@ -98,11 +98,14 @@ class ManagedProcess:
                 start_new_session=True,
             )
         self._popen = popen
+        # Its identity first, while it cannot be reaped: a process that exits at once (a job
+        # that fails on its arguments) is reaped by the thread below the moment it does, and
+        # its pid is then nobody's to read.
+        rec = PidRecord(popen.pid, psutil.Process(popen.pid).create_time())
         # Reap it the moment it exits, whoever stops it (this object, another one, another
         # kconsole process): a child nobody waits for stays `[java] <defunct>` until its
         # parent next asks, which for a console started hours ago may be never.
         threading.Thread(target=popen.wait, name=f"reap-{self.name}", daemon=True).start()
-        rec = PidRecord(popen.pid, psutil.Process(popen.pid).create_time())
         tmp = self.pid_file.with_suffix(".tmp")
         tmp.write_text(rec.to_json())
         tmp.replace(self.pid_file)

@@ -120,6 +120,28 @@ def test_exit_code_waits_for_the_status_of_an_exited_child_the_reaper_has_not_st
         holder.join(5)
 
 
+def test_a_process_that_exits_at_once_is_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child that exits before spawn returns (a job failing on its arguments, on a busy
+    machine) may be reaped by its reaper thread before spawn has read its identity: spawn reads
+    it first. Here the reaper runs to the end inside start(), the worst order there is."""
+    import threading
+
+    class ReapsAtOnce(threading.Thread):
+        def start(self) -> None:
+            self.run()
+
+    monkeypatch.setattr("kconsole.cluster.procs.threading.Thread", ReapsAtOnce)
+    proc = ManagedProcess("quick", tmp_path / "q.pid", tmp_path / "q.log")
+    pid = proc.spawn(
+        [sys.executable, "-c", "raise SystemExit(3)"], cwd=tmp_path, env=dict(os.environ)
+    )
+    recorded = json.loads(proc.pid_file.read_text())
+    assert recorded["pid"] == pid and recorded["create_time"] > 0
+    assert proc.exit_code() == 3 and proc.state() is ProcState.STOPPED
+
+
 def test_check_port_free() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
