@@ -233,6 +233,16 @@ class ControllerStatus:
         return self.state is BrokerState.UP
 
 
+def _key_of(p: Partition) -> str:
+    """A partition's "topic/partition", made once per partition object and kept in its
+    __dict__ beside the fields (a failover on 10,000 partitions asks it of thousands of new
+    partitions at once: functools.cached_property takes a lock for each first reading)."""
+    key = p.__dict__.get("_key")
+    if key is None:
+        key = p.__dict__["_key"] = f"{p.topic}/{p.partition}"
+    return key
+
+
 @dataclass(frozen=True)
 class Partition:
     topic: str
@@ -248,9 +258,9 @@ class Partition:
     elr: tuple[int, ...] | None = None
     last_known_elr: tuple[int, ...] | None = None
 
-    @cached_property
+    @property
     def key(self) -> str:
-        return f"{self.topic}/{self.partition}"
+        return _key_of(self)
 
     @property
     def offline(self) -> bool:
@@ -807,10 +817,12 @@ class ClusterSnapshot:
         led: dict[int, int] = {}
         hosted: dict[int, int] = {}
         urp: dict[int, int] = {}
-        for p in self.partitions:
-            if not self.is_offline(p):
-                led[p.leader] = led.get(p.leader, 0) + 1
-            under = p.under_replicated
+        down = self._down
+        for p in self.partitions:  # every partition: is_offline and under_replicated inlined
+            leader = p.leader
+            if leader >= 0 and leader not in down:
+                led[leader] = led.get(leader, 0) + 1
+            under = len(p.isr) < len(p.replicas) - len(p.adding)
             for bid in p.replicas:
                 hosted[bid] = hosted.get(bid, 0) + 1
                 if under:
@@ -942,10 +954,7 @@ class ClusterSnapshot:
         When the last broker of a partition stops, nobody is left to update its state in
         ZooKeeper: it still names that broker as leader. Such a partition serves nothing.
         """
-        if p.offline:
-            return True
-        b = self.broker(p.leader)
-        return b is not None and b.state is BrokerState.DOWN
+        return p.leader < 0 or p.leader in self._down
 
     def under_min_isr(self, p: Partition) -> bool:
         m = self.min_isr(p.topic)
@@ -962,10 +971,11 @@ class ClusterSnapshot:
         if t is not None and not t.live:
             return ["deleting" if t.deleting else "creating"]
         out = []
-        if self.is_offline(p):
+        offline = self.is_offline(p)
+        if offline:
             out.append("offline")
-        if self.under_min_isr(p):
-            out.append("under-min-isr")
+        elif t is not None and t.min_isr is not None and len(p.isr) < t.min_isr:
+            out.append("under-min-isr")  # under_min_isr(p), with what is known already
         if p.under_replicated:
             out.append("under-replicated")
         if not p.on_preferred_leader:

@@ -109,7 +109,7 @@ def clock_time(ts: float) -> str:
 
 def ids(values: Iterable[int]) -> str:
     """Broker ids as 1,2,3."""
-    return ",".join(str(v) for v in values)
+    return ",".join(map(str, values))
 
 
 def count(n: int | None) -> str:

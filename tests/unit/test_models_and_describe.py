@@ -63,6 +63,16 @@ def test_leader_on_a_down_broker_counts_as_offline() -> None:
     assert all(snap.led_by(b.id) == 0 for b in snap.brokers)
 
 
+def test_a_partitions_key_is_made_once_and_is_no_field() -> None:
+    """The key is kept beside the fields after its first reading: it takes no part in
+    equality, in what a snapshot saves, or in a partition made from it."""
+    p = Partition("orders", 3, 1, (1, 2), (1, 2))
+    assert p.key == "orders/3" and p.key is p.key
+    assert p == Partition("orders", 3, 1, (1, 2), (1, 2))
+    assert "_key" not in dataclasses.asdict(p)
+    assert dataclasses.replace(p, partition=4).key == "orders/4"
+
+
 def test_group_lag_is_end_minus_committed() -> None:
     snap = load("group_lag")
     g = next(g for g in snap.groups if g.group_id == "billing")

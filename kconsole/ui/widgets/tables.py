@@ -367,6 +367,7 @@ class PartitionsTable(VirtualTable[Partition]):
         removed: list[str] = []
         added = False
         health = self._health
+        view = self.view  # a reactive: read once, not for each of a failover's thousands
         for before, after in rows.snapshot_changes(built, snap):
             if before is not None:
                 o, u = health.pop(before.key, (0, 0))
@@ -378,7 +379,7 @@ class PartitionsTable(VirtualTable[Partition]):
                 flags = snap.flags(after)
                 o, u = health[key] = rows.partition_health(snap, after, flags)
                 offline, unhealthy = offline + o, unhealthy + u
-            if after is None or not self.view.shows(snap, after):
+            if after is None or not view.shows(snap, after):
                 if key in shown_keys:
                     shown_keys.discard(key)
                     removed.append(key)
