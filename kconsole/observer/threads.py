@@ -441,7 +441,7 @@ class ClusterObserver:
             self.builder.quorum is not None and self.builder.quorum.leader_id != quorum.leader_id
         ):
             try:
-                features = reader.read_features(now)
+                features = reader.read_features(now, avoid)
                 self._features_at = now
             except Exception as exc:
                 log.debug("features: %s", exc)

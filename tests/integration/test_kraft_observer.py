@@ -390,3 +390,55 @@ def test_describe_cluster_asked_of_each_broker_names_every_broker_and_its_fencin
             assert not any(r.fenced for r in regs.values()), (node, regs)
     finally:
         admin.close()
+
+
+def test_features_asked_of_each_broker_are_kafka_pythons_own(kraft: Kraft) -> None:
+    """kafka_python.describe_features_at (the quorum poller's features read, of a broker it
+    chose): each broker's answer is the one kafka-python's describe_features() gives, with
+    metadata.version finalized."""
+    from kconsole.cluster.kraft.quorum import features_of
+    from kconsole.cluster.security import kafka_python
+    from kconsole.cluster.security.clients import kafka_python_config
+
+    cluster, _ = kraft
+    admin = kafka_python.admin_client(
+        kafka_python_config({"bootstrap.servers": cluster.spec.bootstrap}, 10.0)
+    )
+
+    def levels(answer: dict[str, Any]) -> dict[str, Any]:
+        # (finalized_epoch is the broker's metadata offset as it answered: it moves on)
+        return {k: (v.get("supported"), v.get("finalized")) for k, v in answer.items()}
+
+    try:
+        own = admin.describe_features()
+        assert own["metadata.version"]["finalized"][1] > 0
+        for node in (1, 2, 3):
+            answer = kafka_python.describe_features_at(admin, node, 10_000)
+            assert levels(answer) == levels(own), node
+        assert features_of(own, 1.0).metadata_version is not None
+    finally:
+        admin.close()
+
+
+def test_a_paused_broker_is_not_asked_for_the_features(kraft_healthy: KRaftCluster) -> None:
+    """With a connection to every broker (as a console that has run a while has) and broker 3
+    paused, the quorum poller's registrations and features reads, told to avoid it, are
+    answered every time: kafka-python's own pick sent the features read to the paused broker
+    now and then, and the poll waited out its timeout with the error as its outcome."""
+    from kconsole.cluster.kraft.quorum import QuorumReader
+    from kconsole.cluster.security import kafka_python
+
+    cluster = kraft_healthy
+    reader = QuorumReader({"bootstrap.servers": cluster.spec.bootstrap})
+    proc = cluster.process("broker-3")
+    try:
+        reader.read_registrations()
+        for node in (1, 2, 3):  # connected to each
+            kafka_python.describe_cluster_at(reader._admin(), node, 10_000)
+        proc.signal(signal.SIGSTOP)  # well within the session timeout: never fenced
+        for i in range(8):
+            assert sorted(reader.read_registrations(avoid={3})) == [1, 2, 3], i
+            assert reader.read_features(float(i), avoid={3}).metadata_version, i
+    finally:
+        proc.signal(signal.SIGCONT)
+        reader.close()

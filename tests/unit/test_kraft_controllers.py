@@ -236,7 +236,7 @@ class _Reader:
     def read_registrations(self, avoid: object = ()) -> object:
         raise ClusterError("brokers not answering")
 
-    def read_features(self, now: float) -> object:
+    def read_features(self, now: float, avoid: object = ()) -> object:
         raise ClusterError("brokers not answering")
 
     def close(self) -> None:

@@ -21,6 +21,7 @@ from kconsole.cluster.kraft.quorum import (
     quorum_of,
     registrations_of,
 )
+from kconsole.cluster.security import kafka_python
 from kconsole.config import Settings
 from kconsole.describe import render_text
 from kconsole.errors import ClusterError
@@ -73,6 +74,15 @@ class FakeAdmin:
 
     def close(self) -> None:
         self.closed = True
+
+
+@pytest.fixture(autouse=True)
+def _features_from_the_fake(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The features read asks a broker of the reader's choosing (describe_features_at): the
+    fake answers it as it answers kafka-python's own pick (every broker gives the same)."""
+    monkeypatch.setattr(
+        kafka_python, "describe_features_at", lambda admin, _node, _ms: admin.describe_features()
+    )
 
 
 def reader_with(admin: FakeAdmin) -> QuorumReader:

@@ -80,3 +80,40 @@ def test_a_cluster_without_describe_cluster_v2_is_asked_as_kafka_python_asks(
     assert set(reader.read_registrations()) == {1, 2, 3}
     reader.read_registrations()
     assert brokers.asked == [None, 1, None, None]  # tried once, then never again
+
+
+def test_features_are_asked_of_the_broker_the_registrations_came_from(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The features read, every 30 s, went to kafka-python's pick: a paused broker, the
+    quorum poll then waiting out a 3 s timeout (fencing held back from the screen). Now the
+    broker that answered the registrations, never one to avoid, within the same 1 s."""
+    import kafka.errors
+
+    reader = QuorumReader({"bootstrap.servers": "127.0.0.1:9"})
+    brokers = _Brokers(monkeypatch, reader)
+    asked: list[int | None] = []
+    answer = {"metadata.version": {"supported": (1, 27), "finalized": (27, 27)}}
+
+    def features_at(_admin: Any, node: int, timeout_ms: int) -> dict[str, Any]:
+        assert timeout_ms == int(quorum_mod.REGISTRATIONS_TIMEOUT_S * 1000)
+        asked.append(node)
+        if node == 1:
+            raise kafka.errors.KafkaTimeoutError("timed out")
+        return answer
+
+    def call(fn: str, *args: Any) -> Any:
+        if fn == "describe_features":
+            asked.append(None)
+            return answer
+        return brokers.call(fn, *args)
+
+    monkeypatch.setattr(reader, "_call", call)
+    monkeypatch.setattr(kafka_python, "describe_features_at", features_at)
+    assert reader.read_features(1.0).metadata_version_level == 27  # none known: kafka-python's
+    reader.read_registrations()
+    reader.read_registrations(avoid={1})  # broker 1 paused: broker 2 answered
+    assert reader.read_features(2.0, avoid={1}).read_at == 2.0
+    with pytest.raises(ClusterError, match="broker 1"):  # 2 paused now: the lowest other
+        reader.read_features(3.0, avoid={2})
+    assert asked == [None, 2, 1]

@@ -447,8 +447,27 @@ class QuorumReader:
             self._registrations_node = node
         return found
 
-    def read_features(self, now: float) -> Features:
-        return features_of(self._call("describe_features"), now)
+    def read_features(self, now: float, avoid: Collection[int] = ()) -> Features:
+        """The finalized features (ApiVersions), asked of the broker that answered the
+        registrations last, else of the lowest known id not in `avoid`, within
+        REGISTRATIONS_TIMEOUT_S: left to pick, kafka-python asked a paused broker and waited
+        out its timeout, the quorum poll held back meanwhile. Before any registrations were
+        read, kafka-python's own pick."""
+        known = [b for b in sorted(self._registrations) if b not in avoid]
+        node = self._registrations_node if self._registrations_node in known else None
+        if node is None and known:
+            node = known[0]
+        if node is None:
+            return features_of(self._call("describe_features"), now)
+        try:
+            answer = kafka_python.describe_features_at(
+                self._admin(), node, int(REGISTRATIONS_TIMEOUT_S * 1000)
+            )
+        except Exception as exc:
+            raise ClusterError(
+                f"describe_features (broker {node}): {str(exc) or type(exc).__name__}"
+            ) from exc
+        return features_of(answer, now)
 
     def close(self) -> None:
         """Everything this reader holds open (call it from the poller's own thread)."""

@@ -326,6 +326,37 @@ def describe_cluster_at(admin: Any, node_id: int, timeout_ms: int) -> dict[str, 
     return answer
 
 
+def describe_features_at(admin: Any, node_id: int, timeout_ms: int) -> dict[str, Any]:
+    """The features (ApiVersions v3, KIP-584) as broker `node_id` gives them, in the shape of
+    kafka-python's `describe_features()` ({name: {"supported": (min, max), "finalized": (min,
+    max), "finalized_epoch": n}}), but of a broker of the caller's choosing: left to pick,
+    kafka-python sent it to a paused broker and the quorum poll waited out its whole timeout
+    (3 s, fencing and quorum changes held back meanwhile)."""
+    import kafka.errors
+    from kafka.protocol.metadata import ApiVersionsRequest
+
+    config = admin._manager.config
+    request = ApiVersionsRequest(
+        client_software_name=config["client_software_name"],
+        client_software_version=config["client_software_version"],
+        min_version=3,
+    )
+    response = admin._manager.run(_send, admin, request, node_id, timeout_ms)
+    code = int(response.error_code or 0)
+    if code:
+        raise kafka.errors.for_code(code)(f"ApiVersions failed: {response}")
+    epoch = response.finalized_features_epoch
+    epoch = epoch if epoch is not None and epoch >= 0 else None
+    out: dict[str, dict[str, Any]] = {}
+    for f in response.supported_features or ():
+        out.setdefault(f.name, {})["supported"] = (f.min_version, f.max_version)
+    for f in response.finalized_features or ():
+        entry = out.setdefault(f.name, {})
+        entry["finalized"] = (f.min_version_level, f.max_version_level)
+        entry["finalized_epoch"] = epoch
+    return out
+
+
 def least_loaded_node(admin: Any) -> int | None:
     """The broker kafka-python would ask next (an idle connection first), None if it knows
     none."""
