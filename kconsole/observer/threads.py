@@ -80,6 +80,10 @@ GROUPS_HOLD_S = 2.0
 QUORUM_POLL_S = 0.4
 # ... and this often while no leader answers (an election takes a second or two).
 QUORUM_ELECTION_POLL_S = 0.1
+# ... and as often while a fencing kconsole expects has not come, for at most FENCING_WATCH_S:
+# a broker whose process it sees paused or stopped is still unfenced, or one running again is
+# still fenced (a drill's pause or restart: the controller's verdict is the news then).
+FENCING_WATCH_S = 20.0
 FEATURES_REFRESH_S = 30.0
 # Until the mode is known the quorum is asked this often (each try may wait its timeout).
 MODE_PROBE_S = 1.0
@@ -143,6 +147,7 @@ class ClusterObserver:
         self._wake_admin = threading.Event()
         self._wake_groups = threading.Event()
         self._wake_quorum = threading.Event()
+        self._due_since: dict[int, float] = {}  # _fencing_due: since when each has been due
         # The reads that follow an admin poll (ELR, configs, the brokers' settings): a thread
         # of their own, so a broker that holds them (paused, cut off) never holds the next
         # poll of the leaders and ISRs. The latest poll's job only; None once taken.
@@ -506,8 +511,12 @@ class ClusterObserver:
                     electing = q is not None and q.leader_id is None
                 if mode is not ClusterMode.KRAFT:
                     wait = MODE_PROBE_S
-                else:  # no leader answers: an election is under way, its result is the news
-                    wait = QUORUM_ELECTION_POLL_S if electing else QUORUM_POLL_S
+                elif electing or self._fencing_due():
+                    # no leader answers (an election is under way) or a fencing is due: the
+                    # result is the news
+                    wait = QUORUM_ELECTION_POLL_S
+                else:
+                    wait = QUORUM_POLL_S
                 self._wake_quorum.wait(wait)
                 self._wake_quorum.clear()
         finally:
@@ -655,6 +664,25 @@ class ClusterObserver:
                         log.debug("details after a poll", exc_info=True)
         finally:
             reader.close()
+
+    def _fencing_due(self) -> bool:
+        """Whether the controller's verdict on a broker is due (the quorum poller then asks
+        every QUORUM_ELECTION_POLL_S): its process, as the backend sees it, is paused or stopped
+        while its registration is unfenced, or running while fenced -- for at most
+        FENCING_WATCH_S after that was first seen (a broker cut off by a network fault stays
+        fenced while running, for as long as the fault lasts)."""
+        now = time.monotonic()
+        with self._lock:
+            regs = self.builder.registrations or {}
+            procs = self.builder.proc_states
+            due = {
+                b
+                for b, st in procs.items()
+                if (r := regs.get(b)) is not None
+                and (r.fenced if st is ProcState.RUNNING else not r.fenced)
+            }
+        self._due_since = {b: self._due_since.get(b, now) for b in due}
+        return any(now - since < FENCING_WATCH_S for since in self._due_since.values())
 
     def _not_to_ask(self) -> set[int]:
         """The brokers whose answer about the cluster is not asked for (call it holding the

@@ -22,6 +22,7 @@ from kconsole.cluster.kraft.quorum import (
     registrations_of,
 )
 from kconsole.cluster.security import kafka_python
+from kconsole.cluster.values import ProcState
 from kconsole.config import Settings
 from kconsole.describe import render_text
 from kconsole.errors import ClusterError
@@ -749,3 +750,77 @@ def test_the_groups_poll_s_leaders_are_worked_out_again_only_when_they_can_diffe
     assert _short(dataclasses.replace(state, read_at=1.0)) is short
     full: dict[str, tuple[AdminPartition, ...]] = {"t": (AdminPartition(0, 1, (1, 2), (1, 2)),)}
     assert _short(dataclasses.replace(state, topics=full)) == set()
+
+
+class TestFencingDue:
+    """While the controller's verdict on a broker is due (kconsole sees its process paused or
+    stopped and it is still unfenced, or running again and still fenced), the quorum poller
+    asks every QUORUM_ELECTION_POLL_S instead of QUORUM_POLL_S, for at most FENCING_WATCH_S."""
+
+    def observer(self, fenced: tuple[int, ...], procs: dict[int, ProcState]) -> ClusterObserver:
+        obs = ClusterObserver(Settings(zookeeper=""))
+        answer = {
+            **HEALTHY["describe_cluster"],
+            "brokers": [
+                {**b, "is_fenced": b["broker_id"] in fenced}
+                for b in HEALTHY["describe_cluster"]["brokers"]
+            ],
+        }
+        obs.builder.registrations = registrations_of(answer)
+        obs.builder.proc_states = procs
+        return obs
+
+    def test_due_while_the_process_and_the_fencing_disagree(self) -> None:
+        up = {1: ProcState.RUNNING, 2: ProcState.RUNNING, 3: ProcState.RUNNING}
+        assert not self.observer((), up)._fencing_due()
+        assert self.observer((), {**up, 3: ProcState.PAUSED})._fencing_due()
+        assert self.observer((), {**up, 3: ProcState.STOPPED})._fencing_due()
+        assert not self.observer((3,), {**up, 3: ProcState.PAUSED})._fencing_due()  # came
+        assert self.observer((3,), up)._fencing_due()  # restarted, not unfenced yet
+        assert not ClusterObserver(Settings(zookeeper=""))._fencing_due()  # no backend
+
+    def test_for_at_most_the_watch(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A broker cut off by a network fault stays fenced while running: no fast polls for
+        the whole fault."""
+        from kconsole.observer import threads
+
+        now = [100.0]
+        monkeypatch.setattr(threads.time, "monotonic", lambda: now[0])
+        up = {1: ProcState.RUNNING, 2: ProcState.RUNNING, 3: ProcState.RUNNING}
+        obs = self.observer((3,), up)
+        assert obs._fencing_due()
+        now[0] += threads.FENCING_WATCH_S - 0.1
+        assert obs._fencing_due()
+        now[0] += 0.2
+        assert not obs._fencing_due()
+        obs.builder.registrations = self.observer((), up).builder.registrations  # unfenced
+        assert not obs._fencing_due()
+        obs.builder.registrations = self.observer((3,), up).builder.registrations  # again
+        assert obs._fencing_due()  # a new watch
+
+    def test_the_poller_asks_sooner_while_due(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from kconsole.observer import threads
+
+        up = {1: ProcState.RUNNING, 2: ProcState.RUNNING, 3: ProcState.RUNNING}
+        for procs, expected in (
+            (up, threads.QUORUM_POLL_S),
+            ({**up, 3: ProcState.PAUSED}, threads.QUORUM_ELECTION_POLL_S),
+        ):
+            obs = self.observer((), procs)
+            waits: list[float] = []
+
+            def polled(_reader: Any) -> ClusterMode:
+                return ClusterMode.KRAFT
+
+            def wait(
+                timeout: float, obs: ClusterObserver = obs, waits: list[float] = waits
+            ) -> bool:
+                waits.append(timeout)
+                obs._stop.set()
+                return False
+
+            monkeypatch.setattr(obs, "_poll_quorum", polled)
+            monkeypatch.setattr(obs, "_quorum_reader", lambda: reader_with(healthy_admin()))
+            monkeypatch.setattr(obs._wake_quorum, "wait", wait)
+            obs._quorum_loop()
+            assert waits == [expected]
