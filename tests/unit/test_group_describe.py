@@ -391,6 +391,29 @@ def test_no_group_and_a_broker_down_is_an_answer_not_a_failure(kp: FakeKp) -> No
     assert res.notes == ("broker 2 not asked for its groups (not up)",)
 
 
+def test_a_leader_not_up_is_not_asked_for_its_log_ends(
+    kp: FakeKp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Broker 2 paused (registered, not up): the partitions it leads are unknown at once, said
+    why, and the others' log ends do not wait out its timeout; the client is kept (a leader
+    not asked is no sign of stale metadata)."""
+    asked: list[int] = []
+
+    def ends(_kp: Any, by_leader: dict[int, list[Any]], _t: int) -> dict[int, Any]:
+        asked.extend(by_leader)
+        return {b: {tp: (0, 42) for tp in tps} for b, tps in by_leader.items()}
+
+    monkeypatch.setattr(kafka_python, "log_ends_by_leader", ends)
+    reader = GroupReader({}, timeout_s=5)
+    client = reader._kp = NoGroupsKp({})
+    leaders = {("t", 0): 1, ("t", 1): 2, ("t", 2): 3}
+    res = reader.read(known=(), brokers=[1, 3], leaders=leaders, unasked=[2], sample=leaders)
+    assert sorted(asked) == [1, 3]
+    assert res.ends == {("t", 0): 42, ("t", 2): 42}
+    assert res.end_errors == {("t", 1): "leader 2 not asked (not up)"}
+    assert reader._kp is client
+
+
 def test_no_group_and_no_broker_answering_is_unreadable(kp: FakeKp) -> None:
     """Not one broker answered ListGroups: nothing was read, the source fails this round."""
     fake = NoGroupsKp({})

@@ -21,7 +21,7 @@ import contextlib
 import logging
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -113,8 +113,8 @@ class GroupReader:
                 # says what was not asked (degraded), not a failure. Only when no broker
                 # answered is there nothing to show.
                 if answered:
-                    ends, end_errors = self._log_ends(kp, sample, leaders or {})
-                    failed = failed or bool(end_errors)
+                    ends, end_errors = self._log_ends(kp, sample, leaders or {}, unasked)
+                    failed = failed or _failed(end_errors, leaders or {}, unasked)
                     at = clock() if sample else None
                     return GroupsRead((), listed_by_all, tuple(notes), ends, end_errors, at)
                 raise GroupsUnreadable("; ".join(notes) or "no broker listed its groups")
@@ -128,9 +128,9 @@ class GroupReader:
             cerrors.update(serrors)
             owners = {gid: _owners(descs.get(gid)) for gid in order}
             tps = {tp for gid in order for tp in (*committed.get(gid, {}), *owners[gid])}
-            ends, end_errors = self._log_ends(kp, tps | sample, leaders or {})
+            ends, end_errors = self._log_ends(kp, tps | sample, leaders or {}, unasked)
             ends_at = clock()
-            failed = bool(cerrors or end_errors or not listed)
+            failed = bool(cerrors or not listed) or _failed(end_errors, leaders or {}, unasked)
             groups = tuple(
                 _group(
                     gid,
@@ -385,22 +385,28 @@ class GroupReader:
         return out, errors
 
     def _log_ends(
-        self, kp: Any, tps: set[TP], leaders: Mapping[TP, int]
+        self, kp: Any, tps: set[TP], leaders: Mapping[TP, int], unasked: Collection[int] = ()
     ) -> tuple[dict[TP, int], dict[TP, str]]:
         """Log-end offsets: one ListOffsets per leader, sent straight to the leader the latest
         snapshot names (ZooKeeper's view), all in flight at once, so a dead leader costs only
         its own partitions. kafka-python's own list_partition_offsets first reads the metadata
         of every topic asked about, in pure Python: on 2,000 partitions that was most of the
         console's idle CPU. Partitions with no known leader, or whose leader just moved (the
-        answer says not leader), are asked through it."""
+        answer says not leader), are asked through it. A leader in `unasked` (registered, not
+        up: paused, say) is not asked: its partitions' log ends are unknown at once, and the
+        others' do not wait out its timeout (10 s during a paused leader's failover, every
+        partition's rate unknown meanwhile)."""
         by_leader: dict[int, list[TP]] = {}
         errors: dict[TP, str] = {}
         ends: dict[TP, int] = {}
         routed: list[TP] = []
+        skip = set(unasked)
         for tp in sorted(tps):
             leader = leaders.get(tp)
             if leader is not None and leader < 0:
                 errors[tp] = "partition offline"
+            elif leader in skip:
+                errors[tp] = f"leader {leader} not asked (not up)"
             elif leader is None:
                 routed.append(tp)
             else:
@@ -865,6 +871,12 @@ def _coordinator_text(exc: BaseException, coordinator: int | None, what: str) ->
     if any(m in name or m in str(exc) for m in _MOVING):
         return f"coordinator moving{where}: {what} yet ({name})"
     return f"{what}{where}: {_text(exc)}"
+
+
+def _failed(errors: Mapping[TP, str], leaders: Mapping[TP, int], unasked: Collection[int]) -> bool:
+    """Whether a log end was asked and not read (a leader not asked is no failure of the
+    client's: its metadata needs no refresh for it)."""
+    return any(leaders.get(tp) not in unasked for tp in errors)
 
 
 def _text(exc: BaseException) -> str:
