@@ -824,3 +824,59 @@ class TestFencingDue:
             monkeypatch.setattr(obs._wake_quorum, "wait", wait)
             obs._quorum_loop()
             assert waits == [expected]
+
+
+class TestExpectedChange:
+    """Woken by the quorum poller, the metadata poll expects a change: an answer that did not
+    change (the broker asked has not applied it yet) is asked again every
+    EXPECTED_REREAD_EVERY_S, for at most EXPECTED_REREAD_FOR_S, instead of a refresh later."""
+
+    def run(self, monkeypatch: pytest.MonkeyPatch, changes_at: int | None) -> list[float]:
+        from kconsole.observer import threads
+
+        now = [0.0]
+        monkeypatch.setattr(threads.time, "monotonic", lambda: now[0])
+        monkeypatch.setattr(threads, "EXPECTED_REREAD_EVERY_S", 0.125)  # exact sums of time
+        obs = ClusterObserver(Settings(zookeeper=""))
+        obs.builder.set_mode(ClusterMode.KRAFT)
+        obs.builder.admin = admin_state()
+        polls: list[int] = []
+
+        def poll(_reader: Any, publish: bool = True) -> None:
+            polls.append(1)
+            if len(polls) == changes_at:  # a new answer: new topics
+                obs.builder.admin = admin_state(isr=(1, 2))
+
+        waits: list[float] = []
+
+        def wait(timeout: float) -> bool:
+            waits.append(timeout)
+            now[0] += 0.0 if len(waits) == 1 else timeout
+            if len(waits) == 16:
+                obs._stop.set()
+            return len(waits) == 1  # the quorum poller woke it once, at once
+
+        monkeypatch.setattr(obs, "_poll_admin", poll)
+        monkeypatch.setattr(obs, "_reader", lambda: None)
+        monkeypatch.setattr(obs._wake_admin, "wait", wait)
+        obs._admin_loop()
+        return waits
+
+    def test_an_unchanged_answer_is_asked_again_soon_for_a_while(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from kconsole.observer import threads
+
+        waits = self.run(monkeypatch, changes_at=None)
+        soon = round(threads.EXPECTED_REREAD_FOR_S / threads.EXPECTED_REREAD_EVERY_S)
+        refresh = Settings().refresh_s
+        assert waits[1 : 1 + soon] == [threads.EXPECTED_REREAD_EVERY_S] * soon
+        assert waits[1 + soon :] == [refresh] * (len(waits) - 1 - soon)
+
+    def test_once_it_changed_the_usual_cadence(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from kconsole.observer import threads
+
+        waits = self.run(monkeypatch, changes_at=4)  # the third re-read saw it
+        refresh = Settings().refresh_s
+        assert waits[1:3] == [threads.EXPECTED_REREAD_EVERY_S] * 2
+        assert waits[3:] == [refresh] * (len(waits) - 3)
