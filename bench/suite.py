@@ -12,6 +12,7 @@ Sections (each is also a script of its own in bench/):
   terminal-scale-nice  the same again with the brokers' JVMs at nice 10: how much of change ->
              screen is the brokers taking the console's CPU on this small machine (no targets)
   failover   graceful stop of a partition leader: ZooKeeper's time and the screen's
+  network    a partition leader isolated by a network fault: Kafka's time and the screen's
   secured-failover  the same through a SASL/SCRAM and an mTLS cluster (5 stops each)
   compose-failover  the same on the docker compose cluster (docker stop / docker kill), plus
              `compose up -d` to a healthy cluster and the console's and containers' idle cost
@@ -23,6 +24,7 @@ Sections (each is also a script of its own in bench/):
              ListOffsets requests per read
   produce    bulk produce, the console's path vs a plain confluent-kafka loop
   produce-latency  one record: the dialog's later sends and the CLI vs a plain warm producer
+  tail       the tail view from the beginning of 201,000 records: counts, catch-up, event-loop lag
   describe   `kconsole describe --json` vs kafka-topics / kafka-consumer-groups (and kcat)
   start      `kconsole cluster up` warm (and cold with --cold)
   spark      the keyed-counts job on local[2] (about 6 minutes; --no-spark leaves it out)
