@@ -420,9 +420,7 @@ class QuorumReader:
         next time; REGISTRATIONS_TIMEOUT_S each. Before any answer (or on a cluster without
         DescribeCluster v2), kafka-python's own pick."""
         known = [b for b in sorted(self._registrations) if b not in avoid]
-        node = self._registrations_node if self._registrations_node in known else None
-        if node is None and known:
-            node = known[0]
+        node = self._broker_to_ask(known)
         if node is None or self._registrations_v2 is False:
             return self._remember(registrations_of(self._call("describe_cluster")), None)
         try:
@@ -439,6 +437,13 @@ class QuorumReader:
             ) from exc
         return self._remember(registrations_of(answer), node)
 
+    def _broker_to_ask(self, known: list[int]) -> int | None:
+        """Of the brokers `known` (registered, none to avoid, by id): the one that answered
+        the registrations last, else the lowest; None when none is known."""
+        if self._registrations_node in known:
+            return self._registrations_node
+        return known[0] if known else None
+
     def _remember(
         self, found: dict[int, BrokerRegistration], node: int | None
     ) -> dict[int, BrokerRegistration]:
@@ -453,10 +458,7 @@ class QuorumReader:
         REGISTRATIONS_TIMEOUT_S: left to pick, kafka-python asked a paused broker and waited
         out its timeout, the quorum poll held back meanwhile. Before any registrations were
         read, kafka-python's own pick."""
-        known = [b for b in sorted(self._registrations) if b not in avoid]
-        node = self._registrations_node if self._registrations_node in known else None
-        if node is None and known:
-            node = known[0]
+        node = self._broker_to_ask([b for b in sorted(self._registrations) if b not in avoid])
         if node is None:
             return features_of(self._call("describe_features"), now)
         try:
