@@ -591,12 +591,14 @@ GROUP_RATE_COLUMNS: Columns = (("status", "status"), ("trend", "trend"))
 
 
 def group_columns(groups: Sequence[Group], rates: bool = False) -> Columns:
-    """The groups pane's columns: with the type column when any group has a type, and the
-    status and trend after the lag once rates are measured."""
+    """The groups pane's columns: with the type column when any group has a type; once rates
+    are measured, the status right after the name and the lag after it, then the trend, then
+    the state (the verdict and the figure first: at 80x24 the pane has room for three)."""
     columns = TYPED_GROUP_COLUMNS if has_group_types(groups) else GROUP_COLUMNS
-    if rates:
-        i = [k for k, _ in columns].index("lag") + 1
-        columns = (*columns[:i], *GROUP_RATE_COLUMNS, *columns[i:])
+    if rates:  # group, status, lag, trend, state, (type,) ...
+        status, trend = GROUP_RATE_COLUMNS
+        group, state, lag, *rest = columns
+        columns = (group, status, lag, trend, state, *rest)
     return columns
 
 
@@ -646,8 +648,9 @@ def group_row(
 ) -> list[Text]:
     """One group's cells; only a group with carried figures (`g.oldest`) depends on `now`.
     With `name_width` (a narrow pane) the id is elided in the middle to fit it and a
-    rebalancing state is shortened, so that the state and the lag stay in view. With `typed`
-    the cells of TYPED_GROUP_COLUMNS (the group's type after its lag)."""
+    rebalancing state is shortened, so that the state (with `rates`, the status) and the lag
+    stay in view. With `typed` the cells of TYPED_GROUP_COLUMNS (the group's type after its
+    lag, or with `rates` after its state)."""
     state = g.state
     if name_width is not None:
         state = SHORT_GROUP_STATES.get(state_key(state), state)
@@ -662,10 +665,12 @@ def group_row(
     if typed:
         kind = g.group_type.lower()
         cells.insert(3, fmt.cell(kind or fmt.NONE, fmt.NOTE if kind == "share" else fmt.DIM))
-    if rates:  # after the lag, as group_columns puts them
+    if rates:  # group, status, lag, trend, state, ...: as group_columns says
         trend = trend_text(rate)
         style = fmt.WARN if rate is not None and rate.trend == "growing" else ""
-        cells[3:3] = [status_cell(rate), fmt.cell(trend or fmt.NONE, style or fmt.DIM)]
+        name, state_cell, lag, *rest = cells
+        trend_cell = fmt.cell(trend or fmt.NONE, style or fmt.DIM)
+        cells = [name, status_cell(rate), lag, trend_cell, state_cell, *rest]
     return cells
 
 
