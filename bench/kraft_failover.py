@@ -618,9 +618,9 @@ def count_requests() -> None:
 
     ends, sizes = kp.log_ends_by_leader, kp.log_sizes_at
 
-    def log_ends(admin: Any, by_leader: Any, timeout_ms: int) -> Any:
+    def log_ends(admin: Any, by_leader: Any, timeout_ms: int, give_up: Any = None) -> Any:
         REQUESTS.append(("ListOffsets", len(by_leader), sum(map(len, by_leader.values()))))
-        return ends(admin, by_leader, timeout_ms)
+        return ends(admin, by_leader, timeout_ms, give_up)
 
     def log_sizes(admin: Any, brokers: Any, timeout_ms: int) -> Any:
         REQUESTS.append(("DescribeLogDirs", len(brokers), 0))

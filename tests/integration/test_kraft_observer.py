@@ -442,3 +442,34 @@ def test_a_paused_broker_is_not_asked_for_the_features(kraft_healthy: KRaftClust
     finally:
         proc.signal(signal.SIGCONT)
         reader.close()
+
+
+def test_a_log_end_still_due_from_a_broker_paused_meanwhile_is_not_waited_for(
+    kraft_healthy: KRaftCluster,
+) -> None:
+    """A reading of log ends in flight when a leader is paused: told that broker 3 is paused
+    now, the wait for its answer ends (NotAwaited) instead of lasting the request's 10 s, and
+    the broker that answered keeps its answer."""
+    from kconsole.cluster.security import kafka_python
+    from kconsole.cluster.security.clients import kafka_python_config
+    from kconsole.cluster.settings import TEST_TOPIC
+
+    cluster = kraft_healthy
+    admin = kafka_python.admin_client(
+        kafka_python_config({"bootstrap.servers": cluster.spec.bootstrap}, 10.0)
+    )
+    proc = cluster.process("broker-3")
+    tp = (TEST_TOPIC, 0)
+    try:
+        both = kafka_python.log_ends_by_leader(admin, {1: [tp], 3: [tp]}, 10_000)
+        assert all(isinstance(a, dict) for a in both.values()), both  # connected to each
+        proc.signal(signal.SIGSTOP)  # well within the session timeout: never fenced
+        answers = kafka_python.log_ends_by_leader(
+            admin, {1: [tp], 3: [tp]}, 10_000, give_up=lambda: {3}
+        )
+        assert isinstance(answers[3], kafka_python.NotAwaited), answers
+        assert "broker 3 paused" in str(answers[3])
+        assert isinstance(answers[1], dict) and tp in answers[1], answers  # its own answer
+    finally:
+        proc.signal(signal.SIGCONT)
+        admin.close()

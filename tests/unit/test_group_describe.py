@@ -85,7 +85,7 @@ class FakeKp:
 
 
 def log_ends(
-    _kp: Any, by_leader: dict[int, list[tuple[str, int]]], _timeout_ms: int
+    _kp: Any, by_leader: dict[int, list[tuple[str, int]]], _timeout_ms: int, _give_up: Any = None
 ) -> dict[int, Any]:
     ends = {int(p): end for p, (_c, end) in REC["group_offsets"][CLASSIC].items()}
     return {leader: {tp: (0, ends[tp[1]]) for tp in tps} for leader, tps in by_leader.items()}
@@ -399,7 +399,7 @@ def test_a_leader_not_up_is_not_asked_for_its_log_ends(
     not asked is no sign of stale metadata)."""
     asked: list[int] = []
 
-    def ends(_kp: Any, by_leader: dict[int, list[Any]], _t: int) -> dict[int, Any]:
+    def ends(_kp: Any, by_leader: dict[int, list[Any]], _t: int, _g: Any = None) -> dict[int, Any]:
         asked.extend(by_leader)
         return {b: {tp: (0, 42) for tp in tps} for b, tps in by_leader.items()}
 
@@ -447,3 +447,32 @@ def test_the_groups_source_is_degraded_not_stale_with_a_broker_down(kp: FakeKp) 
     assert health is not None and health.ok and health.degraded
     assert health.updated_at == 141.0
     assert health.error == "broker 2 not asked for its groups (not up)"
+
+
+def test_a_leader_paused_during_the_reading_is_said_so_and_the_rest_is_read(
+    kp: FakeKp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reader hands the brokers known to be paused now to the log-end read (its IO
+    thread asks while it waits): the answer it gave up on is that leader's partitions' reason;
+    the others are read."""
+    seen: list[Any] = []
+
+    def ends(_kp: Any, by_leader: dict[int, list[Any]], _t: int, give_up: Any) -> dict[int, Any]:
+        seen.append(give_up)
+        paused = give_up()
+        return {
+            b: kafka_python.NotAwaited(f"broker {b} paused: its answer not awaited")
+            if b in paused
+            else {tp: (0, 7) for tp in tps}
+            for b, tps in by_leader.items()
+        }
+
+    monkeypatch.setattr(kafka_python, "log_ends_by_leader", ends)
+    reader = GroupReader({}, timeout_s=5)
+    reader._kp = NoGroupsKp({})
+    reader.paused = lambda: {2}
+    leaders = {("t", 0): 1, ("t", 1): 2}
+    res = reader.read(known=(), brokers=[1, 2, 3], leaders=leaders, sample=leaders)
+    assert seen == [reader.paused]
+    assert res.ends == {("t", 0): 7}
+    assert res.end_errors == {("t", 1): "leader 2: broker 2 paused: its answer not awaited"}

@@ -880,3 +880,26 @@ class TestExpectedChange:
         refresh = Settings().refresh_s
         assert waits[1:3] == [threads.EXPECTED_REREAD_EVERY_S] * 2
         assert waits[3:] == [refresh] * (len(waits) - 3)
+
+
+def test_the_groups_reader_is_told_which_brokers_are_paused_now(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The backend's process states say which brokers are paused; the groups poll's reader
+    asks that (on its client's IO thread) while it waits for log ends."""
+    states = {1: ProcState.RUNNING, 2: ProcState.RUNNING, 3: ProcState.PAUSED}
+    obs = ClusterObserver(Settings(zookeeper=""), proc_states=lambda: dict(states))
+    assert obs._read_proc_states() and obs._paused == {3}
+    told: list[Any] = []
+
+    def poll(reader: Any, publish: bool = True) -> None:
+        told.append(reader.groups.paused())
+        states[3] = ProcState.RUNNING
+        obs._read_proc_states()
+        told.append(reader.groups.paused())
+        obs._stop.set()
+        obs._wake_groups.set()
+
+    monkeypatch.setattr(obs, "_poll_groups", poll)
+    obs._groups_loop()
+    assert told == [{3}, frozenset()]

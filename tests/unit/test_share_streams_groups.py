@@ -183,7 +183,9 @@ def read(monkeypatch: pytest.MonkeyPatch) -> dict[str, Group]:
 
     ends = {int(p): end for p, (_c, end, _l) in streams_tool().items()}
 
-    def log_ends(_kp: Any, by_leader: dict[int, list[Any]], _t: int) -> dict[int, Any]:
+    def log_ends(
+        _kp: Any, by_leader: dict[int, list[Any]], _t: int, _give_up: Any = None
+    ) -> dict[int, Any]:
         return {b: {tp: (0, ends[tp[1]]) for tp in tps} for b, tps in by_leader.items()}
 
     monkeypatch.setattr(

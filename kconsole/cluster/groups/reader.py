@@ -59,6 +59,9 @@ class GroupReader:
         self.config = dict(config)
         self.timeout_s = timeout_s
         self._kp: Any = None
+        # The brokers known to be paused now (read on the client's IO thread while it waits:
+        # an answer still due from one of them is not waited for). None: wait for all.
+        self.paused: Callable[[], Collection[int]] | None = None
         self._types: dict[str, str] = {}  # group id -> its type, as ListGroups last said
 
     # -- the kafka-python client ----------------------------------------------------------
@@ -413,7 +416,9 @@ class GroupReader:
                 by_leader.setdefault(leader, []).append(tp)
         if by_leader:
             try:
-                answers = kafka_python.log_ends_by_leader(kp, by_leader, int(self.timeout_s * 1000))
+                answers = kafka_python.log_ends_by_leader(
+                    kp, by_leader, int(self.timeout_s * 1000), self.paused
+                )
             except Exception as exc:
                 answers = {leader: exc for leader in by_leader}
             for leader, answer in answers.items():

@@ -48,7 +48,7 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from kconsole import secrets
@@ -179,19 +179,53 @@ def group_coordinator(admin: Any, group_id: str) -> int:
     return int(admin._manager.run(admin._find_coordinator_id, group_id))
 
 
+class NotAwaited(Exception):
+    """A request's answer that was no longer waited for: its broker was paused meanwhile."""
+
+
+# How often a wait for an answer asks whether its broker has been paused meanwhile.
+GIVE_UP_CHECK_MS = 200
+
+
 def log_ends_by_leader(
-    admin: Any, by_leader: Mapping[int, Sequence[TP]], timeout_ms: int
+    admin: Any,
+    by_leader: Mapping[int, Sequence[TP]],
+    timeout_ms: int,
+    give_up: Callable[[], Collection[int]] | None = None,
 ) -> LogEnds:
     """Log-end offsets asked of the given leaders: one ListOffsets (latest, read_uncommitted)
     per leader, all sent before any answer is awaited. Per leader its answer
     {tp: (error code, offset)} or the exception its request failed with; raises only when
-    the IO thread itself fails."""
-    result: LogEnds = admin._manager.run(_ask_log_ends, admin, by_leader, timeout_ms)
+    the IO thread itself fails. `give_up` (called on the IO thread: it must only read) names
+    the brokers known to be paused now: an answer still awaited from one of them is given up
+    (NotAwaited) instead of waiting out `timeout_ms` -- a reading in flight when a leader is
+    paused would otherwise hold every partition's figure back for the whole timeout."""
+    result: LogEnds = admin._manager.run(_ask_log_ends, admin, by_leader, timeout_ms, give_up)
     return result
 
 
+async def _answer_of(
+    admin: Any, leader: int, future: Any, give_up: Callable[[], Collection[int]] | None
+) -> Any:
+    """`future`'s answer; with `give_up`, asked every GIVE_UP_CHECK_MS while it has not come
+    whether `leader` is paused now (NotAwaited then)."""
+    if give_up is None:
+        return await future
+    while True:
+        try:
+            return await admin._manager.wait_for(future, GIVE_UP_CHECK_MS)
+        except Exception:
+            if future.is_done:
+                return await future  # answered or failed meanwhile: its own outcome
+            if leader in give_up():
+                raise NotAwaited(f"broker {leader} paused: its answer not awaited") from None
+
+
 async def _ask_log_ends(
-    admin: Any, by_leader: Mapping[int, Sequence[TP]], timeout_ms: int
+    admin: Any,
+    by_leader: Mapping[int, Sequence[TP]],
+    timeout_ms: int,
+    give_up: Callable[[], Collection[int]] | None = None,
 ) -> LogEnds:
     from kafka import TopicPartition
     from kafka.admin import OffsetSpec
@@ -214,7 +248,7 @@ async def _ask_log_ends(
     out: LogEnds = {}
     for leader, future in pending:
         try:
-            response = await future
+            response = await _answer_of(admin, leader, future, give_up)
         except Exception as exc:
             out[leader] = exc
             continue
