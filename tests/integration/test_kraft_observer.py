@@ -444,12 +444,12 @@ def test_a_paused_broker_is_not_asked_for_the_features(kraft_healthy: KRaftClust
         reader.close()
 
 
-def test_a_log_end_still_due_from_a_broker_paused_meanwhile_is_not_waited_for(
+def test_answers_still_due_from_a_broker_paused_meanwhile_are_not_waited_for(
     kraft_healthy: KRaftCluster,
 ) -> None:
-    """A reading of log ends in flight when a leader is paused: told that broker 3 is paused
-    now, the wait for its answer ends (NotAwaited) instead of lasting the request's 10 s, and
-    the broker that answered keeps its answer."""
+    """A groups poll in flight when a broker is paused: told that broker 3 is paused now, the
+    waits for its ListGroups and ListOffsets answers end (NotAwaited) instead of lasting the
+    requests' 10 s, and the brokers that answered keep their answers."""
     from kconsole.cluster.security import kafka_python
     from kconsole.cluster.security.clients import kafka_python_config
     from kconsole.cluster.settings import TEST_TOPIC
@@ -463,7 +463,12 @@ def test_a_log_end_still_due_from_a_broker_paused_meanwhile_is_not_waited_for(
     try:
         both = kafka_python.log_ends_by_leader(admin, {1: [tp], 3: [tp]}, 10_000)
         assert all(isinstance(a, dict) for a in both.values()), both  # connected to each
+        listed = kafka_python.list_groups_at(admin, [1, 2, 3], 10_000)
+        assert all(isinstance(a, list) for a in listed.values()), listed
         proc.signal(signal.SIGSTOP)  # well within the session timeout: never fenced
+        listed = kafka_python.list_groups_at(admin, [1, 2, 3], 10_000, give_up=lambda: {3})
+        assert isinstance(listed[3], kafka_python.NotAwaited), listed
+        assert isinstance(listed[1], list) and isinstance(listed[2], list), listed
         answers = kafka_python.log_ends_by_leader(
             admin, {1: [tp], 3: [tp]}, 10_000, give_up=lambda: {3}
         )

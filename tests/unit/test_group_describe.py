@@ -129,6 +129,25 @@ def each_by_describe_at(kp: Any, requests: list[tuple[Any, int]], timeout_ms: in
     return out
 
 
+def list_groups_by_fake(
+    kp: Any, brokers: list[int], _timeout_ms: int, _give_up: Any = None
+) -> dict[int, Any]:
+    """kafka_python.list_groups_at as a fake client's list_groups answers each broker (a
+    failure is that broker's answer), as the real one hands them on."""
+    out: dict[int, Any] = {}
+    for bid in brokers:
+        try:
+            out[bid] = list(kp.list_groups(broker_ids=[bid]))
+        except Exception as exc:
+            out[bid] = exc
+    return out
+
+
+@pytest.fixture(autouse=True)
+def _groups_listed_by_the_fake(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kafka_python, "list_groups_at", list_groups_by_fake)
+
+
 @pytest.fixture
 def kp(monkeypatch: pytest.MonkeyPatch) -> FakeKp:
     fake = FakeKp(dict(REC["coordinators"]))

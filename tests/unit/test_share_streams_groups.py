@@ -37,6 +37,7 @@ from kconsole.ui.rows import (
     group_partition_columns,
     group_partition_rows,
 )
+from tests.unit.test_group_describe import list_groups_by_fake
 
 REC = json.loads(
     (Path(__file__).resolve().parents[1] / "fixtures" / "kraft" / "share_streams.json").read_text()
@@ -194,6 +195,7 @@ def read(monkeypatch: pytest.MonkeyPatch) -> dict[str, Group]:
     monkeypatch.setattr(kafka_python, "describe_at", describe_at)
     monkeypatch.setattr(kafka_python, "describe_each_at", each_by_describe_at)
     monkeypatch.setattr(kafka_python, "log_ends_by_leader", log_ends)
+    monkeypatch.setattr(kafka_python, "list_groups_at", list_groups_by_fake)
     reader = GroupReader({}, timeout_s=5)
     reader._kp = FakeKp()
     res = reader.read(brokers=[1, 2, 3], leaders={(TOPIC, p): 1 for p in range(4)})

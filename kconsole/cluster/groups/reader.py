@@ -173,19 +173,23 @@ class GroupReader:
         notes: list[str] = []
         asked = list(brokers)
         answered = 0
+        try:  # every broker at once; one paused meanwhile is not waited for
+            lists = kafka_python.list_groups_at(kp, asked, int(self.timeout_s * 1000), self.paused)
+        except Exception as exc:  # the IO thread itself failed: no broker listed
+            lists = dict.fromkeys(asked, exc)
         for bid in asked:
-            try:
-                entries = list(kp.list_groups(broker_ids=[bid]))
-                answered += 1
-                for entry in entries:
-                    gid = entry.get("group_id") if isinstance(entry, dict) else entry[0]
-                    if gid:
-                        ids.add(str(gid))
-                        kind = entry.get("group_type") if isinstance(entry, dict) else None
-                        if kind:
-                            self._types[str(gid)] = str(kind).lower()
-            except Exception as exc:
-                notes.append(f"broker {bid} did not list its groups ({_text(exc)})")
+            entries = lists.get(bid, RuntimeError("no answer"))
+            if isinstance(entries, BaseException):
+                notes.append(f"broker {bid} did not list its groups ({_text(entries)})")
+                continue
+            answered += 1
+            for entry in entries:
+                gid = entry.get("group_id") if isinstance(entry, dict) else entry[0]
+                if gid:
+                    ids.add(str(gid))
+                    kind = entry.get("group_type") if isinstance(entry, dict) else None
+                    if kind:
+                        self._types[str(gid)] = str(kind).lower()
         return ids, bool(asked) and not notes, answered > 0, notes
 
     def _coordinators(self, kp: Any, ids: list[str]) -> tuple[dict[str, int], dict[str, str]]:

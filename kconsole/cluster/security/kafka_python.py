@@ -221,6 +221,54 @@ async def _answer_of(
                 raise NotAwaited(f"broker {leader} paused: its answer not awaited") from None
 
 
+def list_groups_at(
+    admin: Any,
+    brokers: Sequence[int],
+    timeout_ms: int,
+    give_up: Callable[[], Collection[int]] | None = None,
+) -> dict[int, list[dict[str, Any]] | BaseException]:
+    """ListGroups asked of each broker in `brokers`, all in flight at once (kafka-python's
+    list_groups asks them one after the other, a paused one holding the rest for its whole
+    timeout): per broker its groups (kafka-python's dicts: group_id, protocol_type,
+    group_state, group_type) or the exception its request failed with. `give_up` as for
+    log_ends_by_leader."""
+    out: dict[int, list[dict[str, Any]] | BaseException] = admin._manager.run(
+        _ask_list_groups, admin, list(brokers), timeout_ms, give_up
+    )
+    return out
+
+
+async def _ask_list_groups(
+    admin: Any,
+    brokers: list[int],
+    timeout_ms: int,
+    give_up: Callable[[], Collection[int]] | None,
+) -> dict[int, list[dict[str, Any]] | BaseException]:
+    pending = []
+    for broker in brokers:
+        try:  # a broker the client's metadata does not know fails here, not when awaited
+            request = admin._list_groups_request()
+            pending.append(
+                (
+                    broker,
+                    admin._manager.send(request, node_id=broker, request_timeout_ms=timeout_ms),
+                )
+            )
+        except Exception as exc:
+            pending.append((broker, exc))
+    out: dict[int, list[dict[str, Any]] | BaseException] = {}
+    for broker, future in pending:
+        if isinstance(future, BaseException):
+            out[broker] = future
+            continue
+        try:
+            response = await _answer_of(admin, broker, future, give_up)
+            out[broker] = list(admin._list_groups_process_response(response))
+        except Exception as exc:
+            out[broker] = exc
+    return out
+
+
 async def _ask_log_ends(
     admin: Any,
     by_leader: Mapping[int, Sequence[TP]],
