@@ -100,7 +100,9 @@ def recorded_describe(elsewhere: dict[str, str] | None = None) -> Any:
         "ShareGroupDescribeRequest": REC["share_group_describe"],
     }
 
-    def describe_at(kp: FakeKp, request: Any, node: int, _timeout_ms: int) -> list[Any]:
+    def describe_at(
+        kp: FakeKp, request: Any, node: int, _timeout_ms: int, _g: Any = None
+    ) -> list[Any]:
         kind = type(request).__name__
         if kind == "DescribeShareGroupOffsetsRequest":
             ids = tuple(g.group_id for g in request.groups)
@@ -273,7 +275,7 @@ def test_a_coordinator_without_the_new_apis(kp: FakeKp, monkeypatch: pytest.Monk
     """A Kafka before 3.7 (or a share group on one before 4.1): the client finds no version
     both sides support. Consumer-protocol groups fall back to DescribeGroups, with the reason."""
 
-    def unsupported(kp_: FakeKp, request: Any, node: int, _t: int) -> list[Any]:
+    def unsupported(kp_: FakeKp, request: Any, node: int, _t: int, _g: Any = None) -> list[Any]:
         kp_.calls.append((type(request).__name__, node, tuple(request.group_ids)))
         raise kafka.errors.IncompatibleBrokerVersion("no version of it supported by both")
 
@@ -292,7 +294,7 @@ def test_a_dead_coordinator_fails_only_its_groups(
     dead = REC["coordinators"][NEXT]
     recorded = recorded_describe()
 
-    def describe_at(kp_: FakeKp, request: Any, node: int, t: int) -> list[Any]:
+    def describe_at(kp_: FakeKp, request: Any, node: int, t: int, _g: Any = None) -> list[Any]:
         if node == dead:
             kp_.calls.append(("timed out", node, tuple(request.group_ids)))
             raise kafka.errors.KafkaTimeoutError("Request timed out after 5000 ms")
@@ -354,7 +356,7 @@ def test_a_coordinator_answering_unsupported_version(
     UNSUPPORTED_VERSION (the recorded answer): a consumer-protocol or untyped group is asked
     with DescribeGroups instead, a share group says the coordinator cannot describe it."""
 
-    def answers_35(kp_: FakeKp, request: Any, node: int, _t: int) -> list[Any]:
+    def answers_35(kp_: FakeKp, request: Any, node: int, _t: int, _g: Any = None) -> list[Any]:
         kp_.calls.append((type(request).__name__, node, tuple(request.group_ids)))
         return [dict(ZK39, group_id=gid) for gid in request.group_ids]
 
@@ -376,7 +378,7 @@ def test_a_coordinator_failing_its_second_request_keeps_what_it_answered(
     kp.coordinators[SHARE] = kp.coordinators[CLASSIC] = coordinator
     recorded = recorded_describe()
 
-    def describe_at(kp_: FakeKp, request: Any, node: int, t: int) -> list[Any]:
+    def describe_at(kp_: FakeKp, request: Any, node: int, t: int, _g: Any = None) -> list[Any]:
         if type(request).__name__ == "ShareGroupDescribeRequest":
             raise kafka.errors.KafkaTimeoutError("Request timed out after 5000 ms")
         return list(recorded(kp_, request, node, t))
@@ -495,3 +497,26 @@ def test_a_leader_paused_during_the_reading_is_said_so_and_the_rest_is_read(
     assert seen == [reader.paused]
     assert res.ends == {("t", 0): 7}
     assert res.end_errors == {("t", 1): "leader 2: broker 2 paused: its answer not awaited"}
+
+
+def test_a_coordinator_known_paused_is_not_asked(kp: FakeKp) -> None:
+    """A coordinator the backend says is paused: its groups are not described nor their
+    offsets fetched this poll (each would only wait out its timeout, and the rates' log ends
+    behind it), and say why; the other coordinators' groups are read as usual."""
+    paused = REC["coordinators"][NEXT]
+    reader = GroupReader({}, timeout_s=5)
+    reader._kp = kp
+    reader.paused = lambda: {paused}
+    res = reader.read(known=(), brokers=[1, 2, 3], leaders={(TOPIC, p): 1 for p in range(4)})
+    groups = {g.group_id: g for g in res.groups}
+    at_paused = [gid for gid, node in REC["coordinators"].items() if node == paused]
+    others = [gid for gid, node in REC["coordinators"].items() if node != paused]
+    assert at_paused and others
+    assert not [c for c in kp.calls if c[1] == paused]  # not asked
+    for gid in at_paused:
+        assert f"not described (coordinator {paused} paused)" in groups[gid].error, groups[gid]
+        assert f"committed offsets not read (coordinator {paused} not described)" in (
+            groups[gid].error
+        )
+        assert not any(gid in c[2] for c in kp.calls if c[0] == "OffsetFetch")
+    assert any(groups[gid].state not in ("", "UNKNOWN") for gid in others)

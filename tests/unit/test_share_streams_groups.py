@@ -167,7 +167,7 @@ def each_by_describe_at(kp: Any, requests: list[tuple[Any, int]], timeout_ms: in
 
 @pytest.fixture
 def read(monkeypatch: pytest.MonkeyPatch) -> dict[str, Group]:
-    def describe_at(_kp: Any, request: Any, node: int, _t: int) -> list[Any]:
+    def describe_at(_kp: Any, request: Any, node: int, _t: int, _g: Any = None) -> list[Any]:
         kind = type(request).__name__
         if kind == "DescribeShareGroupOffsetsRequest":
             assert node == coordinator(SHARE)

@@ -245,12 +245,19 @@ class GroupReader:
                 errors[gid] = text
                 descs[gid] = _Desc("UNKNOWN", (), "", coordinator, described=False)
 
+        if self.paused is not None and coordinator in self.paused():
+            # Known paused: not asked (its answer would only wait out the timeout, and the
+            # rest of the poll, the log ends of the rates with it, behind it).
+            unread(batch, f"not described (coordinator {coordinator} paused)")
+            return
         timeout_ms = int(self.timeout_s * 1000)
         for gids, api in ((new, CONSUMER_API), (share, SHARE_API), (streams, STREAMS_API)):
             if not gids:
                 continue
             try:
-                answers = kafka_python.describe_at(kp, api.request(gids), coordinator, timeout_ms)
+                answers = kafka_python.describe_at(
+                    kp, api.request(gids), coordinator, timeout_ms, self.paused
+                )
             except Exception as exc:
                 if not kafka_python.is_unsupported(exc):
                     # The coordinator did not answer: the rest of its groups are not asked.
@@ -312,7 +319,9 @@ class GroupReader:
             if self._types.get(gid) == "share":
                 continue  # no consumer offsets: its start offsets come from _share_offsets
             if desc is not None and not desc.described and coordinator is not None:
-                errors[gid] = f"coordinator {coordinator} did not answer"
+                errors[gid] = (
+                    f"committed offsets not read (coordinator {coordinator} not described)"
+                )
                 continue
             batches.setdefault(coordinator, []).append(gid)
         for coordinator, batch in batches.items():

@@ -374,13 +374,31 @@ async def _ask_log_sizes(
     return out
 
 
-def describe_at(admin: Any, request: Any, node_id: int, timeout_ms: int) -> list[dict[str, Any]]:
+def describe_at(
+    admin: Any,
+    request: Any,
+    node_id: int,
+    timeout_ms: int,
+    give_up: Callable[[], Collection[int]] | None = None,
+) -> list[dict[str, Any]]:
     """One group-describe request (ConsumerGroupDescribe / ShareGroupDescribe, from
     kconsole.cluster.groups.messages) sent to one broker, its group coordinator: the answer's
     `groups` as dicts (the response's to_dict()). Raises what the request failed with; when the
-    broker supports no version of the API, `kafka.errors.IncompatibleBrokerVersion`."""
-    response = admin._manager.run(_send, admin, request, node_id, timeout_ms)
+    broker supports no version of the API, `kafka.errors.IncompatibleBrokerVersion`; NotAwaited
+    when `give_up` (as for log_ends_by_leader) names the broker while its answer is due."""
+    response = admin._manager.run(_send_or_give_up, admin, request, node_id, timeout_ms, give_up)
     return list(response.to_dict()["groups"])
+
+
+async def _send_or_give_up(
+    admin: Any,
+    request: Any,
+    node_id: int,
+    timeout_ms: int,
+    give_up: Callable[[], Collection[int]] | None,
+) -> Any:
+    future = admin._manager.send(request, node_id=node_id, request_timeout_ms=timeout_ms)
+    return await _answer_of(admin, node_id, future, give_up)
 
 
 async def _send(admin: Any, request: Any, node_id: int, timeout_ms: int) -> Any:
