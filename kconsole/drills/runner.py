@@ -77,6 +77,8 @@ class _Plan:
 
 
 DRILL_OFFSETS_S = 1.0  # how often a drill's observer reads the log ends, at most
+# Past the warm-up, the longest the fault waits for the cluster's first throughput reading.
+WARMUP_READING_S = 10.0
 
 
 class _Fault(NamedTuple):
@@ -499,8 +501,15 @@ class DrillRunner:
         return workload, time.monotonic()
 
     def _warm_up(self, plan: _Plan) -> ClusterSnapshot:
-        """Steady traffic before the fault; the cluster as it is then."""
+        """Steady traffic before the fault; the cluster as it is then. Past the warm-up, the
+        fault waits (at most WARMUP_READING_S more) for the cluster's first throughput
+        reading: without one before the fault there is no dip to measure, and on a busy
+        machine the observer's first two log-end readings could take longer than 2 s."""
         time.sleep(self.spec.warmup_s)  # drill timing, not a wait
+        deadline = time.monotonic() + WARMUP_READING_S
+        with self._changed:
+            while not self._landed and (left := deadline - time.monotonic()) > 0:
+                self._changed.wait(left)
         return self._latest or plan.snap
 
     def _predict(self, plan: _Plan, before: ClusterSnapshot) -> list[str]:

@@ -166,6 +166,9 @@ class Cluster:
 
         clock = self.clock
         runner._changed = Changed()
+        # As the real observer's first two log-end readings give: the cluster's throughput
+        # read once before the fault (else the fault waits for it, WARMUP_READING_S at most).
+        runner._landed.append((clock.now, 100.0, False))
         return runner
 
     def said(self) -> list[str]:
@@ -302,3 +305,31 @@ def test_the_high_watermark_is_asked_again_while_a_new_leader_catches_up() -> No
 
     with pytest.raises(KafkaException):
         _high_watermark(Refuses(), TopicPartition("t", 0), time.monotonic() + 5)
+
+
+def test_the_fault_waits_for_the_clusters_first_throughput_reading(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past the warm-up, with no throughput reading yet (a busy machine: the observer's first
+    two log-end readings took longer than the warm-up), the fault waits for one, at most
+    WARMUP_READING_S: without it the cluster's dip was "not measured" (seen in CI)."""
+    healthy = load("healthy")
+    cluster = Cluster(monkeypatch, healthy)
+    spec = DrillSpec("kill", "broker:2", duration_s=30, restore_after_s=10, warmup_s=2)
+    runner = cluster.runner(spec, after=healthy)
+    runner._landed.clear()
+    waited: list[float | None] = []
+
+    class Reads(threading.Condition):
+        def wait(self, timeout: float | None = None) -> bool:
+            waited.append(timeout)
+            cluster.clock.now += 0.7  # the second reading comes
+            runner._landed.append((cluster.clock.now, 100.0, False))
+            return True
+
+    runner._changed = Reads()
+    runner._warm_up(SimpleNamespace(snap=None))  # type: ignore[arg-type]
+    assert len(waited) == 1 and waited[0] == runner_mod.WARMUP_READING_S
+    runner._changed = Reads()
+    runner._warm_up(SimpleNamespace(snap=None))  # type: ignore[arg-type]
+    assert len(waited) == 1  # a reading already there: no wait
